@@ -1,0 +1,306 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// materialized is a temporary CLAUDE_CONFIG_DIR holding a session loaded
+// from the store, laid out like ~/.claude so that the CLI can resume it.
+type materialized struct {
+	dir       string
+	sessionID string
+}
+
+// configDir is where the child keeps its transcripts: CLAUDE_CONFIG_DIR of
+// the child's environment, else $HOME/.claude.
+func configDir(env []string) string {
+	var home, cfg string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CLAUDE_CONFIG_DIR":
+			cfg = v
+		case "HOME":
+			home = v
+		}
+	}
+	if cfg != "" {
+		return cfg
+	}
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".claude")
+}
+
+// materialize loads the session to resume (or the most recent one, for
+// ContinueConversation) from the store into a temporary config directory.
+// It returns nil when there is nothing to load: the CLI then starts as
+// usual.
+func materialize(ctx context.Context, o *Options, childEnv []string) (*materialized, error) {
+	cwd := o.Cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	pk := ProjectKey(cwd)
+	timeout := orDefault(o.StoreTimeout, 60*time.Second)
+	load := func(key SessionKey) ([]json.RawMessage, error) {
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		entries, err := o.SessionStore.Load(lctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("claude: load %s/%s from the session store: %w", key.SessionID, key.Subpath, err)
+		}
+		return entries, nil
+	}
+	var sid string
+	var entries []json.RawMessage
+	switch {
+	case o.Resume != "":
+		if !uuidRE.MatchString(o.Resume) {
+			// A title or other non-id: let the CLI resolve it itself.
+			return nil, nil
+		}
+		var err error
+		sid = o.Resume
+		if entries, err = load(SessionKey{ProjectKey: pk, SessionID: sid}); err != nil {
+			return nil, err
+		}
+	case o.ContinueConversation:
+		lister := o.SessionStore.(SessionLister)
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		sessions, err := lister.ListSessions(lctx, pk)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("claude: list sessions in the session store: %w", err)
+		}
+		sort.SliceStable(sessions, func(i, j int) bool { return sessions[i].Mtime > sessions[j].Mtime })
+		for _, s := range sessions {
+			e, err := load(SessionKey{ProjectKey: pk, SessionID: s.SessionID})
+			if err != nil {
+				return nil, err
+			}
+			if len(e) == 0 || isSidechain(e[0]) {
+				continue
+			}
+			sid, entries = s.SessionID, e
+			break
+		}
+	default:
+		return nil, nil
+	}
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	dir, err := os.MkdirTemp("", "claude-resume-*")
+	if err != nil {
+		return nil, fmt.Errorf("claude: create resume directory: %w", err)
+	}
+	m := &materialized{dir: dir, sessionID: sid}
+	if err := m.lay(ctx, o, pk, sid, entries, load, childEnv); err != nil {
+		m.remove()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *materialized) lay(ctx context.Context, o *Options, pk, sid string, main []json.RawMessage, load func(SessionKey) ([]json.RawMessage, error), childEnv []string) error {
+	sessDir := filepath.Join(m.dir, "projects", pk)
+	if err := writeJSONL(filepath.Join(sessDir, sid+".jsonl"), main); err != nil {
+		return err
+	}
+	if lister, ok := o.SessionStore.(SubkeyLister); ok {
+		lctx, cancel := context.WithTimeout(ctx, orDefault(o.StoreTimeout, 60*time.Second))
+		subs, err := lister.ListSubkeys(lctx, pk, sid)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("claude: list subagent transcripts: %w", err)
+		}
+		base := filepath.Join(sessDir, sid)
+		for _, sub := range subs {
+			target, err := safeSubpath(base, sub)
+			if err != nil {
+				slog.Warn("claude: unsafe subpath skipped on resume", "subpath", sub, "err", err)
+				continue
+			}
+			entries, err := load(SessionKey{ProjectKey: pk, SessionID: sid, Subpath: sub})
+			if err != nil {
+				return err
+			}
+			var lines []json.RawMessage
+			var meta json.RawMessage
+			for _, e := range entries {
+				if entryType(e) == "agent_metadata" {
+					meta = e
+					continue
+				}
+				lines = append(lines, e)
+			}
+			if err := writeJSONL(target+".jsonl", lines); err != nil {
+				return err
+			}
+			if meta != nil {
+				if err := writeMeta(target+".meta.json", meta); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return copyAuth(m.dir, configDir(childEnv), childEnv)
+}
+
+func (m *materialized) remove() {
+	// The CLI may still be releasing files: retry briefly.
+	for i := 0; i < 5; i++ {
+		if err := os.RemoveAll(m.dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	slog.Warn("claude: could not remove resume directory", "dir", m.dir)
+}
+
+// ErrUnsafeSubpath marks a store subpath that would escape the session
+// directory.
+var ErrUnsafeSubpath = errors.New("unsafe subpath")
+
+// safeSubpath joins a store subpath under base, refusing absolute paths,
+// '..', drive prefixes, NUL and anything resolving outside base.
+func safeSubpath(base, sub string) (string, error) {
+	switch {
+	case sub == "":
+		return "", fmt.Errorf("%w: empty", ErrUnsafeSubpath)
+	case strings.ContainsRune(sub, 0):
+		return "", fmt.Errorf("%w: NUL byte", ErrUnsafeSubpath)
+	case strings.HasPrefix(sub, "/") || strings.HasPrefix(sub, "\\") || filepath.IsAbs(sub):
+		return "", fmt.Errorf("%w: absolute %q", ErrUnsafeSubpath, sub)
+	case len(sub) >= 2 && sub[1] == ':':
+		return "", fmt.Errorf("%w: drive prefix %q", ErrUnsafeSubpath, sub)
+	}
+	for _, seg := range strings.FieldsFunc(sub, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return "", fmt.Errorf("%w: %q contains ..", ErrUnsafeSubpath, sub)
+		}
+	}
+	target := filepath.Join(base, filepath.FromSlash(path.Clean(sub)))
+	rel, err := filepath.Rel(base, target)
+	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+		return "", fmt.Errorf("%w: %q resolves outside the session", ErrUnsafeSubpath, sub)
+	}
+	return target, nil
+}
+
+func writeJSONL(p string, entries []json.RawMessage) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("claude: resume directory: %w", err)
+	}
+	var b []byte
+	for _, e := range entries {
+		var compact json.RawMessage
+		if c, err := json.Marshal(e); err == nil {
+			compact = c
+		} else {
+			return fmt.Errorf("claude: stored entry is not JSON: %w", err)
+		}
+		b = append(append(b, compact...), '\n')
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return fmt.Errorf("claude: write transcript for resume: %w", err)
+	}
+	return nil
+}
+
+func writeMeta(p string, entry json.RawMessage) error {
+	m, err := decodeObject(entry)
+	if err != nil {
+		return err
+	}
+	delete(m, "type")
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(p, b, 0o600)
+}
+
+func entryType(e json.RawMessage) string {
+	var h struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(e, &h)
+	return h.Type
+}
+
+func isSidechain(e json.RawMessage) bool {
+	var h struct {
+		IsSidechain bool `json:"isSidechain"`
+	}
+	_ = json.Unmarshal(e, &h)
+	return h.IsSidechain
+}
+
+// copyAuth gives the temporary config directory the parent's credentials
+// and settings: the OAuth refresh token removed (the child must not rotate
+// the parent's token), and settings without plugins, marketplaces or a
+// CLAUDE_CONFIG_DIR of their own.
+func copyAuth(dst, src string, env []string) error {
+	if b, err := os.ReadFile(filepath.Join(src, ".credentials.json")); err == nil {
+		if m, err := decodeObject(b); err == nil {
+			if oauth, ok := m["claudeAiOauth"].(map[string]any); ok {
+				delete(oauth, "refreshToken")
+			}
+			if out, err := json.Marshal(m); err == nil {
+				if err := os.WriteFile(filepath.Join(dst, ".credentials.json"), out, 0o600); err != nil {
+					return fmt.Errorf("claude: copy credentials: %w", err)
+				}
+			}
+		}
+	}
+	claudeJSON := filepath.Join(src, ".claude.json")
+	if _, err := os.Stat(claudeJSON); err != nil {
+		claudeJSON = filepath.Join(filepath.Dir(src), ".claude.json")
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+				claudeJSON = filepath.Join(v, ".claude.json")
+			}
+		}
+	}
+	if b, err := os.ReadFile(claudeJSON); err == nil {
+		if err := os.WriteFile(filepath.Join(dst, ".claude.json"), b, 0o600); err != nil {
+			return fmt.Errorf("claude: copy .claude.json: %w", err)
+		}
+	}
+	for _, name := range []string{"settings.json", "cowork_settings.json"} {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			continue
+		}
+		m, err := decodeObject(b)
+		if err != nil {
+			continue
+		}
+		delete(m, "enabledPlugins")
+		delete(m, "extraKnownMarketplaces")
+		if envBlock, ok := m["env"].(map[string]any); ok {
+			delete(envBlock, "CLAUDE_CONFIG_DIR")
+		}
+		out, _ := json.Marshal(m)
+		if err := os.WriteFile(filepath.Join(dst, name), out, 0o600); err != nil {
+			return fmt.Errorf("claude: copy %s: %w", name, err)
+		}
+	}
+	return nil
+}
