@@ -1,0 +1,150 @@
+package claudetest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// cliRelPath is where tools/claude-cli/install.sh leaves the pinned native
+// binary, relative to the module root. The npm bin stub is avoided: it
+// stays a stub under npm install --ignore-scripts.
+const cliRelPath = "tools/claude-cli/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+
+// CLIPath returns the path of the real claude binary for the real-CLI test
+// tier: $FLOWER_CLAUDE when set, else the pinned binary under the module
+// root (the directory holding go.mod, found by walking up from the working
+// directory). When there is none it fails the test if $CI is non-empty, as
+// that tier must run in CI, and skips it otherwise.
+func CLIPath(t testing.TB) string {
+	t.Helper()
+	const fix = "run tools/claude-cli/install.sh (or set FLOWER_CLAUDE to a claude binary)"
+	missing := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatalf("claudetest: the real-CLI tier must run in CI: "+format+"; "+fix, args...)
+		}
+		t.Skipf("claudetest: "+format+"; "+fix, args...)
+	}
+	if p := os.Getenv("FLOWER_CLAUDE"); p != "" {
+		if !isExecutable(p) {
+			missing("FLOWER_CLAUDE=%s is not an executable file", p)
+		}
+		noteRealCLI(t)
+		return p
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		missing("no claude CLI: %v", err)
+		return ""
+	}
+	p := filepath.Join(root, cliRelPath)
+	if !isExecutable(p) {
+		missing("no claude CLI at %s", p)
+	}
+	noteRealCLI(t)
+	return p
+}
+
+// noteRealCLI appends the test's name to $FLOWER_REALCLI_LOG, which the
+// test command reads to prove that the real-CLI tier ran.
+func noteRealCLI(t testing.TB) {
+	log := os.Getenv("FLOWER_REALCLI_LOG")
+	if log == "" {
+		return
+	}
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Logf("claudetest: cannot note the real-CLI run in %s: %v", log, err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, t.Name())
+}
+
+// moduleRoot walks up from the working directory to the one holding go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", os.ErrNotExist
+		}
+		dir = parent
+	}
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
+
+// Env returns the environment for a hermetic CLI run against srv, to lay
+// over BaseEnv (or over the inherited environment):
+//   - a fresh HOME and CLAUDE_CODE_TMPDIR (t.TempDir); CLAUDE_CONFIG_DIR is
+//     $HOME/.claude, so transcripts are under $HOME/.claude/projects/ and
+//     the global config is $HOME/.claude/.claude.json;
+//   - ANTHROPIC_BASE_URL=srv.URL and ANTHROPIC_API_KEY=sk-fake;
+//   - the variables that keep all traffic on the loopback fake;
+//   - empty values for the variables that would otherwise leak in from a
+//     developer's environment and change the provider, proxy, credentials,
+//     model, headers or nesting (see blanked).
+func Env(t testing.TB, srv *Server) map[string]string {
+	t.Helper()
+	home := t.TempDir()
+	env := map[string]string{
+		"HOME":               home,
+		"CLAUDE_CODE_TMPDIR": t.TempDir(),
+		// Not blanked: the CLI reads an empty CLAUDE_CONFIG_DIR as the
+		// working directory and writes projects/, plugins/… into it.
+		"CLAUDE_CONFIG_DIR":  filepath.Join(home, ".claude"),
+		"ANTHROPIC_BASE_URL": srv.URL,
+		"ANTHROPIC_API_KEY":  "sk-fake",
+		// Mandatory: without these the CLI resolves and calls external hosts.
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
+		"TERM":                                     "dumb",
+		"LANG":                                     "C.UTF-8",
+	}
+	for _, k := range blanked {
+		env[k] = ""
+	}
+	return env
+}
+
+// blanked are variables that would change where the CLI sends requests,
+// how it authenticates, which model it asks for, what it sends, or whether
+// it thinks it runs nested. CLI 2.1.332 was checked to read an empty value
+// of each as unset (same requests, files and output as without them).
+var blanked = []string{
+	// Provider and routing.
+	"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
+	"CLAUDE_CODE_USE_GATEWAY", "CLAUDE_CODE_USE_MANTLE", "CLAUDE_CODE_USE_ANTHROPIC_AWS",
+	"CLAUDE_CODE_USE_ANTHROPIC_GOOGLE_CLOUD", "ANTHROPIC_UNIX_SOCKET", "ANTHROPIC_PROFILE",
+	"ANTHROPIC_CONFIG_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+	// Credentials.
+	"ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN_FILE_DESCRIPTOR",
+	"CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR", "ANTHROPIC_IDENTITY_TOKEN", "ANTHROPIC_IDENTITY_TOKEN_FILE",
+	// Model choice.
+	"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
+	"ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_FABLE_MODEL",
+	"ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL",
+	// Request shape and nesting.
+	"ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_BETAS", "CLAUDECODE", "CLAUDE_CODE_SIMPLE",
+}
+
+// BaseEnv returns a minimal base environment (PATH only) for a CLI run,
+// in exec.Cmd.Env form; lay Env over it.
+func BaseEnv() []string {
+	return []string{"PATH=" + os.Getenv("PATH")}
+}
