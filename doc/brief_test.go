@@ -1,0 +1,81 @@
+package doc
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestBriefMarkdownReproducesTheChineseLiterals(t *testing.T) {
+	b := &Brief{Goal: "做一个转换器", Bounds: "不做 GUI"}
+	want := "# 需求确认书\n\n" +
+		"> 由 clarify 步骤生成并**冻结**。要改需求就改这个文件;\n" +
+		"> 想重新确认一遍,删掉它再跑。\n\n" +
+		"## 目标\n\n做一个转换器\n\n" +
+		"## 验收标准\n\n(未填)\n\n" +
+		"## 边界\n\n不做 GUI\n\n" +
+		"## 未知与假设\n\n(未填)\n"
+	if got := b.ToMarkdown(Chinese); got != want {
+		t.Errorf("ToMarkdown(Chinese) =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestBriefMarkdownInEnglishUsesEnglishHeadingsAndPlaceholder(t *testing.T) {
+	got := (&Brief{Goal: "build a converter"}).ToMarkdown(English)
+	for _, want := range []string{"# Brief\n", "## Goal\n\nbuild a converter\n", "## Acceptance criteria\n\n(not filled in)\n",
+		"## Boundaries\n", "## Unknowns and assumptions\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ToMarkdown(English) lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestAnyOtherLangRendersChinese(t *testing.T) {
+	b := &Brief{Goal: "x"}
+	if b.ToMarkdown("") != b.ToMarkdown(Chinese) || b.ToMarkdown("ko") != b.ToMarkdown(Chinese) {
+		t.Error("the zero Lang and unknown Langs should render Chinese")
+	}
+}
+
+func TestBriefMissingNamesEmptySectionsInTheChosenLanguage(t *testing.T) {
+	b := &Brief{Goal: "g", Bounds: "  "}
+	if got, want := b.Missing(Chinese), []string{"验收标准", "边界", "未知与假设"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Missing(Chinese) = %q, want %q", got, want)
+	}
+	if got, want := b.Missing(English), []string{"Acceptance criteria", "Boundaries", "Unknowns and assumptions"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Missing(English) = %q, want %q", got, want)
+	}
+	if b.Complete() {
+		t.Error("a brief with three empty sections is complete")
+	}
+	full := &Brief{Goal: "g", Accept: "a", Bounds: "b", Unknowns: "u"}
+	if !full.Complete() || full.Missing(Chinese) != nil {
+		t.Errorf("a full brief is incomplete: missing %q", full.Missing(Chinese))
+	}
+}
+
+func TestBriefPromptBlockHasOnlySectionsWithContent(t *testing.T) {
+	b := &Brief{Goal: "g", Unknowns: "u"}
+	if got, want := b.PromptBlock(Chinese), "## 目标\ng\n\n## 未知与假设\nu"; got != want {
+		t.Errorf("PromptBlock(Chinese) = %q, want %q", got, want)
+	}
+	if got, want := b.PromptBlock(English), "## Goal\ng\n\n## Unknowns and assumptions\nu"; got != want {
+		t.Errorf("PromptBlock(English) = %q, want %q", got, want)
+	}
+}
+
+func TestAmendmentsAppendedToABriefFileEndUpInUnknowns(t *testing.T) {
+	b := &Brief{Goal: "g", Accept: "a", Bounds: "b", Unknowns: "u"}
+	got := ParseBrief(b.ToMarkdown(Chinese) + "\n(运行中补充)也支持 Windows\n")
+	if got.Unknowns != "u\n\n(运行中补充)也支持 Windows" {
+		t.Errorf("Unknowns = %q", got.Unknowns)
+	}
+}
+
+func TestAKoreanBriefParses(t *testing.T) {
+	got := ParseBrief("## 목표\n변환기\n## 검수 기준\n테스트 통과\n## 경계\nGUI 없음\n## 미지와 가정\n없음")
+	want := &Brief{Goal: "변환기", Accept: "테스트 통과", Bounds: "GUI 없음", Unknowns: "없음"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}

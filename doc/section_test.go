@@ -1,0 +1,314 @@
+package doc
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// names are the canonical headings of a Brief in each accepted language.
+var briefNames = map[string][4]string{
+	"zh": {"目标", "验收标准", "边界", "未知与假设"},
+	"en": {"Goal", "Acceptance criteria", "Boundaries", "Unknowns and assumptions"},
+	"ko": {"목표", "검수 기준", "경계", "미지와 가정"},
+}
+
+// headingForms are every heading form the parser accepts; %s is the
+// heading, %b the body.
+var headingForms = []struct{ name, form string }{
+	{"atx heading", "## %s\n%b"},
+	{"level-one heading", "# %s\n\n%b"},
+	{"level-six heading without a space", "######%s\n%b"},
+	{"heading with body on its line", "## %s %b"},
+	{"heading with a colon and body on its line", "## %s: %b"},
+	{"bold heading", "**%s**\n%b"},
+	{"underscore bold heading", "__%s__\n%b"},
+	{"bold heading with colon inside", "**%s:** %b"},
+	{"bold heading with colon outside", "**%s**: %b"},
+	{"bold heading with body on its line", "**%s** %b"},
+	{"ascii colon on its own", "%s:\n%b"},
+	{"ascii colon with body", "%s: %b"},
+	{"full-width colon on its own", "%s：\n%b"},
+	{"full-width colon with body", "%s：%b"},
+	{"bare name on its own line", "%s\n%b"},
+	{"numbered with dot", "3. %s\n%b"},
+	{"numbered with ideographic comma", "3、%s\n%b"},
+	{"numbered with parenthesis", "3) %s\n%b"},
+	{"numbered with full-width parenthesis", "3）%s\n%b"},
+	{"numbered bold", "1. **%s**\n%b"},
+	{"numbered with colon and body", "2. %s: %b"},
+	{"indented heading", "  ## %s\n%b"},
+	{"indented with an ideographic space", "\u3000%s:\n%b"},
+	{"heading with closing hashes", "## %s ##\n%b"},
+}
+
+func render(form, name, body string) string {
+	return strings.NewReplacer("%s", name, "%b", body).Replace(form)
+}
+
+func TestEveryHeadingFormIsRecognisedInEveryLanguage(t *testing.T) {
+	for lang, names := range briefNames {
+		for _, f := range headingForms {
+			t.Run(lang+"/"+f.name, func(t *testing.T) {
+				var parts []string
+				for i, n := range names {
+					parts = append(parts, render(f.form, n, fmt.Sprintf("body %d", i)))
+				}
+				text := "preamble the parser ignores\n\n" + strings.Join(parts, "\n\n")
+				got := ParseBrief(text)
+				want := &Brief{Goal: "body 0", Accept: "body 1", Bounds: "body 2", Unknowns: "body 3"}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("ParseBrief(%q)\n got %+v\nwant %+v", text, got, want)
+				}
+			})
+		}
+	}
+}
+
+func TestEnglishHeadingsIgnoreCase(t *testing.T) {
+	got := ParseBrief("## GOAL\na\n## acceptance CRITERIA\nb\n**boundaries**\nc\nunknowns and ASSUMPTIONS:\nd")
+	want := &Brief{Goal: "a", Accept: "b", Bounds: "c", Unknowns: "d"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestEverySectionOfEveryDocumentIsFoundInEveryLanguage(t *testing.T) {
+	for _, l := range []*layout{briefLayout, handoffLayout, goalLayout, verdictLayout} {
+		for _, s := range l.sections {
+			for _, name := range append([]string{s.zh, s.en, s.ko}, s.aliases...) {
+				p := l.parse("## " + name + "\nx")
+				if p.bodies[s.key] != "x" {
+					t.Errorf("heading %q: got sections %v, want %s=x", name, p.bodies, s.key)
+				}
+			}
+		}
+	}
+}
+
+func TestProseThatStartsWithASectionNameIsNotAHeading(t *testing.T) {
+	cases := []struct{ name, text, wantDoing string }{
+		{"chinese prose after a name", "## 现在在做什么\n写解析器\n进度很顺利\n## 下一步\n跑测试", "写解析器\n进度很顺利"},
+		{"english prose after a name", "## Doing now\nwriting the parser\nProgress is fine today\n## Next step\nrun tests", "writing the parser\nProgress is fine today"},
+		{"english word that only starts with a name", "## Doing now\nwriting\nProgressive enhancement: done\n## Next step\nx", "writing\nProgressive enhancement: done"},
+		{"bold sentence that starts with a name", "## 现在在做什么\n写解析器\n**进度落后了一天**\n## 下一步\nx", "写解析器\n**进度落后了一天**"},
+		{"list item that starts with a name", "## 现在在做什么\n- 进度: 一半\n## 下一步\nx", "- 进度: 一半"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ParseHandoff(c.text).Doing; got != c.wantDoing {
+				t.Errorf("Doing = %q, want %q", got, c.wantDoing)
+			}
+		})
+	}
+}
+
+func TestAliasesAreMatchedLongestFirst(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       *Brief
+	}{
+		{"未知与假设 is not 未知", "## 未知与假设\nX", &Brief{Unknowns: "X"}},
+		{"未知项与假设 is not 未知项", "## 未知项与假设\nX", &Brief{Unknowns: "X"}},
+		{"验收标准 is not 验收", "验收标准:X", &Brief{Accept: "X"}},
+		{"范围边界 is bounds", "**范围边界**\nX", &Brief{Bounds: "X"}},
+		{"short alias still works", "## 未知\nX", &Brief{Unknowns: "X"}},
+		{"english long form", "## Unknowns and assumptions\nX", &Brief{Unknowns: "X"}},
+		{"english short form", "## Unknowns\nX", &Brief{Unknowns: "X"}},
+		{"acceptance criteria is not acceptance", "Acceptance criteria: X", &Brief{Accept: "X"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ParseBrief(c.text); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+	if got := ParseHandoff("## Next steps\nrun it").Next; got != "run it" {
+		t.Errorf("Next steps: Next = %q, want %q", got, "run it")
+	}
+	if got := ParseHandoff("## 现在在做什么\nX").Doing; got != "X" {
+		t.Errorf("现在在做什么: Doing = %q, want X", got)
+	}
+}
+
+func TestFirstSectionWithContentWinsWhenAHeadingRepeats(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"first of two with content", "## 目标\nA\n## 目标\nB", "A"},
+		{"empty first is skipped", "## 目标\n\n## 目标\nB\n## 目标\nC", "B"},
+		{"placeholder first is skipped", "## 目标\n(未填)\n## Goal\nB", "B"},
+		{"languages mixed", "## Goal\nA\n## 목표\nB", "A"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ParseBrief(c.text).Goal; got != c.want {
+				t.Errorf("Goal = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestARestOfLineThatIsAHeadingStartsItsOwnSection(t *testing.T) {
+	got := ParseBrief("## 目标 ## 边界 X\n## 目标\nG")
+	if got.Goal != "G" || got.Bounds != "X" {
+		t.Errorf("got %+v, want Goal=G Bounds=X", got)
+	}
+}
+
+func TestFencedCodeIsRemovedAndAnUnclosedFenceDropsTheRest(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       *Brief
+	}{
+		{"closed backtick fence hides a fake heading",
+			"## 目标\nA\n```\n## 边界\nfake\n```\nmore\n## 边界\nB",
+			&Brief{Goal: "A\n\nmore", Bounds: "B"}},
+		{"closed tilde fence hides a fake heading",
+			"## 目标\nA\n~~~python\n## 边界\nfake\n~~~\n## 边界\nB",
+			&Brief{Goal: "A", Bounds: "B"}},
+		{"inline fence is removed", "## 目标\nrun ```x``` now", &Brief{Goal: "run\n now"}},
+		{"unclosed backtick fence drops the rest",
+			"## 目标\nA\n```go\npackage main\n## 边界\nB", &Brief{Goal: "A"}},
+		{"unclosed tilde fence drops the rest",
+			"## 目标\nA\n~~~\n## 边界\nB\n## 验收标准\nC", &Brief{Goal: "A"}},
+		{"a tilde run inside a backtick fence does not close it",
+			"## 目标\nA\n```\n~~~\n```\n## 边界\nB", &Brief{Goal: "A", Bounds: "B"}},
+		{"four backticks are an unclosed fence", "## 目标\nA\n````\n## 边界\nB", &Brief{Goal: "A"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ParseBrief(c.text); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestBodiesLoseRulesBlankRunsAndSurroundingSpace(t *testing.T) {
+	cases := []struct{ name, body, want string }{
+		{"leading blank lines", "\n\n\n  A", "A"},
+		{"dash rule", "A\n---\nB", "A\nB"},
+		{"star rule with spaces", "A\n  ***  \nB", "A\nB"},
+		{"underscore rule", "A\n_____\nB", "A\nB"},
+		{"two dashes are text", "A\n--\nB", "A\n--\nB"},
+		{"three newlines collapse", "A\n\n\n\nB", "A\n\nB"},
+		{"blank lines of spaces collapse", "A\n  \n\t\n \nB", "A\n\nB"},
+		{"trailing spaces go", "A  \nB\t", "A\nB"},
+		{"rule between blanks collapses", "A\n\n---\n\nB", "A\n\nB"},
+		{"crlf", "A\r\nB\r\n\r\n\r\n\r\nC", "A\nB\n\nC"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ParseBrief("## 目标\n" + c.body).Goal; got != c.want {
+				t.Errorf("Goal = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPlaceholdersCountAsMissing(t *testing.T) {
+	for _, ph := range []string{"(未填)", "(空)", "(not filled in)", "(empty)", "(EMPTY)", "（空）"} {
+		t.Run(ph, func(t *testing.T) {
+			b := ParseBrief("## 目标\n" + ph + "\n## 验收标准\n" + ph + "\n## 边界\nB\n## 未知与假设\nU")
+			if b.Goal != "" || b.Accept != "" || b.Complete() {
+				t.Errorf("brief %+v: placeholder kept as content", b)
+			}
+			h := ParseHandoff("## 现在在做什么\n" + ph + "\n## 下一步\nN")
+			if h.Doing != "" || h.Complete() {
+				t.Errorf("handoff %+v: placeholder kept as content", h)
+			}
+			g := ParseGoal("# 目标\n" + ph + "\n# 判定清单\n" + ph)
+			if g.Statement != "" || len(g.Checks) != 0 || g.Complete() {
+				t.Errorf("goal %+v: placeholder kept as content", g)
+			}
+			v := ParseVerdict("## 结论\n已达成\n## 理由\n" + ph + "\n## 未通过\n" + ph)
+			if v.Reason != "" || len(v.Failed) != 0 {
+				t.Errorf("verdict %+v: placeholder kept as content", v)
+			}
+		})
+	}
+}
+
+func TestTextWithoutHeadingsGivesIncompleteDocuments(t *testing.T) {
+	inputs := map[string]string{
+		"empty":         "",
+		"prose":         "I think the goal is clear and the next step is obvious.",
+		"only a fence":  "```\n## 目标\nA\n```",
+		"binary junk":   "\x00\xff\xfe## \x80\x81目标\x00\n\xc3\x28",
+		"invalid utf-8": "## \xe7\x9b\xae\n\xff",
+	}
+	for name, in := range inputs {
+		t.Run(name, func(t *testing.T) {
+			if b := ParseBrief(in); b.Complete() || len(b.Missing(Chinese)) != 4 {
+				t.Errorf("brief %+v complete, missing %v", b, b.Missing(Chinese))
+			}
+			if h := ParseHandoff(in); h.Complete() {
+				t.Errorf("handoff %+v complete", h)
+			}
+			if g := ParseGoal(in); g.Complete() {
+				t.Errorf("goal %+v complete", g)
+			}
+		})
+	}
+}
+
+func TestHugeInputsParseInLinearTime(t *testing.T) {
+	// Each input is built to hit one loop that could go quadratic: at this
+	// size quadratic means minutes, linear means milliseconds, so the
+	// generous bound holds on a loaded machine and under -race.
+	const n = 100_000
+	big := map[string]string{
+		"one long line of headings":           strings.Repeat("## 目标 ", n),
+		"nested headings then closing hashes": strings.Repeat("## 目标 ", n) + strings.Repeat("# ", n),
+		"many closed fences then an open one": strings.Repeat("```a```~", n) + "~~~",
+		"fence characters that never fence":   strings.Repeat("~`", n),
+		"answer words glued together":         strings.Repeat("no", n),
+		"blank lines":                         strings.Repeat("\n", n),
+		"one long number":                     strings.Repeat("1", n) + ".",
+	}
+	for name, in := range big {
+		start := time.Now()
+		ParseBrief(in)
+		ParseHandoff(in)
+		ParseGoal(in)
+		ParseVerdict(in)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: parsing %d bytes took %v", name, len(in), d)
+		}
+	}
+}
+
+func TestListMarkersAreStrippedOncePerLine(t *testing.T) {
+	cases := []struct{ body string }{
+		{"- a"}, {"* a"}, {"+ a"}, {"1. a"}, {"1、a"}, {"1) a"}, {"12）a"}, {"  - a  "}, {"\t3. a"},
+	}
+	for _, c := range cases {
+		if got := bullets(c.body); !reflect.DeepEqual(got, []string{"a"}) {
+			t.Errorf("bullets(%q) = %q, want [a]", c.body, got)
+		}
+	}
+	kept := []string{"**bold** item", "1.5 秒内响应", "-flag", "a - b"}
+	for _, k := range kept {
+		if got := bullets(k); !reflect.DeepEqual(got, []string{k}) {
+			t.Errorf("bullets(%q) = %q, want the line unchanged", k, got)
+		}
+	}
+	if got := bullets("- - nested\n\n\n- x"); !reflect.DeepEqual(got, []string{"- nested", "x"}) {
+		t.Errorf("bullets strips one marker per line and skips blanks: got %q", got)
+	}
+}
+
+func TestNoHeadingBelongsToTwoSectionsOfOneDocument(t *testing.T) {
+	for _, l := range []*layout{briefLayout, handoffLayout, goalLayout, verdictLayout} {
+		owner := map[string]string{}
+		for _, a := range l.heads {
+			name := strings.ToLower(a.name)
+			if k, dup := owner[name]; dup {
+				t.Errorf("heading %q belongs to %s and %s", a.name, k, a.key)
+			}
+			owner[name] = a.key
+		}
+	}
+}
