@@ -1,0 +1,688 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/transcripttest"
+)
+
+// openTest opens a fresh database in a temporary directory, closed when the
+// test ends.
+func openTest(t testing.TB) *SQLite {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func mustAppend(t testing.TB, s *SQLite, key claude.SessionKey, entries ...json.RawMessage) {
+	t.Helper()
+	if err := s.Append(context.Background(), key, entries); err != nil {
+		t.Fatalf("Append(%+v): %v", key, err)
+	}
+}
+
+func decodeAll(t testing.TB, entries []json.RawMessage) []any {
+	t.Helper()
+	out := make([]any, len(entries))
+	for i, e := range entries {
+		dec := json.NewDecoder(bytes.NewReader(e))
+		dec.UseNumber()
+		if err := dec.Decode(&out[i]); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// noLeaks fails t if goroutines it started outlive it. It checks after the
+// test's other cleanups, which close its stores, and ignores goroutines
+// other tests left running.
+func noLeaks(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) })
+}
+
+func TestSQLiteConformance(t *testing.T) {
+	noLeaks(t)
+	claudetest.RunSessionStoreConformance(t, func(t *testing.T) claude.SessionStore { return openTest(t) })
+}
+
+func TestSQLiteSharedStoreConformance(t *testing.T) {
+	s := openTest(t) // one database for every subtest: keys must not leak between them
+	claudetest.RunSessionStoreConformance(t, func(t *testing.T) claude.SessionStore { return s })
+}
+
+func TestSQLiteLoadReturnsGeneratedTranscriptIntact(t *testing.T) {
+	s := openTest(t)
+	key := claude.SessionKey{ProjectKey: "-home-dev-shop", SessionID: transcripttest.SessionID(3)}
+	entries := transcripttest.Generate(3000, 3)
+	entries = append(entries, json.RawMessage(`{"type":"x","uuid":"big","n":12345678901234567890,"f":1.0000000000000000001,"s":"世界 🌸"}`))
+	for i := 0; i < len(entries); i += 500 { // the mirror's flush size
+		mustAppend(t, s, key, entries[i:min(i+500, len(entries))]...)
+	}
+	got, err := s.Load(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(decodeAll(t, got), decodeAll(t, entries)) {
+		t.Fatal("loaded entries differ from the appended ones")
+	}
+	if last := string(got[len(got)-1]); !strings.Contains(last, "12345678901234567890") || !strings.Contains(last, "1.0000000000000000001") {
+		t.Fatalf("numbers lost precision: %s", last)
+	}
+}
+
+func TestSQLiteClockAndReplays(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	frozen := time.UnixMilli(5_000)
+	s.Now = func() time.Time { return frozen }
+	ctx := t.Context()
+	a := claude.SessionKey{ProjectKey: "p", SessionID: "a"}
+	b := claude.SessionKey{ProjectKey: "p", SessionID: "b"}
+	sub := claude.SessionKey{ProjectKey: "p", SessionID: "a", Subpath: "subagents/agent-1"}
+	entry := func(uuid string) json.RawMessage {
+		return json.RawMessage(`{"type":"user","uuid":"` + uuid + `","message":{"content":"hi"}}`)
+	}
+	mustAppend(t, s, a, entry("1"))             // 5000
+	mustAppend(t, s, b, entry("1"))             // 5001
+	mustAppend(t, s, sub, entry("1"))           // 5002: subkeys tick the same clock
+	mustAppend(t, s, a, entry("2"))             // 5003
+	mustAppend(t, s, a, entry("1"))             // replay: nothing changes
+	mustAppend(t, s, b, entry("1"), entry("1")) // replay twice over
+	infos, err := s.ListSessions(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []claude.SessionInfo{{SessionID: "a", Mtime: 5003}, {SessionID: "b", Mtime: 5001}}
+	if !slices.Equal(infos, want) {
+		t.Fatalf("ListSessions = %+v, want %+v", infos, want)
+	}
+	sums, err := s.ListSessionSummaries(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 2 || sums[0].SessionID != "a" || sums[0].Mtime != 5003 || sums[1].Mtime != 5001 {
+		t.Fatalf("ListSessionSummaries = %+v", sums)
+	}
+	if d, err := claude.ParseSessionSummary(sums[0].Data); err != nil || d.Entries != 2 || d.FirstPrompt != "hi" {
+		t.Fatalf("summary of a = %s (%v), want 2 entries: replays and subkeys are not folded", sums[0].Data, err)
+	}
+
+	// Another store on the same file (another process, say) with a clock
+	// that lags still moves forward: the clock reads the database.
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	other.Now = func() time.Time { return time.UnixMilli(10) }
+	var seen int64
+	other.afterAppend = func(_ claude.SessionKey, m int64) { seen = m }
+	mustAppend(t, other, b, entry("2"))
+	if seen != 5004 {
+		t.Fatalf("the second store stamped %d, want 5004", seen)
+	}
+	// A clock ahead of the database wins.
+	s.Now = func() time.Time { return time.UnixMilli(9_000) }
+	s.afterAppend = func(_ claude.SessionKey, m int64) { seen = m }
+	mustAppend(t, s, a, entry("3"))
+	if seen != 9_000 {
+		t.Fatalf("stamped %d, want the clock's 9000", seen)
+	}
+}
+
+func TestSQLiteReopenKeepsEverything(t *testing.T) {
+	// Parents are created, and characters a URI would misread are kept.
+	path := filepath.Join(t.TempDir(), "deep", "we?ird #dir %20 ü", "sessions.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at the path given: %v", err)
+	}
+	if s.Path() != path {
+		t.Errorf("Path() = %q, want %q", s.Path(), path)
+	}
+	key := claude.SessionKey{ProjectKey: "p", SessionID: "s"}
+	mustAppend(t, s, key, json.RawMessage(`{"type":"user","uuid":"u"}`))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(t.Context(), key); err == nil {
+		t.Fatal("Load after Close succeeded")
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Load(t.Context(), key)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("after reopening: %d entries, %v", len(got), err)
+	}
+	mustAppend(t, s, key, json.RawMessage(`{"type":"user","uuid":"u"}`)) // still deduplicated
+	if got, _ := s.Load(t.Context(), key); len(got) != 1 {
+		t.Fatalf("a replay after reopening was stored again: %d entries", len(got))
+	}
+}
+
+func TestSQLiteRejectsEntriesThatAreNotObjects(t *testing.T) {
+	s := openTest(t)
+	key := claude.SessionKey{ProjectKey: "p", SessionID: "s"}
+	mustAppend(t, s, key, json.RawMessage(`{"type":"user","uuid":"first"}`))
+	before, _ := s.ListSessions(t.Context(), "p")
+	for _, bad := range []string{`[1,2]`, `"text"`, `42`, `null`, ``, `not json`, `{"a":`, `{"a":1} {"b":2}`} {
+		err := s.Append(t.Context(), key, []json.RawMessage{
+			json.RawMessage(`{"type":"user","uuid":"ok-1"}`),
+			json.RawMessage(bad),
+			json.RawMessage(`{"type":"user","uuid":"ok-2"}`),
+		})
+		if !errors.Is(err, ErrInvalidEntry) || !strings.Contains(err.Error(), "entry 1") || !strings.Contains(err.Error(), "nothing of this batch was stored") {
+			t.Errorf("Append with entry %q: %v; want ErrInvalidEntry naming entry 1", bad, err)
+		}
+	}
+	got, err := s.Load(t.Context(), key)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("after rejected batches: %d entries, %v; want only the first", len(got), err)
+	}
+	if after, _ := s.ListSessions(t.Context(), "p"); !slices.Equal(before, after) {
+		t.Fatalf("a rejected batch moved the mtime: %+v then %+v", before, after)
+	}
+}
+
+func TestSQLiteRejectsUnsafeKeys(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	entry := []json.RawMessage{json.RawMessage(`{"type":"x"}`)}
+	bad := []claude.SessionKey{
+		{ProjectKey: "", SessionID: "s"},
+		{ProjectKey: "p", SessionID: ""},
+		{ProjectKey: "a/b", SessionID: "s"},
+		{ProjectKey: "p", SessionID: "../s"},
+		{ProjectKey: "p\x00", SessionID: "s"},
+		{ProjectKey: "p", SessionID: "s", Subpath: "/etc/passwd"},
+		{ProjectKey: "p", SessionID: "s", Subpath: "subagents/../../../x"},
+		{ProjectKey: "p", SessionID: "s", Subpath: ".."},
+		{ProjectKey: "p", SessionID: "s", Subpath: "subagents/"},
+		{ProjectKey: "p", SessionID: "s", Subpath: "subagents//agent"},
+		{ProjectKey: "p", SessionID: "s", Subpath: "./agent"},
+		{ProjectKey: "p", SessionID: "s", Subpath: "agent\x00x"},
+		{ProjectKey: "p", SessionID: "s", Subpath: `..\..\x`},
+	}
+	for _, k := range bad {
+		if err := s.Append(ctx, k, entry); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Append(%q): %v, want ErrInvalidKey", k, err)
+		}
+		if _, err := s.Load(ctx, k); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Load(%q): %v, want ErrInvalidKey", k, err)
+		}
+		if err := s.Delete(ctx, k); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Delete(%q): %v, want ErrInvalidKey", k, err)
+		}
+	}
+	if _, err := s.ListSessions(ctx, "a/b"); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("ListSessions(a/b): %v", err)
+	}
+	if _, err := s.ListSessionSummaries(ctx, ""); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("ListSessionSummaries(\"\"): %v", err)
+	}
+	if _, err := s.ListSubkeys(ctx, "p", "s/x"); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("ListSubkeys(p, s/x): %v", err)
+	}
+	if _, err := s.HasSession(ctx, "", "s"); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("HasSession: %v", err)
+	}
+	if _, err := s.LastContext(ctx, "p", ""); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("LastContext: %v", err)
+	}
+	if got, _ := s.Projects(ctx); got != nil {
+		t.Fatalf("rejected keys left projects behind: %v", got)
+	}
+	// Odd but safe names are fine.
+	ok := claude.SessionKey{ProjectKey: "-home-u-my repo-%_?#", SessionID: "a.b_c", Subpath: "subagents/workflows/run 1/agent-x.y"}
+	mustAppend(t, s, ok, entry...)
+	if subs, err := s.ListSubkeys(ctx, ok.ProjectKey, ok.SessionID); err != nil || !slices.Equal(subs, []string{ok.Subpath}) {
+		t.Fatalf("ListSubkeys = %v, %v", subs, err)
+	}
+}
+
+func TestSQLiteCorruptFileErrorsClearly(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		content []byte
+	}{
+		{"text", bytes.Repeat([]byte("this is not a database, just some junk bytes\n"), 200)},
+		{"short", []byte("junk")},
+		{"damaged header", append([]byte("SQLite format 3\x00"), bytes.Repeat([]byte{0xff}, 8192)...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sessions.db")
+			if err := os.WriteFile(path, tt.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(path)
+			if err == nil {
+				// Then the first use must say so.
+				defer s.Close()
+				err = s.Append(t.Context(), claude.SessionKey{ProjectKey: "p", SessionID: "s"}, []json.RawMessage{json.RawMessage(`{}`)})
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("got %v, want ErrCorrupt", err)
+			}
+			for _, want := range []string{path, "move", "aside", "fresh one"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			t.Log(err)
+		})
+	}
+}
+
+func TestSQLiteOpenRefusesBadPaths(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(""); err == nil {
+		t.Error("Open(\"\") succeeded")
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Errorf("Open(a directory) = %v", err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(filepath.Join(file, "sessions.db")); err == nil {
+		t.Error("Open under a regular file succeeded")
+	}
+}
+
+func TestSQLiteRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := Open(path); !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("Open of a newer database: %v, want ErrNewerSchema", err)
+	}
+}
+
+func TestSQLiteLockedDatabaseTimesOutWithTheContext(t *testing.T) {
+	noLeaks(t)
+	s := openTest(t)
+	key := claude.SessionKey{ProjectKey: "p", SessionID: "s"}
+	mustAppend(t, s, key, json.RawMessage(`{"type":"user","uuid":"before"}`))
+
+	// Another connection (as if another process) takes the write lock and
+	// keeps it.
+	other, err := sql.Open("sqlite", s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "INSERT INTO meta (store_key, mtime, next_seq) VALUES ('q/x', 1, 0)"); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Append(ctx, key, []json.RawMessage{json.RawMessage(`{"type":"user","uuid":"during"}`)})
+	elapsed := time.Since(start)
+	if !errors.Is(err, ErrLocked) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Append under another writer's lock: %v; want ErrLocked and context.DeadlineExceeded", err)
+	}
+	if !strings.Contains(err.Error(), "write lock") || !strings.Contains(err.Error(), s.path) {
+		t.Errorf("the error does not say what waited for what: %v", err)
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("Append gave up after %v; the context allowed 300ms", elapsed)
+	}
+	t.Log(err)
+
+	// A second Append queued behind the first gives up too.
+	ctx2, cancel2 := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel2()
+	if err := s.Delete(ctx2, key); !errors.Is(err, ErrLocked) {
+		t.Fatalf("Delete under the lock: %v", err)
+	}
+
+	// Readers do not wait for the writer.
+	got, err := s.Load(t.Context(), key)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Load during another's write: %d entries, %v", len(got), err)
+	}
+
+	if _, err := conn.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, key, json.RawMessage(`{"type":"user","uuid":"after"}`))
+	if got, _ := s.Load(t.Context(), key); len(got) != 2 {
+		t.Fatalf("after the lock: %d entries, want 2 (the timed-out batch is not stored)", len(got))
+	}
+}
+
+func TestSQLiteLastContext(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	key := claude.SessionKey{ProjectKey: "p", SessionID: "s"}
+	usage := func(in, read, create int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"type":"assistant","message":{"role":"assistant","usage":{"input_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":%d,"output_tokens":99}}}`, in, read, create))
+	}
+	plain := json.RawMessage(`{"type":"user","message":{"role":"user","content":"hi"}}`)
+
+	if n, err := s.LastContext(ctx, "p", "s"); err != nil || n != 0 {
+		t.Fatalf("LastContext of nothing = %d, %v", n, err)
+	}
+	mustAppend(t, s, key, usage(1, 2, 3), usage(10, 1000, 5), plain, usage(0, 0, 0), plain,
+		json.RawMessage(`{"type":"assistant","message":"not an object"}`),
+		json.RawMessage(`{"type":"assistant","message":{"usage":{"input_tokens":"many"}}}`))
+	if n, err := s.LastContext(ctx, "p", "s"); err != nil || n != 1015 {
+		t.Fatalf("LastContext = %d, %v; want 1015 (newest non-zero usage)", n, err)
+	}
+	// A subagent's usage is not the session's.
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "p", SessionID: "s", Subpath: "subagents/agent-a"}, usage(1, 99999, 1))
+	if n, _ := s.LastContext(ctx, "p", "s"); n != 1015 {
+		t.Fatalf("LastContext = %d after a subagent append, want 1015", n)
+	}
+	mustAppend(t, s, key, usage(5, 2000, 0))
+	if n, _ := s.LastContext(ctx, "p", "s"); n != 2005 {
+		t.Fatalf("LastContext = %d, want 2005", n)
+	}
+	// Usage older than the last 60 entries is not looked at.
+	var many []json.RawMessage
+	for range 60 {
+		many = append(many, plain)
+	}
+	mustAppend(t, s, key, many...)
+	if n, _ := s.LastContext(ctx, "p", "s"); n != 0 {
+		t.Fatalf("LastContext = %d with usage 61 entries back, want 0", n)
+	}
+
+	// A generated session: the newest assistant entry's context.
+	gen := transcripttest.Generate(500, 9)
+	genKey := claude.SessionKey{ProjectKey: "p", SessionID: "gen"}
+	mustAppend(t, s, genKey, gen...)
+	want := 0
+	for i := len(gen) - 1; i >= 0 && want == 0; i-- {
+		want = usageContext(gen[i])
+	}
+	if n, _ := s.LastContext(ctx, "p", "gen"); n != want || n < 9000 {
+		t.Fatalf("LastContext of a generated session = %d, want %d", n, want)
+	}
+}
+
+func TestSQLiteHasSessionAndProjects(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	if got, err := s.Projects(ctx); err != nil || got != nil {
+		t.Fatalf("Projects of an empty store = %v, %v", got, err)
+	}
+	e := json.RawMessage(`{"type":"x"}`)
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "-p1", SessionID: "s1"}, e)
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "-p1", SessionID: "s2"}, e)
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "-p2", SessionID: "s1", Subpath: "subagents/agent-a"}, e)
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "-p0", SessionID: "s9"}, e)
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "-p1-x", SessionID: "s1"}, e)
+	got, err := s.Projects(ctx)
+	if want := []string{"-p0", "-p1", "-p1-x", "-p2"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Projects = %v, %v; want %v", got, err, want)
+	}
+	for _, c := range []struct {
+		pk, sid string
+		want    bool
+	}{
+		{"-p1", "s1", true},
+		{"-p1", "s2", true},
+		{"-p2", "s1", false}, // only a subagent transcript
+		{"-p1", "s3", false},
+		{"-p3", "s1", false},
+	} {
+		if has, err := s.HasSession(ctx, c.pk, c.sid); err != nil || has != c.want {
+			t.Errorf("HasSession(%s, %s) = %v, %v; want %v", c.pk, c.sid, has, err, c.want)
+		}
+	}
+	if err := s.Delete(ctx, claude.SessionKey{ProjectKey: "-p2", SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.Projects(ctx)
+	if want := []string{"-p0", "-p1", "-p1-x"}; !slices.Equal(got, want) {
+		t.Fatalf("Projects after deleting -p2's only session = %v, want %v", got, want)
+	}
+}
+
+// The two-process test re-executes the test binary as helper processes.
+const (
+	helperDBEnv   = "FLOWER_STORE_HELPER_DB"
+	helperNameEnv = "FLOWER_STORE_HELPER_NAME"
+	helperEntries = 500
+	helperFrozen  = 1_700_000_000_000 // every helper's clock stands still here
+)
+
+// TestHelperAppender is not a test: it is the child process of
+// TestSQLiteTwoProcessesLoseNothing. It appends helperEntries entries to a
+// shared key and as many to its own key, from two goroutines at once, with a
+// frozen clock, and prints the mtime of every append it committed.
+func TestHelperAppender(t *testing.T) {
+	path := os.Getenv(helperDBEnv)
+	if path == "" {
+		t.Skip("helper process of TestSQLiteTwoProcessesLoseNothing")
+	}
+	name := os.Getenv(helperNameEnv)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Now = func() time.Time { return time.UnixMilli(helperFrozen) }
+	// Start together: say ready, wait for the parent's go.
+	dir := filepath.Dir(path)
+	if err := os.WriteFile(filepath.Join(dir, "ready-"+name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the parent never said go")
+		}
+	}
+	var lines []string // in commit order: afterAppend runs holding the writer slot
+	s.afterAppend = func(key claude.SessionKey, mtime int64) {
+		lines = append(lines, fmt.Sprintf("MTIME %s %s %d", name, key.SessionID, mtime))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, sid := range []string{"shared", "own-" + name} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := claude.SessionKey{ProjectKey: "-two-procs", SessionID: sid}
+			for i, b := 0, 0; i < helperEntries; b++ {
+				var batch []json.RawMessage
+				for j := 0; j < 1+b%9 && i < helperEntries; j++ {
+					batch = append(batch, json.RawMessage(fmt.Sprintf(`{"type":"user","uuid":"%s-%s-%d","proc":%q,"i":%d}`, name, sid, i, name, i)))
+					i++
+				}
+				if err := s.Append(context.Background(), key, batch); err != nil {
+					errs <- err
+					return
+				}
+				// A pause, as between mirror flushes, gives the other
+				// process's busy wait a chance to win the lock.
+				time.Sleep(time.Duration(b%4) * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	fmt.Println(strings.Join(lines, "\n"))
+}
+
+func TestSQLiteTwoProcessesLoseNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db") // both children create it at once
+	procs := []string{"A", "B"}
+	outs := make([]*bytes.Buffer, len(procs))
+	cmds := make([]*exec.Cmd, len(procs))
+	for i, name := range procs {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperAppender$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), helperDBEnv+"="+path, helperNameEnv+"="+name)
+		outs[i] = new(bytes.Buffer)
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	dir := filepath.Dir(path)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		_, errA := os.Stat(filepath.Join(dir, "ready-A"))
+		_, errB := os.Stat(filepath.Join(dir, "ready-B"))
+		if errA == nil && errB == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the helpers never got ready:\n%s\n%s", outs[0], outs[1])
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("helper %s: %v\n%s", procs[i], err, outs[i])
+		}
+	}
+
+	// Every append got its own tick of one clock, in commit order within
+	// each process; with frozen clocks the ticks are exactly frozen,
+	// frozen+1, … — the clock read the database inside each transaction.
+	var all []int64
+	for i, name := range procs {
+		var last int64
+		sc := bufio.NewScanner(outs[i])
+		n := 0
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) != 4 || f[0] != "MTIME" {
+				continue
+			}
+			m, err := strconv.ParseInt(f[3], 10, 64)
+			if err != nil || f[1] != name {
+				t.Fatalf("helper %s printed %q", name, sc.Text())
+			}
+			if m <= last {
+				t.Fatalf("helper %s: mtime %d after %d", name, m, last)
+			}
+			last = m
+			all = append(all, m)
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("helper %s printed no mtimes:\n%s", name, outs[i])
+		}
+	}
+	slices.Sort(all)
+	for i, m := range all {
+		if m != helperFrozen+int64(i) {
+			t.Fatalf("mtimes are not one strictly increasing clock: tick %d is %d, want %d", i, m, helperFrozen+int64(i))
+		}
+	}
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check := func(sid string, procs ...string) {
+		t.Helper()
+		got, err := s.Load(t.Context(), claude.SessionKey{ProjectKey: "-two-procs", SessionID: sid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != helperEntries*len(procs) {
+			t.Fatalf("%s holds %d entries, want %d", sid, len(got), helperEntries*len(procs))
+		}
+		next := map[string]int{}
+		switches, prev := 0, ""
+		defer func() { t.Logf("%s: the writer changed %d times along the transcript", sid, switches) }()
+		for _, raw := range got {
+			var e struct {
+				Proc string `json:"proc"`
+				I    int    `json:"i"`
+			}
+			if err := json.Unmarshal(raw, &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.I != next[e.Proc] {
+				t.Fatalf("%s: process %s's entry %d where %d was due", sid, e.Proc, e.I, next[e.Proc])
+			}
+			next[e.Proc]++
+			if prev != "" && e.Proc != prev {
+				switches++
+			}
+			prev = e.Proc
+		}
+	}
+	check("shared", procs...)
+	for _, name := range procs {
+		check("own-"+name, name)
+	}
+	infos, err := s.ListSessions(t.Context(), "-two-procs")
+	if err != nil || len(infos) != 3 {
+		t.Fatalf("ListSessions = %+v, %v", infos, err)
+	}
+	if infos[0].Mtime != all[len(all)-1] {
+		t.Fatalf("the newest session's mtime %d is not the last tick %d", infos[0].Mtime, all[len(all)-1])
+	}
+}

@@ -1,0 +1,420 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/ephemeral"
+)
+
+// ProjectLister lists the project keys a store holds (sorted).
+type ProjectLister interface {
+	Projects(ctx context.Context) ([]string, error)
+}
+
+// SessionChecker tells whether a session's main transcript exists, without
+// loading it.
+type SessionChecker interface {
+	HasSession(ctx context.Context, projectKey, sessionID string) (bool, error)
+}
+
+// LastContextReader reads the context size (input plus cache tokens) of a
+// session's newest turn that reported usage; 0 when none did.
+type LastContextReader interface {
+	LastContext(ctx context.Context, projectKey, sessionID string) (int, error)
+}
+
+// Trimming decorates any claude.SessionStore so that a resumed session gets
+// a lighter history: on Load, stale ephemeral results (git status, ls…) are
+// marked expired, then bulky old tool results are spilled to files in the
+// workspace and replaced by pointers. Append passes through, and the base
+// store is never changed: every Load starts again from the stored rows.
+//
+// The optional capabilities of claude.SessionStore (and ProjectLister,
+// SessionChecker, LastContextReader) are forwarded to the base; see each
+// method for what happens when the base lacks one.
+//
+// A Trimming is safe for concurrent use; each Load computes its own Report
+// and LastReport returns the one of the Load that finished last.
+type Trimming struct {
+	base      claude.SessionStore
+	workspace string
+	trim      TrimPolicy
+	eph       EphemeralPolicy
+	prune     *PrunePolicy // set only for a Pruning
+	log       *slog.Logger // nil: slog.Default()
+
+	mu   sync.Mutex
+	last Report
+}
+
+var (
+	_ claude.SessionStore         = (*Trimming)(nil)
+	_ claude.SessionLister        = (*Trimming)(nil)
+	_ claude.SessionSummaryLister = (*Trimming)(nil)
+	_ claude.SessionDeleter       = (*Trimming)(nil)
+	_ claude.SubkeyLister         = (*Trimming)(nil)
+	_ ProjectLister               = (*Trimming)(nil)
+	_ SessionChecker              = (*Trimming)(nil)
+	_ LastContextReader           = (*Trimming)(nil)
+)
+
+// NewTrimming wraps base. workspace is the directory the spill files go
+// under (made absolute); it is required unless trim is Disabled. Zero-valued
+// policies are the defaults. It fails with a *PolicyError when base is nil,
+// the workspace is missing, or SpillDirname is absolute or leaves the
+// workspace.
+func NewTrimming(base claude.SessionStore, workspace string, trim TrimPolicy, eph EphemeralPolicy) (*Trimming, error) {
+	return newTrimming(base, workspace, trim, eph, nil)
+}
+
+func newTrimming(base claude.SessionStore, workspace string, trim TrimPolicy, eph EphemeralPolicy, prune *PrunePolicy) (*Trimming, error) {
+	if base == nil {
+		return nil, &PolicyError{Field: "base", Value: "<nil>", Reason: "a base SessionStore is required (for example the SQLite store)"}
+	}
+	trim = trim.withDefaults()
+	if err := trim.validate(); err != nil {
+		return nil, err
+	}
+	if workspace == "" && !trim.Disabled {
+		return nil, &PolicyError{Field: "workspace", Value: "", Reason: "trimming spills into the workspace: give its directory, or set TrimPolicy.Disabled"}
+	}
+	if workspace != "" {
+		abs, err := filepath.Abs(workspace)
+		if err != nil {
+			return nil, &PolicyError{Field: "workspace", Value: workspace, Reason: err.Error()}
+		}
+		workspace = abs
+	}
+	if prune != nil {
+		p := prune.withDefaults()
+		prune = &p
+	}
+	return &Trimming{base: base, workspace: workspace, trim: trim, eph: eph.withDefaults(), prune: prune}, nil
+}
+
+// Base returns the decorated store.
+func (t *Trimming) Base() claude.SessionStore { return t.base }
+
+// Workspace returns the absolute workspace directory ("" if none was given).
+func (t *Trimming) Workspace() string { return t.workspace }
+
+// TrimPolicy returns the trim policy in force, defaults filled in.
+func (t *Trimming) TrimPolicy() TrimPolicy { return t.trim }
+
+// EphemeralPolicy returns the expiry policy in force, defaults filled in.
+func (t *Trimming) EphemeralPolicy() EphemeralPolicy { return t.eph }
+
+// LastReport returns the counts of the last Load that finished (zero before
+// any, and while a Load of this store runs after a finished one cleared it).
+func (t *Trimming) LastReport() Report {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+// TrimReport is the Chinese summary of the last Load, like
+// "裁掉 3 个工具结果(保留最近 20 个),省下 ~2100 tokens", or "未裁剪".
+func (t *Trimming) TrimReport() string { return t.LastReport().Text("zh") }
+
+// TrimReportIn is the summary of the last Load in lang ("en" or "zh").
+func (t *Trimming) TrimReportIn(lang string) string { return t.LastReport().Text(lang) }
+
+func (t *Trimming) logger() *slog.Logger {
+	if t.log != nil {
+		return t.log
+	}
+	return slog.Default()
+}
+
+func (t *Trimming) setLast(r Report) {
+	t.mu.Lock()
+	t.last = r
+	t.mu.Unlock()
+}
+
+// Append stores entries unchanged in the base store.
+func (t *Trimming) Append(ctx context.Context, key claude.SessionKey, entries []json.RawMessage) error {
+	return t.base.Append(ctx, key, entries)
+}
+
+// Load returns the base store's entries for key, made lighter as the
+// policies say; the rows in the base store are not changed and the returned
+// entries are new JSON (untouched entries keep their original bytes). An
+// entry that is not a JSON object is passed through as is (and logged). A
+// base error is returned wrapped with the key.
+func (t *Trimming) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMessage, error) {
+	t.setLast(Report{})
+	rows, err := t.base.Load(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: load %s: %w", layerKeyLabel(key), err)
+	}
+	if rows == nil {
+		return nil, nil
+	}
+	out, rep, err := t.lighten(ctx, key, rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: load %s: %w", layerKeyLabel(key), err)
+	}
+	t.setLast(rep)
+	return out, nil
+}
+
+// lighten runs the load-time layers over rows: expire, trim, prune.
+func (t *Trimming) lighten(ctx context.Context, key claude.SessionKey, rows []json.RawMessage) ([]json.RawMessage, Report, error) {
+	var rep Report
+	es, bad := decodeTranscript(rows)
+	if len(bad) > 0 {
+		var first []int
+		for i := range rows {
+			if _, ok := bad[i]; ok && len(first) < 10 {
+				first = append(first, i)
+			}
+		}
+		t.logger().Warn("store: transcript entries that are not JSON objects were passed through untouched",
+			"key", layerKeyLabel(key), "count", len(bad), "indexes", first, "error", bad[first[0]])
+	}
+	if !t.eph.Disabled {
+		t.expire(es, &rep)
+	}
+	if !t.trim.Disabled {
+		if err := t.trimSites(ctx, key, es, &rep); err != nil {
+			return nil, Report{}, err
+		}
+	}
+	if t.prune != nil && !t.prune.Disabled {
+		es = pruneTranscript(es, *t.prune, &rep)
+	}
+	out, err := encodeTranscript(es)
+	if err != nil {
+		return nil, Report{}, err
+	}
+	return out, rep, nil
+}
+
+// expire replaces old results of ephemeral Bash commands with the expiry
+// text. An ephemeral site is the result of a Bash tool_use (found in an
+// earlier assistant entry) whose command passes ephemeral.Is; permission
+// denials and interrupted results carry no output and are not counted. The
+// newest KeepRecent are exempt, longer than MaxChars are left to trimming,
+// opaque ones (images, documents) are never touched.
+func (t *Trimming) expire(es []*transcriptEntry, rep *Report) {
+	uses := findToolUses(es)
+	type ephemeralSite struct {
+		site
+		cmd string
+	}
+	var sites []ephemeralSite
+	for _, s := range findSites(es) {
+		id, _ := s.block["tool_use_id"].(string)
+		u, ok := uses[id]
+		if !ok || u.entry >= s.entry || u.name != "Bash" {
+			continue
+		}
+		cmd, _ := u.input["command"].(string)
+		if !ephemeral.Is(cmd) || isInterrupted(s.block) || es[s.entry].str("toolDenialKind") != "" {
+			continue
+		}
+		sites = append(sites, ephemeralSite{s, cmd})
+	}
+	keep := atLeastZero(t.eph.KeepRecent)
+	maxChars := atLeastZero(t.eph.MaxChars)
+	n := len(sites)
+	for i, s := range sites {
+		if i >= n-keep {
+			break
+		}
+		if s.opaque || s.chars() > maxChars {
+			continue
+		}
+		s.setContent(es, expiryText(t.eph.Text, s.cmd, n-i))
+		rep.Expired++
+	}
+}
+
+// expiryText fills {cmd} (the first line, at most 60 characters, in
+// backticks) and {age} into the template.
+func expiryText(template, cmd string, age int) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(cmd), "\n")
+	line = strings.TrimSpace(line)
+	if utf8.RuneCountInString(line) > 60 {
+		line = string([]rune(line)[:60])
+	}
+	return strings.NewReplacer("{cmd}", "`"+line+"`", "{age}", strconv.Itoa(age)).Replace(template)
+}
+
+// trimSites spills every site of at least MinChars characters, except the
+// newest KeepRecent sites, and points to the spill file instead. The file is
+// written before the content changes; when it cannot be, the site stays
+// whole.
+func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*transcriptEntry, rep *Report) error {
+	sites := findSites(es)
+	keep := min(atLeastZero(t.trim.KeepRecent), len(sites))
+	rep.Kept = keep
+	minChars := atLeastZero(t.trim.MinChars)
+	for _, s := range sites[:len(sites)-keep] {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := s.chars()
+		if s.opaque || n == 0 || n < minChars {
+			continue
+		}
+		rel, abs := t.spillPath(s.text)
+		stub := fmt.Sprintf("[工具结果已归档:%d 字符。完整内容在 %s,需要时用 Read 读取]", n, rel)
+		saved := n - utf8.RuneCountInString(stub)
+		if saved <= 0 {
+			continue
+		}
+		if err := writeSpill(abs, s.text); err != nil {
+			t.logger().Warn("store: cannot spill a tool result; it stays whole",
+				"key", layerKeyLabel(key), "path", abs, "error", err)
+			rep.SpillFailed++
+			continue
+		}
+		s.setContent(es, stub)
+		rep.Cleared++
+		rep.CharsSaved += saved
+	}
+	return nil
+}
+
+// spillPath names the spill file of text: <SpillDirname>/<16 hex of
+// sha256>.txt, relative to the workspace (with '/') and absolute.
+func (t *Trimming) spillPath(text string) (rel, abs string) {
+	sum := sha256.Sum256([]byte(text))
+	name := hex.EncodeToString(sum[:8]) + ".txt"
+	dir := filepath.Clean(t.trim.SpillDirname)
+	return filepath.ToSlash(filepath.Join(dir, name)), filepath.Join(t.workspace, dir, name)
+}
+
+// writeSpill writes text to path atomically (temp file, then rename). A
+// regular file of the right size already there is kept: the name is the
+// content's hash. There is no fsync: a file a crash left short has the wrong
+// size and is written again by the next Load, from the stored rows.
+func writeSpill(path, text string) (err error) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(text)) {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.WriteString(text); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// ListSessions forwards to the base; without claude.SessionLister it fails
+// with an error wrapping errors.ErrUnsupported.
+func (t *Trimming) ListSessions(ctx context.Context, projectKey string) ([]claude.SessionInfo, error) {
+	l, ok := t.base.(claude.SessionLister)
+	if !ok {
+		return nil, t.unsupported("ListSessions")
+	}
+	return l.ListSessions(ctx, projectKey)
+}
+
+// ListSessionSummaries forwards to the base; without
+// claude.SessionSummaryLister it returns no summaries (nil, nil), so callers
+// fall back to ListSessions and Load as they would without the capability.
+func (t *Trimming) ListSessionSummaries(ctx context.Context, projectKey string) ([]claude.SessionSummary, error) {
+	l, ok := t.base.(claude.SessionSummaryLister)
+	if !ok {
+		return nil, nil
+	}
+	return l.ListSessionSummaries(ctx, projectKey)
+}
+
+// Delete forwards to the base; without claude.SessionDeleter it is a no-op,
+// as for a store without the capability.
+func (t *Trimming) Delete(ctx context.Context, key claude.SessionKey) error {
+	d, ok := t.base.(claude.SessionDeleter)
+	if !ok {
+		return nil
+	}
+	return d.Delete(ctx, key)
+}
+
+// ListSubkeys forwards to the base; without claude.SubkeyLister it returns
+// no subkeys (nil, nil), as for a store without the capability.
+func (t *Trimming) ListSubkeys(ctx context.Context, projectKey, sessionID string) ([]string, error) {
+	l, ok := t.base.(claude.SubkeyLister)
+	if !ok {
+		return nil, nil
+	}
+	return l.ListSubkeys(ctx, projectKey, sessionID)
+}
+
+// Projects forwards to the base; without ProjectLister it fails with an
+// error wrapping errors.ErrUnsupported.
+func (t *Trimming) Projects(ctx context.Context) ([]string, error) {
+	l, ok := t.base.(ProjectLister)
+	if !ok {
+		return nil, t.unsupported("Projects")
+	}
+	return l.Projects(ctx)
+}
+
+// HasSession forwards to the base; without SessionChecker it loads the main
+// transcript from the base and reports whether it has entries.
+func (t *Trimming) HasSession(ctx context.Context, projectKey, sessionID string) (bool, error) {
+	if c, ok := t.base.(SessionChecker); ok {
+		return c.HasSession(ctx, projectKey, sessionID)
+	}
+	key := claude.SessionKey{ProjectKey: projectKey, SessionID: sessionID}
+	rows, err := t.base.Load(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("store: load %s: %w", layerKeyLabel(key), err)
+	}
+	return len(rows) > 0, nil
+}
+
+// LastContext forwards to the base; without LastContextReader it fails with
+// an error wrapping errors.ErrUnsupported.
+func (t *Trimming) LastContext(ctx context.Context, projectKey, sessionID string) (int, error) {
+	r, ok := t.base.(LastContextReader)
+	if !ok {
+		return 0, t.unsupported("LastContext")
+	}
+	return r.LastContext(ctx, projectKey, sessionID)
+}
+
+func (t *Trimming) unsupported(method string) error {
+	return fmt.Errorf("store: the base store %T has no %s method: %w", t.base, method, errors.ErrUnsupported)
+}
+
+// layerKeyLabel names a key as project/session[/subpath] in errors and logs.
+func layerKeyLabel(key claude.SessionKey) string {
+	s := key.ProjectKey + "/" + key.SessionID
+	if key.Subpath != "" {
+		s += "/" + key.Subpath
+	}
+	return s
+}

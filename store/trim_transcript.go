@@ -1,0 +1,236 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// A loaded transcript, decoded once per Load. Every entry keeps its original
+// bytes; only entries marked changed are re-encoded on the way out, so the
+// others reach the CLI byte for byte as stored.
+
+// transcriptEntry is one stored entry during a Load.
+type transcriptEntry struct {
+	raw json.RawMessage
+	// obj is the decoded object (numbers as json.Number), nil when raw is not
+	// a JSON object: such an entry is passed through untouched.
+	obj     map[string]any
+	changed bool
+	dropped bool
+}
+
+// decodeTranscript decodes rows without touching them. bad lists the indexes
+// of rows that are not JSON objects, with the reason.
+func decodeTranscript(rows []json.RawMessage) (es []*transcriptEntry, bad map[int]error) {
+	es = make([]*transcriptEntry, len(rows))
+	for i, raw := range rows {
+		e := &transcriptEntry{raw: raw}
+		es[i] = e
+		obj, err := decodeEntryObject(raw)
+		if err != nil {
+			if bad == nil {
+				bad = map[int]error{}
+			}
+			bad[i] = err
+			continue
+		}
+		e.obj = obj
+	}
+	return es, bad
+}
+
+func decodeEntryObject(raw json.RawMessage) (map[string]any, error) {
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("not valid JSON")
+	}
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// encodeTranscript returns the surviving entries as new JSON: changed ones
+// re-encoded, the others copies of their original bytes.
+func encodeTranscript(es []*transcriptEntry) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, 0, len(es))
+	for _, e := range es {
+		if e.dropped {
+			continue
+		}
+		if !e.changed || e.obj == nil {
+			out = append(out, bytes.Clone(e.raw))
+			continue
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(e.obj); err != nil {
+			return nil, fmt.Errorf("store: re-encode transcript entry %s: %w", e.uuid(), err)
+		}
+		out = append(out, json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")))
+	}
+	return out, nil
+}
+
+func (e *transcriptEntry) str(field string) string {
+	if e.obj == nil {
+		return ""
+	}
+	s, _ := e.obj[field].(string)
+	return s
+}
+
+func (e *transcriptEntry) flag(field string) bool {
+	if e.obj == nil {
+		return false
+	}
+	b, _ := e.obj[field].(bool)
+	return b
+}
+
+func (e *transcriptEntry) uuid() string { return e.str("uuid") }
+
+// protected entries (compact summaries, meta entries) are never rewritten.
+func (e *transcriptEntry) protected() bool {
+	return e.flag("isCompactSummary") || e.flag("isMeta")
+}
+
+func (e *transcriptEntry) message() map[string]any {
+	if e.obj == nil {
+		return nil
+	}
+	m, _ := e.obj["message"].(map[string]any)
+	return m
+}
+
+// blocks is message.content when it is a list of blocks, else nil.
+func (e *transcriptEntry) blocks() []any {
+	m := e.message()
+	if m == nil {
+		return nil
+	}
+	l, _ := m["content"].([]any)
+	return l
+}
+
+func (e *transcriptEntry) setBlocks(l []any) {
+	e.message()["content"] = l
+	e.changed = true
+}
+
+// eachBlock calls f for every block of message.content with the given type.
+func (e *transcriptEntry) eachBlock(typ string, f func(b map[string]any)) {
+	for _, x := range e.blocks() {
+		if b, ok := x.(map[string]any); ok && b["type"] == typ {
+			f(b)
+		}
+	}
+}
+
+func (e *transcriptEntry) hasBlock(typ string) bool {
+	found := false
+	e.eachBlock(typ, func(map[string]any) { found = true })
+	return found
+}
+
+// resultText reads a tool_result block: its text (the string content, or the
+// text blocks of a list joined by newlines) and whether it holds anything
+// else (an image, a document, any block that is not text), which makes it
+// opaque: never trimmed, expired or rewritten.
+func resultText(b map[string]any) (text string, opaque bool) {
+	switch c := b["content"].(type) {
+	case nil:
+		return "", false
+	case string:
+		return c, false
+	case []any:
+		var parts []string
+		for _, x := range c {
+			blk, _ := x.(map[string]any)
+			s, isText := blk["text"].(string)
+			if blk["type"] != "text" || !isText {
+				opaque = true
+				continue
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "\n"), opaque
+	default:
+		return "", true
+	}
+}
+
+// site is a tool_result block in the content list of an unprotected entry.
+type site struct {
+	entry  int
+	block  map[string]any
+	text   string
+	opaque bool
+}
+
+func (s site) chars() int { return utf8.RuneCountInString(s.text) }
+
+func (s site) setContent(es []*transcriptEntry, content string) {
+	s.block["content"] = content
+	es[s.entry].changed = true
+}
+
+// findSites lists the sites of the surviving entries in file order.
+func findSites(es []*transcriptEntry) []site {
+	var sites []site
+	for i, e := range es {
+		if e.obj == nil || e.dropped || e.protected() {
+			continue
+		}
+		e.eachBlock("tool_result", func(b map[string]any) {
+			text, opaque := resultText(b)
+			sites = append(sites, site{entry: i, block: b, text: text, opaque: opaque})
+		})
+	}
+	return sites
+}
+
+// toolUse is a tool_use block of an assistant entry.
+type toolUse struct {
+	entry int
+	name  string
+	input map[string]any
+}
+
+// findToolUses maps tool_use ids to their first assistant entry.
+func findToolUses(es []*transcriptEntry) map[string]toolUse {
+	uses := map[string]toolUse{}
+	for i, e := range es {
+		if e.obj == nil || e.dropped || e.str("type") != "assistant" {
+			continue
+		}
+		e.eachBlock("tool_use", func(b map[string]any) {
+			id, _ := b["id"].(string)
+			if _, seen := uses[id]; id == "" || seen {
+				return
+			}
+			name, _ := b["name"].(string)
+			input, _ := b["input"].(map[string]any)
+			uses[id] = toolUse{entry: i, name: name, input: input}
+		})
+	}
+	return uses
+}
+
+func isInterrupted(b map[string]any) bool {
+	if isErr, _ := b["is_error"].(bool); !isErr {
+		return false
+	}
+	text, opaque := resultText(b)
+	return !opaque && strings.Contains(text, "[Request interrupted")
+}
