@@ -44,7 +44,7 @@ type mirror struct {
 
 func newMirror(store SessionStore, projectsDir string, mode FlushMode, timeout time.Duration, report func(*SystemMessage)) *mirror {
 	m := &mirror{
-		store: store, projectsDir: filepath.Clean(projectsDir), eager: mode != FlushBatched,
+		store: store, projectsDir: filepath.Clean(projectsDir), eager: mode == FlushEager,
 		timeout: timeout, report: report, pending: map[string][]json.RawMessage{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}

@@ -101,7 +101,8 @@ type Options struct {
 	Stderr func(line string)
 
 	// SessionStore mirrors the transcript (--session-mirror) and backs
-	// resume. SessionStoreFlush chooses when mirrored entries are written.
+	// resume. SessionStoreFlush chooses when mirrored entries are written
+	// (zero: FlushBatched, as the official SDK).
 	SessionStore      SessionStore
 	SessionStoreFlush FlushMode
 	// StoreTimeout bounds each store call; zero means 60 s.
