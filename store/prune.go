@@ -88,16 +88,20 @@ func dropAPIErrors(es []*transcriptEntry, rep *Report) {
 	}
 }
 
-// neutralizeInterrupts gives interrupted results (is_error with
-// "[Request interrupted" in the text) the neutral text and is_error false;
-// the block stays.
+// neutralizeInterrupts gives interrupted results the neutral text and
+// is_error false; the block stays. A result is interrupted when it is an
+// error carrying "[Request interrupted" (older CLIs), or an error whose entry
+// is followed by the CLI's "[Request interrupted …]" user entry (2.1.3xx,
+// which words the result itself as a refusal telling the model to stop and
+// wait for the user: wrong advice for a run that resumes on its own).
 func neutralizeInterrupts(es []*transcriptEntry, text string, rep *Report) {
-	for _, e := range es {
+	cut := interruptedEntries(es)
+	for i, e := range es {
 		if !e.prunable() {
 			continue
 		}
 		e.eachBlock("tool_result", func(b map[string]any) {
-			if !isInterrupted(b) {
+			if !isInterrupted(b) && !(cut[i] && isErrorResult(b)) {
 				return
 			}
 			b["content"] = text
@@ -342,4 +346,64 @@ func survivingAncestor(byUUID map[string]*transcriptEntry, p string) (any, bool)
 		}
 		cur = next
 	}
+}
+
+// interruptedEntries marks the entries an interrupt cut short: walking up
+// the parentUuid chain from each user entry whose text starts with
+// "[Request interrupted" (past attachments and the like), the first entry
+// holding a tool_result. The walk stops at an assistant entry.
+func interruptedEntries(es []*transcriptEntry) map[int]bool {
+	byUUID := map[string]int{}
+	for i, e := range es {
+		if e.obj != nil {
+			if u := e.str("uuid"); u != "" {
+				byUUID[u] = i
+			}
+		}
+	}
+	cut := map[int]bool{}
+	for _, e := range es {
+		if e.obj == nil || e.str("type") != "user" || !startsWithInterruptMarker(e.obj) {
+			continue
+		}
+		at := e
+		for steps := 0; steps < 8; steps++ {
+			p, ok := byUUID[at.str("parentUuid")]
+			if !ok {
+				break
+			}
+			at = es[p]
+			if at.str("type") == "assistant" {
+				break
+			}
+			if at.str("type") == "user" && at.hasBlock("tool_result") {
+				cut[p] = true
+				break
+			}
+		}
+	}
+	return cut
+}
+
+func startsWithInterruptMarker(obj map[string]any) bool {
+	msg, _ := obj["message"].(map[string]any)
+	switch c := msg["content"].(type) {
+	case string:
+		return strings.HasPrefix(c, "[Request interrupted")
+	case []any:
+		for _, b := range c {
+			if m, ok := b.(map[string]any); ok && m["type"] == "text" {
+				if t, _ := m["text"].(string); strings.HasPrefix(t, "[Request interrupted") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func isErrorResult(b map[string]any) bool {
+	isErr, _ := b["is_error"].(bool)
+	_, opaque := resultText(b)
+	return isErr && !opaque
 }

@@ -400,3 +400,29 @@ func TestPruningForwardsItsPolicies(t *testing.T) {
 		t.Errorf("policies = %+v %+v", s.TrimPolicy(), s.EphemeralPolicy())
 	}
 }
+
+// CLI 2.1.3xx words an interrupted result as a refusal ("STOP … wait for the
+// user") and puts the "[Request interrupted …]" marker in a later user
+// entry, past an attachment.
+func TestPruneNeutralizesInterruptsMarkedByALaterEntry(t *testing.T) {
+	for _, marked := range []bool{true, false} {
+		t.Run(map[bool]string{true: "marked", false: "a plain refusal"}[marked], func(t *testing.T) {
+			var f fxTranscript
+			f.bash("a0", "toolu_0", "make test")
+			f.result("r0", "toolu_0", "The user doesn't want to proceed with this tool use. STOP what you are doing and wait for the user.", true)
+			f.add(f.envelope("attachment", "att0"))
+			if marked {
+				f.prompt("m0", "[Request interrupted by user for tool use]")
+			}
+			s := mustPruning(t, fxStore(t, f.rows(t)), t.TempDir(), TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
+			es := layerDecode(t, layerLoad(t, s, fxKey))
+			b := layerResult(t, es, "r0")
+			if got := b["content"] == DefaultInterruptText; got != marked {
+				t.Errorf("neutralized = %v, want %v (block %v)", got, marked, b)
+			}
+			if marked && layerEntry(t, es, "m0") == nil {
+				t.Error("the marker entry itself must stay")
+			}
+		})
+	}
+}
