@@ -271,6 +271,12 @@ func (cl *Client) StopTask(ctx context.Context, taskID string) error {
 // CloseInput sends EOF: the CLI finishes its work and exits.
 func (cl *Client) CloseInput() { cl.c.closeInput() }
 
+// CloseInputWhenIdle sends EOF at the next result that arrives with no
+// background task in flight, the rule Query follows: until then hooks,
+// permission prompts and SDK MCP servers keep working. Use it after the last
+// prompt of a session that may still be interrupted or steered.
+func (cl *Client) CloseInputWhenIdle() { cl.c.closeOnResult.Store(true) }
+
 // Close stops the CLI (EOF, then SIGTERM, then SIGKILL to its process
 // group, 5 s apart by default) and waits for every goroutine of the
 // session. It is safe to call more than once.
@@ -313,7 +319,7 @@ func Query(ctx context.Context, prompt string, opts Options) iter.Seq2[Message, 
 		defer stop()
 		keepOpen := opts.needsOpenInput()
 		if keepOpen {
-			cl.c.closeOnResult.Store(true)
+			cl.CloseInputWhenIdle()
 		}
 		if err := cl.Send(ctx, prompt); err != nil {
 			yield(nil, err)

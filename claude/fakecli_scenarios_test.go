@@ -535,3 +535,31 @@ func TestFakeCancellingTheContextStopsTheQuery(t *testing.T) {
 		t.Fatal("Query did not stop after cancellation")
 	}
 }
+
+func TestFakeCloseInputWhenIdleWaitsForBackgroundTasks(t *testing.T) {
+	ctx := testCtx(t)
+	opts := fakeOptions(t, "stdin-rule")
+	opts.Hooks = map[string][]claude.HookMatcher{claude.PostToolUse: {{Hooks: []claude.HookFunc{
+		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	cl, err := claude.Connect(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Send(ctx, "go"); err != nil {
+		t.Fatal(err)
+	}
+	cl.CloseInputWhenIdle()
+	var results []string
+	for m, err := range cl.Messages(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := m.(*claude.ResultMessage); ok {
+			results = append(results, r.Result)
+		}
+	}
+	if strings.Join(results, "|") != "first|second success" {
+		t.Fatalf("results = %q", results)
+	}
+}
