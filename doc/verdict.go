@@ -110,8 +110,24 @@ func ParseVerdict(text string) *Verdict {
 	return &Verdict{
 		State:  recognise(raw),
 		Reason: p.bodies["reason"],
-		Failed: bullets(p.bodies["failed"]),
+		Failed: failedChecks(p.bodies["failed"]),
 	}
+}
+
+// noneWritten are the ways a judge says every check passed; the judge's
+// rules ask for "(无)" / "(none)" rather than an empty section.
+var noneWritten = map[string]bool{
+	"无": true, "(无)": true, "（无）": true, "没有": true, "(空)": true, "（空）": true,
+	"none": true, "(none)": true, "n/a": true, "(empty)": true, "없음": true, "(없음)": true,
+}
+
+// failedChecks lists the checks under 未通过, reading a lone "(无)" as none.
+func failedChecks(body string) []string {
+	items := bullets(body)
+	if len(items) == 1 && noneWritten[strings.ToLower(strings.TrimSpace(items[0]))] {
+		return nil
+	}
+	return items
 }
 
 // recognise reads a state from a conclusion text.

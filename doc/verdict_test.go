@@ -155,3 +155,15 @@ func TestVerdictMarkdownWritesAStateThatReadsBack(t *testing.T) {
 		t.Errorf("PromptBlock(Chinese) = %q, want %q", got, want)
 	}
 }
+
+func TestVerdictReadsANoneMarkerAsNoFailedChecks(t *testing.T) {
+	for _, none := range []string{"(无)", "（无）", "无", "(none)", "None", "(없음)"} {
+		v := ParseVerdict("## 结论\n达成\n## 理由\n都过了\n## 未通过\n" + none)
+		if v.State != Achieved || len(v.Failed) != 0 {
+			t.Errorf("%q: state %q, failed %q", none, v.State, v.Failed)
+		}
+	}
+	if v := ParseVerdict("## 结论\n未达成\n## 未通过\n- (无) 的测试没跑\n"); len(v.Failed) != 1 {
+		t.Errorf("a real item that mentions (无) must stay: %q", v.Failed)
+	}
+}
