@@ -1,0 +1,32 @@
+// Package flower runs Claude Code agents for hours or days without losing
+// the thread.
+//
+// It drives the Claude Code CLI through package claude and adds what long
+// runs need: a coordinator whose main thread never touches files and
+// dispatches workers (subagents) that answer in a short four-part report; a
+// clarifier that freezes a four-part brief; a judge that sets a checkable
+// goal and rules each round achieved, not yet or unreachable; handoff
+// documents instead of native compaction; continuity across processes;
+// resilience to API faults; and a session store that keeps what a resumed
+// session is fed small.
+//
+// This package is the face users import. An agent is declared as an
+// AgentSpec, usually made by one of the five role factories (Coordinator,
+// Worker, Clarify, Judge, Oracle), and compiled to the driver's options by
+// BuildOptions. The rule texts the roles carry and the fixed prompts of the
+// runtime are embedded files under prompts/<lang>/, readable through
+// PromptsFor and PromptFiles.
+//
+// Imports only point down:
+//
+//	cmd/flower                         the command
+//	flower (this package)              specs, roles, prompts, runtime, workflow
+//	human, guard, doc, store           channel, hook guards, documents, session stores
+//	workbench, ephemeral, event, claude
+//
+// Package claude imports nothing of flower and is usable alone as a Go Agent
+// SDK; no package imports this one.
+//
+// Texts come in two languages, chosen by Lang: Chinese (the default, which
+// reproduces the original flower's literals) and English.
+package flower

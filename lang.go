@@ -1,0 +1,29 @@
+package flower
+
+import (
+	"strings"
+
+	"github.com/flowerrun/flower/doc"
+)
+
+// Lang selects the language of the texts flower writes and feeds the model:
+// rule texts, fixed prompts, guard refusals, document headings, step names.
+// It is doc.Lang, so the whole project shares one language type. The zero
+// value means Chinese.
+type Lang = doc.Lang
+
+const (
+	// Chinese reproduces the original flower's literals exactly. Every Lang
+	// other than English means Chinese.
+	Chinese = doc.Chinese
+	// English renders every text in English.
+	English = doc.English
+)
+
+// isEnglish reports whether lang asks for English: "en" and its regional
+// forms ("en-US", "en_GB"), in any case, as guard.TextsFor and
+// workbench.TextsFor read it.
+func isEnglish(lang Lang) bool {
+	l := strings.ToLower(string(lang))
+	return l == "en" || strings.HasPrefix(l, "en-") || strings.HasPrefix(l, "en_")
+}
