@@ -1,0 +1,285 @@
+package flower
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/flowerrun/flower/claude"
+)
+
+// The five roles. Each is a rule text (Prompts), a set of tools and, through
+// BuildOptions, a set of guards: a role installs no hook itself, the spec's
+// DelegateOnly and AllowedTools decide them. Worker returns a subagent
+// definition; the other four return an AgentSpec that runs in a session of
+// its own.
+//
+// The factories take the role's own choices as RoleOptions. The knobs every
+// spec shares (Model, Effort, MaxTurns, MaxBudgetUSD, Compact, Hooks, Env)
+// are fields of the result: set them there.
+
+// Oracle defaults.
+const (
+	// OracleNameChinese is the oracle's default name in Chinese, also the
+	// name of its step.
+	OracleNameChinese = "旁路问答"
+	// OracleNameEnglish is the oracle's default name in English.
+	OracleNameEnglish = "aside"
+	// OracleMaxTurns caps an oracle's turns: it looks, then answers.
+	OracleMaxTurns = 12
+	// OracleMaxBudgetUSD caps an oracle's cost.
+	OracleMaxBudgetUSD = 0.5
+)
+
+// OracleName returns the oracle's default name in lang.
+func OracleName(lang Lang) string {
+	if isEnglish(lang) {
+		return OracleNameEnglish
+	}
+	return OracleNameChinese
+}
+
+// DefaultWorkerTools returns the tools a Worker gets unless WithTools says
+// otherwise: Read, Write, Edit, Bash, Glob, Grep, WebFetch, WebSearch.
+func DefaultWorkerTools() []string {
+	return []string{"Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch"}
+}
+
+// webTools are the workers' tools a coordinator approves for the whole
+// session: read-only and free of side effects. Write, Edit and Bash are
+// never merged: approving them for the session would make the
+// coordinator's wall moot, and the subagents' own calls to them pass
+// anyway.
+var webTools = []string{"WebFetch", "WebSearch"}
+
+// readTools are what a clarifier reads with before it asks.
+var readTools = []string{"Read", "Glob", "Grep", "WebFetch", "WebSearch"}
+
+// RoleOption adjusts what a role factory builds. Each option says which
+// roles read it; the other roles ignore it.
+type RoleOption func(*roleConfig)
+
+type roleConfig struct {
+	lang         Lang
+	channel      Channel
+	instructions string
+	rules        *string
+	tools        []string
+	noRead       bool
+	noGlance     bool
+	canRun       bool
+	noDiscipline bool
+	isolate      bool
+}
+
+func roleOptions(opts []RoleOption) roleConfig {
+	var c roleConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// rulesOr returns the rule text WithRules set, or def.
+func (c roleConfig) rulesOr(def string) string {
+	if c.rules != nil {
+		return *c.rules
+	}
+	return def
+}
+
+// WithLang chooses the language of the role's rule text and of the
+// oracle's default name (all roles). The zero Lang means Chinese.
+func WithLang(lang Lang) RoleOption { return func(c *roleConfig) { c.lang = lang } }
+
+// WithChannel gives the coordinator a human channel: both its tools
+// (InboxTool, AskTool) are approved and its MCP servers added. Clarify and
+// Judge take their channel as an argument.
+func WithChannel(ch Channel) RoleOption { return func(c *roleConfig) { c.channel = ch } }
+
+// WithInstructions adds the caller's instructions after the rule text
+// (Clarify, Judge, Oracle; Coordinator and Worker take theirs as an
+// argument).
+func WithInstructions(text string) RoleOption {
+	return func(c *roleConfig) { c.instructions = text }
+}
+
+// WithRules replaces the role's rule text (all roles), e.g. with an
+// extended PromptsFor(lang).JudgeRules; "" leaves the role without one.
+func WithRules(text string) RoleOption { return func(c *roleConfig) { c.rules = &text } }
+
+// WithTools replaces a worker's tools (Worker). Without a tool it keeps
+// DefaultWorkerTools: an empty list would give the subagent every tool.
+func WithTools(tools ...string) RoleOption {
+	return func(c *roleConfig) { c.tools = slices.Clone(tools) }
+}
+
+// NoRead takes the read tools away (Coordinator: Read; Clarify: Read, Glob,
+// Grep, WebFetch, WebSearch).
+func NoRead() RoleOption { return func(c *roleConfig) { c.noRead = true } }
+
+// NoGlance takes the coordinator's read-only Bash away (Coordinator).
+func NoGlance() RoleOption { return func(c *roleConfig) { c.noGlance = true } }
+
+// CanRun gives the judge Bash so that it can run the checks itself (Judge).
+// Write and Edit stay denied, but Bash can change the workspace too: leave
+// it off for a strictly neutral judge.
+func CanRun() RoleOption { return func(c *roleConfig) { c.canRun = true } }
+
+// NoDiscipline leaves the worker rules out of a worker's prompt (Worker).
+func NoDiscipline() RoleOption { return func(c *roleConfig) { c.noDiscipline = true } }
+
+// Isolate marks a worker to run in its own git worktree (Worker). The
+// workspace must be a git repository (the Agent tool fails with "not in a
+// git repository" otherwise) and the workbench should lie outside it.
+func Isolate() RoleOption { return func(c *roleConfig) { c.isolate = true } }
+
+// Coordinator builds the main-thread dispatcher: it breaks the work down,
+// dispatches workers with the Agent tool, reads their reports and decides,
+// but never touches files itself. Its instructions are the coordinator
+// rules followed by instructions.
+//
+// Tools: Agent, TodoWrite, Read (unless NoRead), Bash (unless NoGlance; the
+// delegate guard lets only commands ephemeral.Is accepts through), the
+// channel's inbox and ask (WithChannel; both, since an MCP server exposes
+// both anyway), and any WebFetch or WebSearch of the workers' tools:
+// approval is session-wide, and a worker tool missing from it is refused
+// over and over in an unattended run. Write, Edit and Bash are never merged
+// from the workers.
+//
+// The spec is DelegateOnly (the delegate guard, not the whitelist; no
+// disallowed tool, which would disarm the workers), dispatches workers,
+// wants the workbench and runs in permission mode acceptEdits. Options:
+// WithLang, WithChannel, NoRead, NoGlance, WithRules.
+func Coordinator(name, instructions string, workers map[string]claude.AgentDefinition, opts ...RoleOption) AgentSpec {
+	c := roleOptions(opts)
+	tools := []string{"Agent", "TodoWrite"}
+	if !c.noRead {
+		tools = append(tools, "Read")
+	}
+	if !c.noGlance {
+		tools = append(tools, "Bash")
+	}
+	var servers map[string]claude.MCPServer
+	if c.channel != nil {
+		tools = append(tools, InboxTool, AskTool)
+		servers = maps.Clone(c.channel.MCPServers())
+	}
+	for _, web := range webTools {
+		for _, w := range workers {
+			if slices.Contains(w.Tools, web) && !slices.Contains(tools, web) {
+				tools = append(tools, web)
+			}
+		}
+	}
+	return AgentSpec{
+		Name:           name,
+		Instructions:   paragraphs(c.rulesOr(PromptsFor(c.lang).CoordinatorRules), instructions),
+		AllowedTools:   tools,
+		PermissionMode: "acceptEdits",
+		Agents:         maps.Clone(workers),
+		MCPServers:     servers,
+		Glance:         !c.noGlance,
+		DelegateOnly:   true,
+	}
+}
+
+// Worker builds a subagent definition for Coordinator's workers: the
+// description tells the coordinator when to dispatch it, the prompt is
+// followed by the worker rules (the four-part report of at most 30 lines;
+// NoDiscipline leaves them out). Tools default to DefaultWorkerTools, the
+// model to "inherit". Options: WithLang, WithTools, NoDiscipline, Isolate,
+// WithRules. Effort, MaxTurns, PermissionMode and Skills are fields of the
+// result.
+func Worker(description, prompt string, opts ...RoleOption) claude.AgentDefinition {
+	c := roleOptions(opts)
+	tools := c.tools
+	if len(tools) == 0 {
+		tools = DefaultWorkerTools()
+	}
+	if !c.noDiscipline {
+		prompt = paragraphs(prompt, c.rulesOr(PromptsFor(c.lang).WorkerRules))
+	}
+	return claude.AgentDefinition{
+		Description: description,
+		Prompt:      prompt,
+		Tools:       tools,
+		Model:       "inherit",
+		Isolated:    c.isolate,
+	}
+}
+
+// Clarify builds the clarifier: it asks the human what it needs before any
+// work starts, then writes the four-part brief. It only asks and reads:
+// its tools are the channel's ask (ch may be nil for none) and, unless
+// NoRead, Read, Glob, Grep, WebFetch and WebSearch; the whitelist guard
+// refuses it Bash, Write and Edit. No inbox, no workbench, the CLI's
+// default permission mode, no turn cap. Options: WithLang,
+// WithInstructions, NoRead, WithRules.
+func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
+	c := roleOptions(opts)
+	tools, servers := channelTools(ch)
+	if !c.noRead {
+		tools = append(tools, readTools...)
+	}
+	return AgentSpec{
+		Name:         name,
+		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).ClarifierRules), c.instructions),
+		AllowedTools: tools,
+		MCPServers:   servers,
+		NoWorkbench:  true,
+	}
+}
+
+// Judge builds the judge that sets a goal from a brief and rules on each
+// round: achieved, not yet or unreachable. Its tools are the channel's ask
+// (ch may be nil for none), Read, Glob and Grep, and Bash with CanRun; the
+// whitelist guard refuses it Write and Edit, and Bash without CanRun. No
+// inbox, no workbench, the CLI's default permission mode. Options:
+// WithLang, WithInstructions, CanRun, WithRules.
+func Judge(name string, ch Channel, opts ...RoleOption) AgentSpec {
+	c := roleOptions(opts)
+	tools, servers := channelTools(ch)
+	tools = append(tools, "Read", "Glob", "Grep")
+	if c.canRun {
+		tools = append(tools, "Bash")
+	}
+	return AgentSpec{
+		Name:         name,
+		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).JudgeRules), c.instructions),
+		AllowedTools: tools,
+		MCPServers:   servers,
+		NoWorkbench:  true,
+	}
+}
+
+// Oracle builds the side-question agent: while a run goes on, it reads the
+// recent events and the workbench and answers a human's question without
+// entering the run. name "" means OracleName(lang). Tools Read, Glob and
+// Grep, no channel, the workbench on (the only role besides the
+// coordinator that wants it), OracleMaxTurns turns and OracleMaxBudgetUSD
+// dollars. Options: WithLang, WithInstructions, WithRules.
+func Oracle(name string, opts ...RoleOption) AgentSpec {
+	c := roleOptions(opts)
+	if name == "" {
+		name = OracleName(c.lang)
+	}
+	return AgentSpec{
+		Name:         name,
+		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).OracleRules), c.instructions),
+		AllowedTools: DefaultAllowedTools(),
+		MaxTurns:     OracleMaxTurns,
+		MaxBudgetUSD: OracleMaxBudgetUSD,
+	}
+}
+
+// channelTools returns the channel's ask tool and a copy of its servers,
+// or an empty tool list and nil without a channel. The list is non-nil: an
+// AgentSpec reads nil AllowedTools as the default set.
+func channelTools(ch Channel) ([]string, map[string]claude.MCPServer) {
+	if ch == nil {
+		return []string{}, nil
+	}
+	return []string{AskTool}, maps.Clone(ch.MCPServers())
+}

@@ -1,0 +1,206 @@
+package flower
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowerrun/flower/claude"
+)
+
+// fakeChannel serves one stdio server under the channel's name; what it
+// runs does not matter, only that the roles pass it on.
+type fakeChannel struct{}
+
+func (fakeChannel) MCPServers() map[string]claude.MCPServer {
+	return map[string]claude.MCPServer{ChannelServer: claude.MCPStdioServer{Command: "human-channel"}}
+}
+
+func TestChannelToolNames(t *testing.T) {
+	if AskTool != "mcp__human__ask" || InboxTool != "mcp__human__inbox" {
+		t.Errorf("tool names %q %q", AskTool, InboxTool)
+	}
+}
+
+func TestCoordinatorTools(t *testing.T) {
+	coder := Worker("writes code", "implement")
+	researcher := Worker("reads the web", "research", WithTools("Read", "WebSearch"))
+	fetcher := Worker("fetches", "fetch", WithTools("WebFetch", "Bash", "Write"))
+	cases := []struct {
+		name    string
+		workers map[string]claude.AgentDefinition
+		opts    []RoleOption
+		want    []string
+		glance  bool
+	}{
+		{"defaults, no web worker", map[string]claude.AgentDefinition{"x": Worker("x", "x", WithTools("Read", "Bash"))}, nil,
+			[]string{"Agent", "TodoWrite", "Read", "Bash"}, true},
+		{"default worker brings both web tools", map[string]claude.AgentDefinition{"coder": coder}, nil,
+			[]string{"Agent", "TodoWrite", "Read", "Bash", "WebFetch", "WebSearch"}, true},
+		{"web tools merged once, in a fixed order", map[string]claude.AgentDefinition{"r": researcher, "f": fetcher, "c": coder}, nil,
+			[]string{"Agent", "TodoWrite", "Read", "Bash", "WebFetch", "WebSearch"}, true},
+		{"only the web tool a worker has", map[string]claude.AgentDefinition{"r": researcher}, nil,
+			[]string{"Agent", "TodoWrite", "Read", "Bash", "WebSearch"}, true},
+		{"channel brings inbox and ask", nil, []RoleOption{WithChannel(fakeChannel{})},
+			[]string{"Agent", "TodoWrite", "Read", "Bash", InboxTool, AskTool}, true},
+		{"no read, no glance", nil, []RoleOption{NoRead(), NoGlance()},
+			[]string{"Agent", "TodoWrite"}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := Coordinator("协调者", "", c.workers, c.opts...)
+			if !slices.Equal(s.AllowedTools, c.want) {
+				t.Errorf("AllowedTools = %v, want %v", s.AllowedTools, c.want)
+			}
+			for _, never := range []string{"Write", "Edit", "NotebookEdit"} {
+				if slices.Contains(s.AllowedTools, never) {
+					t.Errorf("%s merged into the coordinator's tools", never)
+				}
+			}
+			if s.Glance != c.glance || !s.DelegateOnly || s.NoWorkbench || s.PermissionMode != "acceptEdits" {
+				t.Errorf("Glance %v DelegateOnly %v NoWorkbench %v PermissionMode %q", s.Glance, s.DelegateOnly, s.NoWorkbench, s.PermissionMode)
+			}
+			if s.DisallowedTools != nil {
+				t.Errorf("DisallowedTools = %v: hands off must never be built from them", s.DisallowedTools)
+			}
+			if len(s.Agents) != len(c.workers) {
+				t.Errorf("Agents = %v", s.Agents)
+			}
+		})
+	}
+}
+
+func TestCoordinatorChannelServersAndInstructions(t *testing.T) {
+	workers := map[string]claude.AgentDefinition{"coder": Worker("writes code", "implement")}
+	s := Coordinator("协调者", "  build the thing  ", workers, WithChannel(fakeChannel{}))
+	if _, ok := s.MCPServers[ChannelServer]; !ok || len(s.MCPServers) != 1 {
+		t.Errorf("MCPServers = %v", s.MCPServers)
+	}
+	rules := PromptsFor(Chinese).CoordinatorRules
+	if s.Instructions != rules+"\n\nbuild the thing" {
+		t.Errorf("Instructions = %q", s.Instructions)
+	}
+	if got := Coordinator("c", "", nil).Instructions; got != rules {
+		t.Errorf("empty instructions give %q", got)
+	}
+	if got := Coordinator("c", "", nil, WithLang(English)).Instructions; got != PromptsFor(English).CoordinatorRules {
+		t.Errorf("English coordinator instructions %q", got)
+	}
+	if got := Coordinator("c", "mine", nil, WithRules("MY RULES")).Instructions; got != "MY RULES\n\nmine" {
+		t.Errorf("WithRules: %q", got)
+	}
+	// The spec holds its own copy of the workers.
+	workers["other"] = Worker("o", "o")
+	if len(s.Agents) != 1 {
+		t.Error("the spec shares the caller's workers map")
+	}
+}
+
+func TestWorker(t *testing.T) {
+	w := Worker("writes code", "implement it")
+	if w.Description != "writes code" || w.Model != "inherit" || w.Isolated {
+		t.Errorf("worker %+v", w)
+	}
+	if !slices.Equal(w.Tools, DefaultWorkerTools()) ||
+		!slices.Equal(w.Tools, []string{"Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch"}) {
+		t.Errorf("Tools = %v", w.Tools)
+	}
+	if w.Prompt != "implement it\n\n"+PromptsFor(Chinese).WorkerRules {
+		t.Errorf("Prompt = %q", w.Prompt)
+	}
+	if got := Worker("d", "p", WithLang(English)).Prompt; got != "p\n\n"+PromptsFor(English).WorkerRules {
+		t.Errorf("English prompt %q", got)
+	}
+	if got := Worker("d", "p", NoDiscipline()).Prompt; got != "p" {
+		t.Errorf("NoDiscipline prompt %q", got)
+	}
+	if got := Worker("d", "p", WithTools("Read")).Tools; !slices.Equal(got, []string{"Read"}) {
+		t.Errorf("WithTools: %v", got)
+	}
+	if got := Worker("d", "p", WithTools()).Tools; !slices.Equal(got, DefaultWorkerTools()) {
+		t.Errorf("WithTools() with no tool: %v", got)
+	}
+	if !Worker("d", "p", Isolate()).Isolated {
+		t.Error("Isolate does not mark the worker")
+	}
+}
+
+func TestClarify(t *testing.T) {
+	cases := []struct {
+		name string
+		ch   Channel
+		opts []RoleOption
+		want []string
+	}{
+		{"defaults", fakeChannel{}, nil, []string{AskTool, "Read", "Glob", "Grep", "WebFetch", "WebSearch"}},
+		{"no read", fakeChannel{}, []RoleOption{NoRead()}, []string{AskTool}},
+		{"no channel", nil, nil, []string{"Read", "Glob", "Grep", "WebFetch", "WebSearch"}},
+		{"nothing at all", nil, []RoleOption{NoRead()}, []string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := Clarify("确认需求", c.ch, c.opts...)
+			if !slices.Equal(s.AllowedTools, c.want) || s.AllowedTools == nil {
+				t.Errorf("AllowedTools = %#v, want %v", s.AllowedTools, c.want)
+			}
+			if slices.Contains(s.AllowedTools, InboxTool) {
+				t.Error("the clarifier got the inbox")
+			}
+			if !s.NoWorkbench || s.DelegateOnly || s.PermissionMode != "" || s.MaxTurns != 0 || s.MaxBudgetUSD != 0 {
+				t.Errorf("spec %+v", s)
+			}
+			if (c.ch != nil) != (s.MCPServers[ChannelServer] != nil) {
+				t.Errorf("MCPServers = %v", s.MCPServers)
+			}
+		})
+	}
+	s := Clarify("c", nil, WithInstructions("only the CLI"), WithLang(English))
+	if s.Instructions != PromptsFor(English).ClarifierRules+"\n\nonly the CLI" {
+		t.Errorf("Instructions = %q", s.Instructions)
+	}
+}
+
+func TestJudge(t *testing.T) {
+	s := Judge("设定目标", fakeChannel{})
+	if !slices.Equal(s.AllowedTools, []string{AskTool, "Read", "Glob", "Grep"}) {
+		t.Errorf("AllowedTools = %v", s.AllowedTools)
+	}
+	if !s.NoWorkbench || s.DelegateOnly || s.PermissionMode != "" || s.MCPServers[ChannelServer] == nil {
+		t.Errorf("spec %+v", s)
+	}
+	run := Judge("判定", fakeChannel{}, CanRun())
+	if !slices.Equal(run.AllowedTools, []string{AskTool, "Read", "Glob", "Grep", "Bash"}) {
+		t.Errorf("CanRun AllowedTools = %v", run.AllowedTools)
+	}
+	if run.DisallowedTools != nil {
+		t.Errorf("DisallowedTools = %v", run.DisallowedTools)
+	}
+	if got := Judge("j", nil).AllowedTools; !slices.Equal(got, []string{"Read", "Glob", "Grep"}) {
+		t.Errorf("no channel: %v", got)
+	}
+	if got := Judge("j", nil, WithInstructions("strict")).Instructions; got != PromptsFor(Chinese).JudgeRules+"\n\nstrict" {
+		t.Errorf("Instructions = %q", got)
+	}
+}
+
+func TestOracle(t *testing.T) {
+	s := Oracle("")
+	if s.Name != "旁路问答" || s.Name != OracleName(Chinese) {
+		t.Errorf("Name = %q", s.Name)
+	}
+	if en := Oracle("", WithLang(English)); en.Name != OracleNameEnglish || !strings.HasPrefix(en.Instructions, PromptsFor(English).OracleRules) {
+		t.Errorf("English oracle %+v", en)
+	}
+	if !slices.Equal(s.AllowedTools, []string{"Read", "Glob", "Grep"}) || s.MCPServers != nil {
+		t.Errorf("tools %v servers %v", s.AllowedTools, s.MCPServers)
+	}
+	if s.MaxTurns != 12 || s.MaxBudgetUSD != 0.5 || s.NoWorkbench || s.DelegateOnly || s.PermissionMode != "" {
+		t.Errorf("spec %+v", s)
+	}
+	if s.Instructions != PromptsFor(Chinese).OracleRules {
+		t.Errorf("Instructions = %q", s.Instructions)
+	}
+	if got := Oracle("side").Name; got != "side" {
+		t.Errorf("Name = %q", got)
+	}
+}

@@ -1,0 +1,428 @@
+package flower
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/guard"
+	"github.com/flowerrun/flower/workbench"
+)
+
+// ErrInvalidSpec marks an AgentSpec or a BuildConfig that BuildOptions
+// refuses; the error's text says which field is wrong and what to do.
+var ErrInvalidSpec = errors.New("flower: invalid agent spec")
+
+// DefaultAllowedTools returns the tools an AgentSpec with nil AllowedTools
+// may use without approval: Read, Glob and Grep.
+func DefaultAllowedTools() []string { return []string{"Read", "Glob", "Grep"} }
+
+// AgentSpec declares one agent that runs in a session of its own. The role
+// factories (Coordinator, Clarify, Judge, Oracle) return one; build one by
+// hand for a combination they do not offer. BuildOptions compiles it to the
+// driver's options.
+//
+// The zero value of every field but Name is a useful default: Read, Glob
+// and Grep approved, the CLI's model and permission mode, no limits, the
+// workbench index injected, the whitelist guard installed.
+type AgentSpec struct {
+	// Name labels the agent: its step, its refusals ("<name> has no
+	// Write"). Required.
+	Name string
+	// Instructions are appended to Claude Code's own system prompt, never
+	// replacing it, so specialising an agent costs none of its general
+	// abilities.
+	Instructions string
+
+	// AllowedTools are the tools used without asking for approval. nil
+	// means DefaultAllowedTools (Read, Glob, Grep); an empty non-nil slice
+	// means none. The list is not exclusive in the CLI, and it is
+	// session-scoped: it applies to the subagents too, which is why a
+	// coordinator carries its workers' web tools. Unless DelegateOnly,
+	// BuildOptions installs the whitelist guard, which refuses the main
+	// thread every hands-on tool (Bash, Write, Edit, NotebookEdit) missing
+	// from this list.
+	AllowedTools []string
+	// DisallowedTools are removed for the whole session, subagents
+	// included ("Bash is disabled for this session, in subagents as well as
+	// here"). Never use it to keep a coordinator's hands off: it would
+	// disarm its workers too; DelegateOnly does that on the main thread
+	// only.
+	DisallowedTools []string
+
+	// Model is a model alias or id; "" means the CLI's default.
+	Model string
+	// Effort is low, medium, high, xhigh or max; "" means the CLI's default.
+	Effort string
+	// MaxTurns caps the agentic turns of a run; 0 means no cap.
+	MaxTurns int
+	// MaxBudgetUSD caps a session's cost; 0 means no cap.
+	MaxBudgetUSD float64
+	// PermissionMode is passed to the CLI: acceptEdits, auto,
+	// bypassPermissions, manual, dontAsk or plan. "" means the CLI's own
+	// default (the original's "default", which CLI 2.1.332 names manual);
+	// "default" is read the same way and never sent.
+	PermissionMode string
+
+	// Agents are the subagents this agent may dispatch with the Agent tool.
+	// A definition marked Isolated runs in its own git worktree (the
+	// isolate guard).
+	Agents map[string]claude.AgentDefinition
+	// MCPServers maps server names to their configuration; a Channel's
+	// servers go here.
+	MCPServers map[string]claude.MCPServer
+	// Hooks are installed first, before the guards BuildOptions adds.
+	Hooks map[string][]claude.HookMatcher
+
+	// Compact, when set, decides the CLI's native compaction. When nil and
+	// the runtime hands off instead of compacting, BuildConfig.Handoff
+	// turns auto-compaction off (mode no_summary).
+	Compact *CompactPolicy
+	// Env is laid over the child's environment; the compact policy's
+	// variables go on top of it.
+	Env map[string]string
+
+	// Glance lets a DelegateOnly main thread run read-only Bash commands
+	// (those ephemeral.Is accepts: git status, ls, cat…).
+	Glance bool
+	// NoWorkbench leaves the workbench index out of this agent's first
+	// message. The zero value injects it, as the original's default
+	// workbench=true.
+	NoWorkbench bool
+	// DelegateOnly keeps the main thread's hands off Bash, Write, Edit and
+	// NotebookEdit (the delegate guard) instead of installing the whitelist
+	// guard: the agent dispatches subagents, which keep their tools.
+	DelegateOnly bool
+}
+
+// Allowed returns the tools the agent uses without approval: a copy of
+// AllowedTools, or DefaultAllowedTools when AllowedTools is nil. The result
+// is non-nil.
+func (s AgentSpec) Allowed() []string {
+	if s.AllowedTools == nil {
+		return DefaultAllowedTools()
+	}
+	return append([]string{}, s.AllowedTools...)
+}
+
+// validate reports the first field BuildOptions cannot compile.
+func (s AgentSpec) validate() error {
+	switch {
+	case strings.TrimSpace(s.Name) == "":
+		return fmt.Errorf("%w: Name is empty; name the agent (it labels its step and its refusals)", ErrInvalidSpec)
+	case s.MaxTurns < 0:
+		return fmt.Errorf("%w: %s: MaxTurns is %d; use 0 for no cap", ErrInvalidSpec, s.Name, s.MaxTurns)
+	case s.MaxBudgetUSD < 0 || math.IsNaN(s.MaxBudgetUSD) || math.IsInf(s.MaxBudgetUSD, 0):
+		return fmt.Errorf("%w: %s: MaxBudgetUSD is %v; use 0 for no cap", ErrInvalidSpec, s.Name, s.MaxBudgetUSD)
+	}
+	return nil
+}
+
+// BuildConfig is the per-session part of BuildOptions: where the session
+// runs, what it resumes, where its transcript goes and what surrounds it.
+// The zero value starts a new, portable session in the current directory
+// with no store, no workbench and the default spill threshold.
+type BuildConfig struct {
+	// Cwd is the session's working directory; "" inherits the process's.
+	Cwd string
+
+	// Store mirrors the transcript and backs resume; nil means the CLI's
+	// own files only.
+	Store claude.SessionStore
+	// Flush chooses when mirrored entries reach Store; "" means
+	// claude.FlushEager, since one turn may run for tens of minutes.
+	// Ignored without a Store.
+	Flush claude.FlushMode
+
+	// Resume resumes this session id.
+	Resume string
+	// Fork copies the resumed history into a new session. Without Resume
+	// it is an error, not silently ignored.
+	Fork bool
+	// ResumeAt loads the resumed history only up to this entry uuid.
+	// Without Resume it is an error.
+	ResumeAt string
+
+	// NotPortable loads the project's .claude/ settings. The zero value is
+	// portable: no setting source at all (neither ~/.claude/ nor the
+	// project's), so a run behaves the same on every machine.
+	NotPortable bool
+	// PluginDirs are local plugin folders (a plugin may hold skills,
+	// agents, hooks and MCP servers). A relative folder is taken from Cwd.
+	// A folder that does not exist is skipped and logged; one that exists
+	// but cannot be read is an error. flower ships no plugin of its own.
+	PluginDirs []string
+	// AddDirs are further folders the session may reach. An external
+	// workbench's root is added to them.
+	AddDirs []string
+	// Prelude is appended to the system prompt after the instructions.
+	// Keep it the same across sessions: anything that changes, like the
+	// workbench index, belongs in the first message (FirstMessage), or it
+	// breaks the prompt cache.
+	Prelude string
+
+	// Workbench is the run's workbench, nil for none. With one, the index
+	// and spill guards are installed and an external root is reachable.
+	Workbench *workbench.Workbench
+	// SpillThreshold is the length above which a tool result's string is
+	// moved to the workbench's spill/; 0 means guard.DefaultSpillThreshold
+	// (4000), a negative value turns spilling off. It needs a Workbench.
+	SpillThreshold int
+	// Handoff says the runtime hands off to a new session instead of
+	// letting the CLI compact: when the spec has no Compact policy, the
+	// CLI's auto-compaction is turned off (mode no_summary).
+	Handoff bool
+	// Lang selects the guards' refusal texts.
+	Lang Lang
+}
+
+// BuildOptions compiles an agent declaration and a session's surroundings
+// to the driver's options:
+//
+//   - the system prompt is Claude Code's preset with the instructions (and
+//     the prelude) appended, never replaced, and it does not depend on the
+//     workbench's content, so it stays byte-stable and the prompt cache
+//     holds; the workbench index goes into the first message instead
+//     (FirstMessage);
+//   - allowed and disallowed tools, permission mode, model, effort, turn
+//     and budget caps, subagents and MCP servers come from the spec;
+//   - hooks: spec.Hooks first, then the workbench guards (delegate when
+//     DelegateOnly, with spec.Glance; isolate when an agent is marked
+//     Isolated; index and spill with a workbench), then the whitelist guard
+//     unless DelegateOnly. The delegate and isolate guards are installed
+//     with or without a workbench, each exactly once (the original left a
+//     coordinator without a workbench unguarded);
+//   - setting sources are none when portable, else the project's;
+//   - env is spec.Env with the compact policy's variables on top;
+//   - the store, with flush eager by default; resume, fork and resume-at.
+//
+// It returns an error wrapping ErrInvalidSpec for a spec without a name,
+// negative caps, an unknown flush mode, or Fork or ResumeAt without Resume;
+// and an error naming the folder for a plugin folder that exists but
+// cannot be read. The options share no map or slice with spec or cfg.
+func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
+	if err := spec.validate(); err != nil {
+		return claude.Options{}, err
+	}
+	if cfg.Resume == "" {
+		switch {
+		case cfg.Fork:
+			return claude.Options{}, fmt.Errorf("%w: %s: Fork without Resume; name the session to fork", ErrInvalidSpec, spec.Name)
+		case cfg.ResumeAt != "":
+			return claude.Options{}, fmt.Errorf("%w: %s: ResumeAt without Resume; name the session to resume", ErrInvalidSpec, spec.Name)
+		}
+	}
+	flush := cfg.Flush
+	switch flush {
+	case "":
+		flush = claude.FlushEager
+	case claude.FlushEager, claude.FlushBatched:
+	default:
+		return claude.Options{}, fmt.Errorf("%w: %s: Flush %q; want %q or %q", ErrInvalidSpec, spec.Name, flush, claude.FlushEager, claude.FlushBatched)
+	}
+	plugins, err := pluginDirs(cfg.Cwd, cfg.PluginDirs)
+	if err != nil {
+		return claude.Options{}, err
+	}
+	env, err := childEnv(spec, cfg.Handoff)
+	if err != nil {
+		return claude.Options{}, err
+	}
+
+	o := claude.Options{
+		Cwd:             cfg.Cwd,
+		SystemPrompt:    claude.PresetPrompt(paragraphs(spec.Instructions, cfg.Prelude)),
+		AllowedTools:    spec.Allowed(),
+		DisallowedTools: slices.Clone(spec.DisallowedTools),
+		Model:           spec.Model,
+		Effort:          spec.Effort,
+		MaxTurns:        spec.MaxTurns,
+		MaxBudgetUSD:    spec.MaxBudgetUSD,
+		PermissionMode:  permissionMode(spec.PermissionMode),
+		SettingSources:  []string{},
+		PluginDirs:      plugins,
+		AddDirs:         addDirs(cfg),
+		Hooks:           buildHooks(spec, cfg),
+		Env:             env,
+	}
+	if cfg.NotPortable {
+		o.SettingSources = []string{"project"}
+	}
+	if len(spec.Agents) > 0 {
+		o.Agents = maps.Clone(spec.Agents)
+	}
+	if len(spec.MCPServers) > 0 {
+		o.MCPServers = maps.Clone(spec.MCPServers)
+	}
+	if cfg.Resume != "" {
+		o.Resume = cfg.Resume
+		o.ForkSession = cfg.Fork
+		o.ResumeSessionAt = cfg.ResumeAt
+	}
+	if cfg.Store != nil {
+		o.SessionStore = cfg.Store
+		o.SessionStoreFlush = flush
+	}
+	return o, nil
+}
+
+// FirstMessage is the prompt of a new session's first user message: the
+// workbench's prompt block (where it is, what it holds, its three rules)
+// followed by prompt, when there is a workbench and the spec wants it;
+// prompt unchanged otherwise. The index lives here rather than in the
+// system prompt because it changes with every file written: in the system
+// prompt it broke the prompt cache (one run paid 3.7 times the cost).
+// Only a new session needs it; a resumed one has it in its history. Call
+// wb.Refresh first so that its folders exist.
+func FirstMessage(wb *workbench.Workbench, spec AgentSpec, prompt string) string {
+	if wb == nil || spec.NoWorkbench {
+		return prompt
+	}
+	return wb.PromptBlock() + "\n\n---\n\n" + prompt
+}
+
+// paragraphs joins the non-blank texts, each trimmed, with a blank line.
+func paragraphs(texts ...string) string {
+	var out []string
+	for _, t := range texts {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+// permissionMode maps the original's "default" to the CLI's own default.
+func permissionMode(mode string) string {
+	if mode == "default" {
+		return ""
+	}
+	return mode
+}
+
+// childEnv is spec.Env with the compact policy's variables on top, or nil
+// when empty. Handoff without a policy means no_summary.
+func childEnv(spec AgentSpec, handoff bool) (map[string]string, error) {
+	env := maps.Clone(spec.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	policy := spec.Compact
+	if policy == nil && handoff {
+		policy = &CompactPolicy{Mode: CompactNoSummary}
+	}
+	if policy != nil {
+		extra, err := policy.Env()
+		if err != nil {
+			return nil, fmt.Errorf("flower: %s: compact policy: %w", spec.Name, err)
+		}
+		maps.Copy(env, extra)
+	}
+	if len(env) == 0 {
+		return nil, nil
+	}
+	return env, nil
+}
+
+// addDirs is cfg.AddDirs plus an external workbench's root, without
+// repeats.
+func addDirs(cfg BuildConfig) []string {
+	dirs := slices.Clone(cfg.AddDirs)
+	if wb := cfg.Workbench; wb != nil && wb.External() {
+		root := wb.Root()
+		if !slices.ContainsFunc(dirs, func(d string) bool { return filepath.Clean(d) == root }) {
+			dirs = append(dirs, root)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	return dirs
+}
+
+// pluginDirs returns the plugin folders that exist, as absolute paths (a
+// relative one taken from cwd), so that the check and the CLI see the same
+// folder. A missing folder is skipped and logged; one that exists but is
+// not a readable folder is an error.
+func pluginDirs(cwd string, dirs []string) ([]string, error) {
+	var out []string
+	for _, d := range dirs {
+		if strings.TrimSpace(d) == "" {
+			continue
+		}
+		p := d
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		info, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			slog.Info("flower: plugin folder not found, skipped", "dir", p)
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("flower: plugin folder %s cannot be read: %w", p, err)
+		case !info.IsDir():
+			return nil, fmt.Errorf("flower: plugin folder %s is not a folder", p)
+		}
+		if err := readable(p); err != nil {
+			return nil, fmt.Errorf("flower: plugin folder %s cannot be read: %w", p, err)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// readable reports whether the folder's entries can be listed.
+func readable(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// buildHooks merges, in this order: spec.Hooks; the workbench guards
+// (delegate and isolate, which guard.WorkbenchHooks installs without a
+// workbench too, then index and spill with one); the whitelist guard unless
+// the spec is delegate-only. Events left without a matcher are dropped; nil
+// means no hook at all.
+func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
+	texts := guard.TextsFor(string(cfg.Lang))
+	spill := cfg.SpillThreshold
+	if spill == 0 {
+		spill = guard.DefaultSpillThreshold
+	}
+	groups := []map[string][]claude.HookMatcher{
+		spec.Hooks,
+		texts.WorkbenchHooks(cfg.Workbench, spec.DelegateOnly, spill, spec.Agents, spec.Glance),
+	}
+	if !spec.DelegateOnly {
+		if wl := texts.Whitelist(spec.Allowed(), spec.Name); wl != nil {
+			groups = append(groups, map[string][]claude.HookMatcher{claude.PreToolUse: {*wl}})
+		}
+	}
+	hooks := guard.MergeHooks(groups...)
+	maps.DeleteFunc(hooks, func(_ string, m []claude.HookMatcher) bool { return len(m) == 0 })
+	if len(hooks) == 0 {
+		return nil
+	}
+	return hooks
+}
