@@ -152,6 +152,7 @@ var cases = []glanceCase{
 	{"l\\s -la", true, "escaped letters are letters"},
 	{"'ls' -la", true, "a quoted verb"},
 	{"ls \\\n-la", true, "line continuation"},
+	{"ls \\é", true, "an escaped byte of a UTF-8 character stays that byte"},
 
 	// Words refused anywhere.
 	{"find . | xargs rm", false, "xargs"},
@@ -487,7 +488,7 @@ var cases = []glanceCase{
 	{"find . -type f | execdir", false, "execdir as a word"},
 }
 
-func TestIs(t *testing.T) {
+func TestIsAnswersTheTable(t *testing.T) {
 	if len(cases) < 100 {
 		t.Fatalf("only %d cases; the brief asks for 100 at least", len(cases))
 	}
