@@ -159,6 +159,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h.Set("request-id", reqID)
+	for k, v := range reply.Header {
+		h.Set(k, v)
+	}
 	if req.Stream {
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Cache-Control", "no-cache")
@@ -209,6 +212,8 @@ type Reply struct {
 	Usage Usage
 	// Fault, when set, replaces or disturbs the answer.
 	Fault *Fault
+	// Header adds response headers (rate-limit headers, for instance).
+	Header map[string]string
 }
 
 // Say returns a reply of one text block.
@@ -387,6 +392,22 @@ type Fault struct {
 	// Delay is waited before answering; it ends early, without an answer,
 	// when the request is cancelled or the server closes.
 	Delay time.Duration
+	// Header adds response headers to the error (for instance the
+	// anthropic-ratelimit-unified-* headers of a usage-limit rejection).
+	Header map[string]string
+}
+
+// UsageLimited returns a 429 that rejects the request for a usage limit
+// resetting at resetsAt, with the unified rate-limit headers the CLI reads
+// into a rate_limit_event.
+func UsageLimited(resetsAt time.Time) *Fault {
+	reset := strconv.FormatInt(resetsAt.Unix(), 10)
+	return &Fault{Status: 429, Type: "rate_limit_error", Message: "fake usage limit", Header: map[string]string{
+		"anthropic-ratelimit-unified-status":               "rejected",
+		"anthropic-ratelimit-unified-reset":                reset,
+		"anthropic-ratelimit-unified-5h-reset":             reset,
+		"anthropic-ratelimit-unified-representative-claim": "five_hour",
+	}}
 }
 
 // Overloaded returns a 529 overloaded_error.
@@ -422,6 +443,9 @@ func (f *Fault) writeError(w http.ResponseWriter, reqID string) {
 	if f.RetryAfter > 0 {
 		secs := (f.RetryAfter + time.Second - 1) / time.Second
 		w.Header().Set("Retry-After", strconv.Itoa(int(secs)))
+	}
+	for k, v := range f.Header {
+		w.Header().Set(k, v)
 	}
 	writeError(w, f.Status, typ, msg, reqID)
 }

@@ -542,3 +542,16 @@ func TestConcurrentRequestsAreAllLogged(t *testing.T) {
 		t.Errorf("Count = %d, want 20", srv.Count())
 	}
 }
+
+func TestRepliesAndFaultsCarryExtraHeaders(t *testing.T) {
+	reset := time.Unix(1796000000, 0)
+	srv := NewServer(t, fixed(Reply{Fault: UsageLimited(reset)}))
+	status, h, _ := mustPost(t, srv, reqBody(t, true, "hi"))
+	if status != 429 || h.Get("anthropic-ratelimit-unified-status") != "rejected" || h.Get("anthropic-ratelimit-unified-reset") != "1796000000" {
+		t.Errorf("usage limit: %d %v", status, h)
+	}
+	ok := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("hi")}, Header: map[string]string{"anthropic-ratelimit-unified-status": "allowed_warning"}}))
+	if status, h, _ := mustPost(t, ok, reqBody(t, true, "hi")); status != 200 || h.Get("anthropic-ratelimit-unified-status") != "allowed_warning" {
+		t.Errorf("reply header: %d %v", status, h)
+	}
+}
