@@ -26,9 +26,9 @@ const (
 	DefaultProbeInterval     = 15 * time.Second
 	DefaultMaxOfflineWait    = time.Hour
 	DefaultMaxUsageLimitWait = 6 * time.Hour
-	// UsageLimitMargin is added to a usage limit's reset time before the
+	// DefaultUsageLimitMargin is added to a usage limit's reset time before the
 	// retry, so the retry does not arrive a moment early.
-	UsageLimitMargin = 30 * time.Second
+	DefaultUsageLimitMargin = 30 * time.Second
 )
 
 // DefaultResumePrompt is the prompt a retry resumes the session with, in
@@ -69,6 +69,9 @@ type Resilience struct {
 	// MaxUsageLimitWait is the longest wait for a usage limit to reset.
 	// 0 means 6 hours; negative means never wait (the step fails).
 	MaxUsageLimitWait time.Duration
+	// UsageLimitMargin is waited past a usage limit's reset time (clocks
+	// differ). 0 means 30 s; negative means none.
+	UsageLimitMargin time.Duration
 
 	// Probe replaces Reachable (tests; other probes). nil means Reachable
 	// with ProbeTimeout.
@@ -98,6 +101,7 @@ func (r Resilience) Resolved() Resilience {
 	def(&r.ProbeInterval, DefaultProbeInterval)
 	def(&r.MaxOfflineWait, DefaultMaxOfflineWait)
 	def(&r.MaxUsageLimitWait, DefaultMaxUsageLimitWait)
+	def(&r.UsageLimitMargin, DefaultUsageLimitMargin)
 	return r
 }
 
@@ -168,6 +172,10 @@ var (
 		`|socket hang up|fetch failed|network error|Connection error|Can't reach the API server` +
 		`|\b(?:429|500|502|503|504|529)\b|overloaded|rate.?limit|too many requests` +
 		`|timeout|timed out|temporarily unavailable|service unavailable|internal server error`)
+	// refusedResume is the CLI refusing a resume: the session is not there
+	// (a moved workspace, another HOME) or the truncation check failed.
+	// Retrying cannot change either.
+	refusedResume = regexp.MustCompile(`No conversation found with session ID|Resume rejected by --resume-drops-turn`)
 	// usageLimitText is how the CLI words a usage (not a rate) limit.
 	usageLimitText = regexp.MustCompile(`(?i)(?:usage|session|weekly|daily|5-hour|five.hour|opus) limit|limit reached|limit · resets|resets (?:at|in) `)
 )
@@ -250,6 +258,9 @@ func ClassifyFailure(f Failure) ErrorKind {
 		texts = append(texts, r.Errors...)
 	}
 	all := strings.Join(texts, "\n")
+	if refusedResume.MatchString(all) {
+		return ErrorFatal
+	}
 	status := 0
 	if r != nil {
 		switch r.TerminalReason {
@@ -302,7 +313,7 @@ func ClassifyFailure(f Failure) ErrorKind {
 }
 
 // UsageLimitWait decides the wait for a usage limit that resets at
-// resetsAt: until then plus UsageLimitMargin. It is false when the reset
+// resetsAt: until then plus the UsageLimitMargin. It is false when the reset
 // time is unknown (zero) or the wait would exceed MaxUsageLimitWait; the
 // caller then treats the failure as an ordinary transient one or stops.
 func (r Resilience) UsageLimitWait(resetsAt, now time.Time) (time.Duration, bool) {
@@ -310,7 +321,7 @@ func (r Resilience) UsageLimitWait(resetsAt, now time.Time) (time.Duration, bool
 	if resetsAt.IsZero() || r.MaxUsageLimitWait < 0 {
 		return 0, false
 	}
-	d := max(resetsAt.Sub(now), 0) + UsageLimitMargin
+	d := max(resetsAt.Sub(now), 0) + max(r.UsageLimitMargin, 0)
 	if d > r.MaxUsageLimitWait {
 		return d, false
 	}

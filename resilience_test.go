@@ -19,7 +19,7 @@ func TestZeroResilienceBehavesAsTheDefaults(t *testing.T) {
 	want := Resilience{
 		MaxAttempts: 6, BaseDelay: 4 * time.Second, MaxDelay: 120 * time.Second,
 		ProbeTimeout: 5 * time.Second, ProbeInterval: 15 * time.Second,
-		MaxOfflineWait: time.Hour, MaxUsageLimitWait: 6 * time.Hour,
+		MaxOfflineWait: time.Hour, MaxUsageLimitWait: 6 * time.Hour, UsageLimitMargin: 30 * time.Second,
 	}
 	var r Resilience
 	got := r.Resolved()
@@ -144,6 +144,8 @@ func TestClassifyFailureReadsTheStructuredFieldsFirst(t *testing.T) {
 		want ErrorKind
 	}{
 		{"a budget limit is fatal", Failure{Result: res("error_max_budget_usd", "", 0, "")}, ErrorFatal},
+		{"a refused resume is fatal", Failure{Err: errors.New("claude: initialize: claude: No conversation found with session ID: 5635"), Text: "x"}, ErrorFatal},
+		{"a rejected truncation is fatal", Failure{Result: res("error_during_execution", "", 0, "Resume rejected by --resume-drops-turn: turn mismatch")}, ErrorFatal},
 		{"a spent budget is fatal", Failure{Result: res("success", "budget_exhausted", 0, "")}, ErrorFatal},
 		{"a turn limit is fatal", Failure{Result: res("error_max_turns", "max_turns", 0, "")}, ErrorFatal},
 		{"a too long prompt is an overflow", Failure{Result: res("success", "prompt_too_long", 400, "Prompt is too long")}, ErrorOverflow},
@@ -217,11 +219,11 @@ func TestUsageLimitWaitsForTheResetWithinTheMaximum(t *testing.T) {
 		want     time.Duration
 		ok       bool
 	}{
-		{"an hour away waits an hour and the margin", Resilience{}, now.Add(time.Hour), time.Hour + UsageLimitMargin, true},
-		{"a reset already past waits only the margin", Resilience{}, now.Add(-time.Minute), UsageLimitMargin, true},
-		{"beyond six hours is not waited", Resilience{}, now.Add(7 * time.Hour), 7*time.Hour + UsageLimitMargin, false},
+		{"an hour away waits an hour and the margin", Resilience{}, now.Add(time.Hour), time.Hour + DefaultUsageLimitMargin, true},
+		{"a reset already past waits only the margin", Resilience{}, now.Add(-time.Minute), DefaultUsageLimitMargin, true},
+		{"beyond six hours is not waited", Resilience{}, now.Add(7 * time.Hour), 7*time.Hour + DefaultUsageLimitMargin, false},
 		{"an unknown reset is not waited", Resilience{}, time.Time{}, 0, false},
-		{"a larger maximum waits longer", Resilience{MaxUsageLimitWait: 24 * time.Hour}, now.Add(7 * time.Hour), 7*time.Hour + UsageLimitMargin, true},
+		{"a larger maximum waits longer", Resilience{MaxUsageLimitWait: 24 * time.Hour}, now.Add(7 * time.Hour), 7*time.Hour + DefaultUsageLimitMargin, true},
 		{"a negative maximum never waits", Resilience{MaxUsageLimitWait: -1}, now.Add(time.Minute), 0, false},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,120 @@
+package flower
+
+// A scripted CLI for what the real one cannot show offline: CLI 2.1.332
+// reports rate_limit_event (with resetsAt) only for subscription accounts,
+// never against an API key, so the usage-limit wait is driven by the test
+// binary re-executed as a fake `claude`.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/event"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FLOWER_FAKE_CLI") != "" {
+		fakeUsageLimitCLI()
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// fakeUsageLimitCLI rejects its first session with a usage limit that
+// resets two seconds later; a resumed session succeeds.
+func fakeUsageLimitCLI() {
+	for _, a := range os.Args[1:] {
+		if a == "-v" {
+			fmt.Println("2.1.332 (Claude Code)")
+			os.Exit(0)
+		}
+	}
+	in := bufio.NewReader(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	read := func() map[string]any {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return nil
+		}
+		var m map[string]any
+		json.Unmarshal(line, &m)
+		return m
+	}
+	init := read()
+	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
+	read() // the prompt
+	const sid = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+	resumed := false
+	for _, a := range os.Args {
+		resumed = resumed || a == "--resume="+sid
+	}
+	out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+	if resumed {
+		out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a2", "parent_tool_use_id": nil,
+			"message": map[string]any{"id": "m2", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "resumed after the reset"}}}})
+		out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+			"num_turns": 1, "result": "resumed after the reset", "session_id": sid, "total_cost_usd": 0.01})
+		for read() != nil {
+		}
+		os.Exit(0)
+	}
+	reset := time.Now().Add(2 * time.Second).Unix()
+	out.Encode(map[string]any{"type": "rate_limit_event", "session_id": sid, "uuid": "r",
+		"rate_limit_info": map[string]any{"status": "rejected", "resetsAt": reset, "rateLimitType": "five_hour"}})
+	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil, "error": "rate_limit",
+		"message": map[string]any{"id": "m1", "model": "<synthetic>", "content": []any{map[string]any{"type": "text", "text": "You've hit your session limit · resets soon"}}}})
+	out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": true, "duration_ms": 1, "duration_api_ms": 1,
+		"num_turns": 1, "result": "You've hit your session limit · resets soon", "session_id": sid, "api_error_status": 429, "terminal_reason": "api_error"})
+	for read() != nil {
+	}
+	os.Exit(1)
+}
+
+func TestFakeUsageLimitWaitsForTheResetWithoutSpendingAnAttempt(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
+		WithResilience(Resilience{MaxAttempts: 1, UsageLimitMargin: -1, Probe: fastResilience.Probe}),
+		WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath = exe
+			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=1"}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var log eventLog
+	begin := time.Now()
+	res, err := rt.Run(context.Background(), testSpec(), "work", RunOptions{OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := time.Since(begin)
+	if !res.OK || res.Text != "resumed after the reset" || res.Attempts != 1 || !res.Resumed {
+		t.Fatalf("result = %+v (MaxAttempts 1: the wait must not spend an attempt)", res)
+	}
+	if waited < time.Second {
+		t.Errorf("the step went on after %s, before the reset", waited)
+	}
+	var said bool
+	for _, e := range log.of(event.Retry, "") {
+		said = said || strings.Contains(e.Text, "用量到上限")
+	}
+	if !said {
+		t.Error("no retry event told the human about the wait")
+	}
+}

@@ -1,0 +1,422 @@
+package flower
+
+// Runtime tests: the pinned Claude Code CLI against claudetest's fake
+// Messages API (and, for what the real CLI cannot show offline, the test
+// binary re-executed as a scripted CLI).
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/workbench"
+)
+
+// fastResilience retries at once and never probes a real network.
+var fastResilience = Resilience{
+	BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond,
+	Probe: func(context.Context, string, int) bool { return true },
+}
+
+func newTestRuntime(t *testing.T, srv *claudetest.Server, opts ...Option) *Runtime {
+	t.Helper()
+	return newTestRuntimeIn(t, t.TempDir(), srv, opts...)
+}
+
+// newTestRuntimeIn is newTestRuntime for a given workspace.
+func newTestRuntimeIn(t *testing.T, ws string, srv *claudetest.Server, opts ...Option) *Runtime {
+	t.Helper()
+	cli := claudetest.CLIPath(t)
+	base := []Option{
+		WithRunDir(t.TempDir()),
+		WithEnv(claudetest.Env(t, srv)),
+		WithResilience(fastResilience),
+		WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath = cli
+			o.BaseEnv = claudetest.BaseEnv()
+		}),
+	}
+	rt, err := New(ws, append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+func testSpec() AgentSpec {
+	return AgentSpec{Name: "work", AllowedTools: []string{"Bash", "Read"}, PermissionMode: "acceptEdits"}
+}
+
+func runCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func bashReply(cmd string) claudetest.Reply {
+	return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": cmd, "description": "step"}))
+}
+
+// eventLog collects a step's events.
+type eventLog struct {
+	mu  sync.Mutex
+	evs []Event
+}
+
+func (l *eventLog) add(e Event) {
+	l.mu.Lock()
+	l.evs = append(l.evs, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) of(kind event.Kind, phase string) []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Event
+	for _, e := range l.evs {
+		if e.Kind == kind && (phase == "" || e.Str("phase") == phase) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestRealRunSucceedsWithAManifestRow(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:ok": {bashReply("echo done"), claudetest.Say("all done")}}.Handler())
+	rt := newTestRuntime(t, srv)
+	var sessions []string
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:ok", RunOptions{OnSession: func(step, sid string) { sessions = append(sessions, step+"="+sid) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Text != "all done" || res.CostUSD <= 0 || res.NumTurns != 2 || res.Attempts != 1 || res.SessionID == "" {
+		t.Fatalf("result = %+v", res)
+	}
+	if len(sessions) != 1 || sessions[0] != "work="+res.SessionID {
+		t.Errorf("OnSession calls = %v", sessions)
+	}
+	rows, err := ReadManifest(rt.ManifestPath())
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("manifest rows = %+v, %v", rows, err)
+	}
+	if rows[0].Run != rt.RunID() || rows[0].Step != "work" || !rows[0].OK || rows[0].CostUSD != res.CostUSD {
+		t.Errorf("manifest row = %+v", rows[0])
+	}
+	if rt.TotalCost() <= 0 {
+		t.Error("TotalCost should count the step")
+	}
+	if ok, err := rt.HasSession(runCtx(t), res.SessionID); !ok || err != nil {
+		t.Errorf("HasSession = %v, %v", ok, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(rt.RunDir(), "events.jsonl")); err != nil || !strings.Contains(string(b), `"kind":"result"`) {
+		t.Errorf("events.jsonl: %v", err)
+	}
+}
+
+func TestRealRetryResumesTheSameSession(t *testing.T) {
+	t.Parallel()
+	resume := DefaultResumePrompt(Chinese)
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		switch {
+		case r.HasText(resume):
+			return claudetest.Say("finished after the retry")
+		case len(r.ToolResults()) == 0:
+			return bashReply("echo step one")
+		default:
+			return claudetest.Reply{Fault: claudetest.ServerError()}
+		}
+	})
+	rt := newTestRuntime(t, srv, WithEnv(map[string]string{"CLAUDE_CODE_MAX_RETRIES": "0"}))
+	var log eventLog
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:flaky", RunOptions{OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || !res.Resumed || res.Attempts != 2 || res.Text != "finished after the retry" {
+		t.Fatalf("result = %+v", res)
+	}
+	last := srv.Requests()[srv.Count()-1]
+	if !last.HasText("SCENARIO:flaky") || !last.HasText("step one") {
+		t.Error("the retry did not resume the same session's history")
+	}
+	if len(log.of(event.Retry, "")) == 0 {
+		t.Error("no retry event")
+	}
+	if strings.Contains(res.Text, "API Error") {
+		t.Error("a synthetic API error leaked into the text")
+	}
+}
+
+func TestRealInterruptResumesWithTheWords(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.HasText("use the blue one") {
+			return claudetest.Say("switched to blue")
+		}
+		return bashReply("timeout 60 tail -f /dev/null")
+	})
+	spec := testSpec()
+	started := make(chan struct{}, 1)
+	spec.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Matcher: "Bash", Hooks: []claude.HookFunc{
+		func(ctx context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+			return &claude.HookOutput{HookSpecificOutput: &claude.HookSpecificOutput{
+				HookEventName: claude.PreToolUse, PermissionDecision: claude.DecisionAllow}}, nil
+		}}}}}
+	rt := newTestRuntime(t, srv)
+	go func() {
+		<-started
+		time.Sleep(300 * time.Millisecond)
+		rt.Interrupt("use the blue one")
+	}()
+	begin := time.Now()
+	res, err := rt.Run(runCtx(t), spec, "SCENARIO:paint", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Text != "switched to blue" || res.Attempts != 1 || !res.Resumed {
+		t.Fatalf("result = %+v (an interrupt spends no attempt)", res)
+	}
+	last := srv.Requests()[srv.Count()-1]
+	if !last.HasText("use the blue one") || !last.HasText(PromptsFor(Chinese).InterruptNote[:30]) || !last.HasText("SCENARIO:paint") {
+		t.Error("the resumed session did not get the words, the note and the history")
+	}
+	if d := time.Since(begin); d > 40*time.Second {
+		t.Errorf("the interrupt waited for the tool (%s)", d)
+	}
+	if rt.Interrupt("late") {
+		t.Error("Interrupt with no step running should report false")
+	}
+}
+
+// handoffDoc is a complete handoff in the Chinese format the prompt asks for.
+const handoffDoc = "## 现在在做什么\n在搭框架\n## 已经定下的\n用 Go\n## 走不通的路\n(暂无)\n## 下一步\n写 main.go\n## 现场\nmain.go"
+
+func TestRealHandoffAtTheThreshold(t *testing.T) {
+	t.Parallel()
+	handoffPrompt := PromptsFor(Chinese).Handoff[:20]
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		switch {
+		case r.HasText(handoffPrompt):
+			return claudetest.Say(handoffDoc)
+		case r.HasText("写 main.go"): // the successor's handoff block
+			return claudetest.Say("continued from the handoff")
+		case len(r.ToolResults()) == 0:
+			rep := bashReply("echo working")
+			rep.Usage = claudetest.Usage{InputTokens: 35_000, OutputTokens: 5}
+			return rep
+		default:
+			rep := bashReply("echo more")
+			rep.Usage = claudetest.Usage{InputTokens: 20_000, CacheReadInputTokens: 35_000, OutputTokens: 5}
+			return rep
+		}
+	})
+	wb := workbench.New(t.TempDir())
+	rt := newTestRuntime(t, srv, WithHandoff(HandoffPolicy{Window: 100_000}), WithWorkbench(wb))
+	var log eventLog
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:big", RunOptions{OnEvent: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Text != "continued from the handoff" || len(res.Retired) != 1 || res.SessionID == res.Retired[0] || res.Attempts != 1 {
+		t.Fatalf("result = %+v", res)
+	}
+	if n := len(log.of(event.Handoff, "near")); n != 1 {
+		t.Errorf("near events = %d, want 1", n)
+	}
+	done := log.of(event.Handoff, "done")
+	if len(done) != 1 || done[0].Bool("degraded") {
+		t.Fatalf("done events = %+v", done)
+	}
+	path := done[0].Str("path")
+	if path != filepath.Join(wb.Notes(), "交接-work.md") {
+		t.Errorf("handoff path = %q", path)
+	}
+	h, err := doc.LoadHandoff(path)
+	if err != nil || h.Next != "写 main.go" || h.Step != "work" {
+		t.Fatalf("handoff on disk: %+v, %v", h, err)
+	}
+	// The fresh session started from the handoff's prompt block and none of
+	// the old history.
+	last := srv.Requests()[srv.Count()-1]
+	if last.HasText("SCENARIO:big") || !last.HasText("在搭框架") {
+		t.Error("the successor should get the handoff, not the old history")
+	}
+}
+
+func TestRealPromptTooLongHandsOffAtOnce(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		switch {
+		case r.HasText(doc.DegradedMarker):
+			return claudetest.Say("recovered from a degraded handoff")
+		case len(r.ToolResults()) == 0:
+			return bashReply("echo filling up")
+		default:
+			return claudetest.Reply{Fault: claudetest.PromptTooLong()}
+		}
+	})
+	rt := newTestRuntime(t, srv, WithEnv(map[string]string{"CLAUDE_CODE_MAX_RETRIES": "0"}))
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:overflow", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || len(res.Retired) != 1 || res.Text != "recovered from a degraded handoff" {
+		t.Fatalf("result = %+v", res)
+	}
+	if !strings.Contains(strings.Join(res.Errors, "\n"), "交接降级") {
+		t.Errorf("errors %q should record the degraded handoff", res.Errors)
+	}
+}
+
+func TestRealGenerationsExhaustedIsADiagnosticError(t *testing.T) {
+	t.Parallel()
+	handoffPrompt := PromptsFor(Chinese).Handoff[:20]
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.HasText(handoffPrompt) {
+			return claudetest.Say(handoffDoc)
+		}
+		rep := bashReply("echo heavy start")
+		rep.Usage = claudetest.Usage{InputTokens: 60_000, OutputTokens: 5} // over At from the first turn
+		return rep
+	})
+	rt := newTestRuntime(t, srv, WithHandoff(HandoffPolicy{Window: 100_000, MaxGenerations: 2}))
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:floor", RunOptions{})
+	var se *StepError
+	if !errors.As(err, &se) || res.OK || !strings.Contains(res.Error, "换代 2 次") || len(res.Retired) != 2 {
+		t.Fatalf("err = %v, result = %+v", err, res)
+	}
+}
+
+func TestRealRunBudgetStopsCleanlyAndALaterRunContinues(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.HasText("continue please") {
+			return claudetest.Say("finished later")
+		}
+		rep := bashReply("echo costly")
+		rep.Usage = claudetest.Usage{InputTokens: 1000, OutputTokens: 100}
+		return rep
+	})
+	runDir, ws := t.TempDir(), t.TempDir()
+	rt := newTestRuntimeIn(t, ws, srv, WithBudget(0.02), WithRunDir(runDir))
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:spend", RunOptions{})
+	if err == nil || res.OK || !strings.Contains(res.Error, "预算") || res.SessionID == "" || res.Attempts != 1 {
+		t.Fatalf("err = %v, result = %+v", err, res)
+	}
+	if res.CostUSD < 0.02 {
+		t.Errorf("cost %.4f: the budget should have been reached", res.CostUSD)
+	}
+
+	// Another process on another day: a fresh HOME; the session comes back
+	// from the run directory's store.
+	later := newTestRuntimeIn(t, ws, srv, WithBudget(1), WithRunDir(runDir))
+	res2, err := later.Run(runCtx(t), testSpec(), "continue please", RunOptions{Resume: res.SessionID})
+	if err != nil || !res2.OK || res2.Text != "finished later" {
+		t.Fatalf("later run: %v, %+v", err, res2)
+	}
+	rows, err := ReadManifest(later.ManifestPath())
+	if err != nil || len(rows) != 2 {
+		t.Errorf("manifest rows = %d (%v), want both runs'", len(rows), err)
+	}
+}
+
+func TestRealCoordinatorWithoutAWorkbenchCannotWriteButItsWorkerCan(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:lead": {
+			claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, "lead.txt"), "content": "x"})),
+			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{
+				"description": "write", "prompt": "SUBAGENT:write", "subagent_type": "coder", "run_in_background": false})),
+			claudetest.Say("led"),
+		},
+		"SUBAGENT:write": {
+			claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, "worker.txt"), "content": "y"})),
+			claudetest.Say("written"),
+		},
+	}.Handler())
+	cli := claudetest.CLIPath(t)
+	rt, err := New(ws, WithRunDir(t.TempDir()), WithEnv(claudetest.Env(t, srv)), WithResilience(fastResilience),
+		WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = cli, claudetest.BaseEnv() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rt.Workbench() != nil {
+		t.Fatal("this runtime must have no workbench")
+	}
+	lead := Coordinator("lead", "", map[string]claude.AgentDefinition{"coder": Worker("writes files", "You write files.")})
+	if _, err := rt.Run(runCtx(t), lead, "SCENARIO:lead", RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "lead.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the coordinator wrote a file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "worker.txt")); err != nil {
+		t.Errorf("the worker could not write: %v", err)
+	}
+}
+
+func TestNewWithoutCredentialsNamesWhatToSet(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("FLOWER_ENV", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	_, err := New(t.TempDir(), WithRunDir(t.TempDir()))
+	var me *MissingCredentialsError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Fatalf("err = %v, want a MissingCredentialsError naming ANTHROPIC_API_KEY", err)
+	}
+}
+
+func TestRunRefusesForkWithoutResume(t *testing.T) {
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := rt.Run(context.Background(), testSpec(), "x", RunOptions{Fork: true}); !errors.Is(err, ErrInvalidSpec) {
+		t.Errorf("fork without resume: %v", err)
+	}
+	spec := testSpec()
+	spec.Compact = &CompactPolicy{Mode: "sometimes"}
+	if _, err := rt.Run(context.Background(), spec, "x", RunOptions{}); err == nil || !strings.Contains(err.Error(), "sometimes") {
+		t.Errorf("unknown compact mode: %v", err)
+	}
+}
+
+func TestRescueRecordsTheStepInFlight(t *testing.T) {
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	rt.Rescue() // nothing in flight: no row
+	r := NewStepResult("work")
+	r.CostUSD = 0.5
+	rt.mu.Lock()
+	rt.inflight, rt.running = r, true
+	rt.mu.Unlock()
+	rt.Rescue()
+	rows, err := ReadManifest(rt.ManifestPath())
+	if err != nil || len(rows) != 1 || rows[0].Error != KilledBySignal || rows[0].CostUSD != 0.5 || rows[0].EndedAt.IsZero() {
+		t.Fatalf("rows = %+v, %v", rows, err)
+	}
+}
