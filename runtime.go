@@ -45,6 +45,7 @@ type Runtime struct {
 	budget      float64
 	env         map[string]string
 	sessionOpts func(*claude.Options)
+	pluginDirs  []string
 	prompts     Prompts
 	runID       string
 
@@ -77,6 +78,7 @@ type config struct {
 	store       claude.SessionStore
 	env         map[string]string
 	sessionOpts func(*claude.Options)
+	pluginDirs  []string
 }
 
 // WithRunDir puts the run directory (sessions.db, manifest.json,
@@ -152,6 +154,13 @@ func WithEnv(env map[string]string) Option {
 	}
 }
 
+// WithPluginDirs loads the Claude Code plugins in these folders into every
+// session (skills, agents, hooks that travel with a repository). A folder
+// that does not exist is skipped; one that cannot be read fails the step.
+func WithPluginDirs(dirs ...string) Option {
+	return func(c *config) { c.pluginDirs = append(c.pluginDirs, dirs...) }
+}
+
 // WithSessionOptions adjusts the driver options of every session just
 // before it starts (the CLI's path, a stderr sink, …).
 func WithSessionOptions(f func(*claude.Options)) Option {
@@ -202,7 +211,7 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	rt := &Runtime{
 		workspace: ws, runDir: runDir, lang: c.lang, portable: !c.notPortable,
 		resilience: c.resilience.Resolved(), handoff: c.handoff.Resolved(), spill: c.spill,
-		budget: c.budget, env: c.env, sessionOpts: c.sessionOpts, prompts: PromptsFor(c.lang),
+		budget: c.budget, env: c.env, sessionOpts: c.sessionOpts, pluginDirs: c.pluginDirs, prompts: PromptsFor(c.lang),
 		runID: newRunID(time.Now()), interrupts: make(chan struct{}, 1),
 	}
 	switch {
@@ -735,7 +744,7 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 	opts, err := BuildOptions(spec, BuildConfig{
 		Cwd: rt.workspace, Store: rt.store, Resume: resume, Fork: fork, ResumeAt: resumeAt,
 		NotPortable: !rt.portable, Workbench: rt.workbench, SpillThreshold: rt.spill,
-		Handoff: rt.handoff.Enabled(), Lang: rt.lang,
+		Handoff: rt.handoff.Enabled(), Lang: rt.lang, PluginDirs: rt.pluginDirs,
 	})
 	if err != nil {
 		return opts, err
@@ -891,7 +900,7 @@ func (s *stepRun) keepHandoff(wb *workbench.Workbench, hd *doc.Handoff) string {
 	if _, err := os.Stat(path); err == nil {
 		archive := filepath.Join(wb.Notes(), "archive", t.handoffFile)
 		if err := os.MkdirAll(archive, 0o755); err == nil {
-			dst := filepath.Join(archive, name+"-"+time.Now().Format("20060102-150405")+".md")
+			dst := uniquePath(filepath.Join(archive, name+"-"+time.Now().Format("20060102-150405")), ".md")
 			if err := os.Rename(path, dst); err != nil {
 				slog.Warn("flower: earlier handoff not archived", "path", path, "err", err)
 			}
@@ -902,6 +911,18 @@ func (s *stepRun) keepHandoff(wb *workbench.Workbench, hd *doc.Handoff) string {
 		return ""
 	}
 	return path
+}
+
+// uniquePath is base+ext, or base-2+ext, base-3+ext… the first that does
+// not exist: two handoffs in one second must not overwrite each other.
+func uniquePath(base, ext string) string {
+	p := base + ext
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return p
+		}
+		p = fmt.Sprintf("%s-%d%s", base, i, ext)
+	}
 }
 
 // safeStepName makes a step label usable as a file name.

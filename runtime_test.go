@@ -420,3 +420,35 @@ func TestRescueRecordsTheStepInFlight(t *testing.T) {
 		t.Fatalf("rows = %+v, %v", rows, err)
 	}
 }
+
+func TestRealTwoDegradedHandoffsInARowStopTheStep(t *testing.T) {
+	t.Parallel()
+	handoffPrompt := PromptsFor(Chinese).Handoff[:20]
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.HasText(handoffPrompt) {
+			return claudetest.Say("sorry, I lost track") // no sections: a handoff that fails to be written
+		}
+		rep := bashReply("echo heavy")
+		rep.Usage = claudetest.Usage{InputTokens: 60_000, OutputTokens: 5}
+		return rep
+	})
+	wb := workbench.New(t.TempDir())
+	rt := newTestRuntime(t, srv, WithHandoff(HandoffPolicy{Window: 100_000}), WithWorkbench(wb))
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:lost", RunOptions{})
+	if err == nil || res.OK || !strings.Contains(res.Error, "连续 2 次降级") {
+		t.Fatalf("err = %v, result %+v", err, res)
+	}
+	if n := strings.Count(strings.Join(res.Errors, "\n"), "交接降级(缺"); n != 2 {
+		t.Errorf("degradation notes = %d in %q", n, res.Errors)
+	}
+	// The second degraded handoff replaced the first on disk; the first is
+	// in the archive.
+	h, err := doc.LoadHandoff(filepath.Join(wb.Notes(), "交接-work.md"))
+	if err != nil || !h.IsDegraded() || !strings.Contains(h.Scene, "SCENARIO:lost") {
+		t.Fatalf("degraded handoff on disk: %+v, %v", h, err)
+	}
+	archived, _ := filepath.Glob(filepath.Join(wb.Notes(), "archive", "交接", "work-*.md"))
+	if len(archived) != 1 {
+		t.Errorf("archived handoffs = %v, want the first", archived)
+	}
+}
