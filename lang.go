@@ -1,7 +1,7 @@
 package flower
 
 import (
-	"strings"
+	"github.com/flowerrun/flower/internal/lang"
 
 	"github.com/flowerrun/flower/doc"
 )
@@ -23,7 +23,4 @@ const (
 // isEnglish reports whether lang asks for English: "en" and its regional
 // forms ("en-US", "en_GB"), in any case, as guard.TextsFor and
 // workbench.TextsFor read it.
-func isEnglish(lang Lang) bool {
-	l := strings.ToLower(string(lang))
-	return l == "en" || strings.HasPrefix(l, "en-") || strings.HasPrefix(l, "en_")
-}
+func isEnglish(l Lang) bool { return lang.IsEnglish(string(l)) }

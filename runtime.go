@@ -1010,7 +1010,7 @@ var enTexts = runtimeTexts{
 }
 
 func (s *stepRun) texts() runtimeTexts {
-	if s.rt.lang == English {
+	if isEnglish(s.rt.lang) {
 		return enTexts
 	}
 	return zhTexts

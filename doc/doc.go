@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/flowerrun/flower/internal/lang"
 )
 
 // Lang selects the language documents are rendered in. Parsing accepts every
@@ -21,9 +23,12 @@ const (
 	English Lang = "en"
 )
 
+// isEnglish reports whether l asks for English ("en", "en-US", …).
+func (l Lang) isEnglish() bool { return lang.IsEnglish(string(l)) }
+
 // pick returns en for English and zh for everything else.
 func (l Lang) pick(zh, en string) string {
-	if l == English {
+	if l.isEnglish() {
 		return en
 	}
 	return zh

@@ -26,7 +26,7 @@ const (
 // UnverifiableMarker formats the tag for a check that cannot be verified in
 // this environment, in lang.
 func UnverifiableMarker(lang Lang, why string) string {
-	if lang == English {
+	if lang.isEnglish() {
 		return "[" + UnverifiableEnglish + ": " + why + "]"
 	}
 	return "[" + UnverifiableChinese + ":" + why + "]"

@@ -94,7 +94,7 @@ func Degraded(lang Lang, step, prompt, why string) *Handoff {
 	}
 	quoted := "> " + strings.ReplaceAll(normalize(string(task)), "\n", "\n> ")
 	h := &Handoff{Step: step}
-	if lang == English {
+	if lang.isEnglish() {
 		reason := ""
 		if why != "" {
 			reason = " (" + why + ")"
@@ -142,7 +142,7 @@ func (h *Handoff) Complete() bool { return len(h.Missing(Chinese)) == 0 }
 func (h *Handoff) ToMarkdown(lang Lang) string {
 	var sb strings.Builder
 	step := titleStep(h.Step)
-	if lang == English {
+	if lang.isEnglish() {
 		sb.WriteString("# Handoff")
 		if step != "" {
 			sb.WriteString(" (" + step + ")")
@@ -177,7 +177,7 @@ func titleStep(step string) string {
 // conversation just began and asks a human for background who may be gone.
 func (h *Handoff) PromptBlock(lang Lang) string {
 	body := promptSections(handoffLayout, lang, h.fields())
-	if lang == English {
+	if lang.isEnglish() {
 		return "You are taking over unfinished work. The previous session's context filled up and it left this handoff.\n" +
 			"**You have none of its memory, only this document and what is on disk.** The brief and the goal are frozen " +
 			"in the workbench's notes/; read them yourself.\n\n" +

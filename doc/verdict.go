@@ -256,7 +256,7 @@ func (v *Verdict) fields(lang Lang) []field {
 func (v *Verdict) Feedback(lang Lang) string {
 	reason := strings.TrimSpace(v.Reason)
 	var sb strings.Builder
-	if lang == English {
+	if lang.isEnglish() {
 		if reason == "" {
 			reason = "(no reason given)"
 		}

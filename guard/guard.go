@@ -8,7 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"strings"
+
+	"github.com/flowerrun/flower/internal/lang"
 )
 
 // Tool groups, in the CLI's matcher syntax.
@@ -69,9 +70,8 @@ var EnglishTexts = Texts{
 
 // TextsFor returns the texts of a language: EnglishTexts for "en" and its
 // regional forms ("en-US", "en_GB"), ChineseTexts for anything else.
-func TextsFor(lang string) Texts {
-	l := strings.ToLower(lang)
-	if l == "en" || strings.HasPrefix(l, "en-") || strings.HasPrefix(l, "en_") {
+func TextsFor(tag string) Texts {
+	if lang.IsEnglish(tag) {
 		return EnglishTexts
 	}
 	return ChineseTexts

@@ -1,6 +1,6 @@
 package workbench
 
-import "strings"
+import "github.com/flowerrun/flower/internal/lang"
 
 // Texts holds every sentence the workbench writes into INDEX.md and the
 // prompt block. Fields holding a format take the verbs noted on them. An
@@ -96,9 +96,8 @@ var EnglishTexts = Texts{
 
 // TextsFor returns the texts of a language: EnglishTexts for "en" and its
 // regional forms ("en-US", "en_GB"), ChineseTexts for anything else.
-func TextsFor(lang string) Texts {
-	l := strings.ToLower(lang)
-	if l == "en" || strings.HasPrefix(l, "en-") || strings.HasPrefix(l, "en_") {
+func TextsFor(tag string) Texts {
+	if lang.IsEnglish(tag) {
 		return EnglishTexts
 	}
 	return ChineseTexts
