@@ -88,19 +88,19 @@ func TestTwoRuntimesWritingOneManifestLoseNothing(t *testing.T) {
 	checkAllRows(t, path, map[string]int{runs[0]: 50, runs[1]: 50, "earlier": 1})
 }
 
-// TestManifestHelperProcess is not a test: the two-process test runs the
-// test binary twice as a Runtime writing the manifest.
-func TestManifestHelperProcess(t *testing.T) {
-	spec := os.Getenv("FLOWER_TEST_MANIFEST_WRITER")
-	if spec == "" {
-		t.Skip("helper process for TestTwoProcessesWritingOneManifestLoseNothing")
-	}
+// manifestHelper is the child process of the two-process test: TestMain
+// runs it, as a Runtime writing the manifest, when
+// FLOWER_TEST_MANIFEST_WRITER is "path|run|count".
+func manifestHelper(spec string) error {
 	parts := strings.SplitN(spec, "|", 3)
-	n, _ := strconv.Atoi(parts[2])
-	if err := manifestWriter(parts[0], parts[1], n); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	if len(parts) != 3 {
+		return fmt.Errorf("bad FLOWER_TEST_MANIFEST_WRITER %q", spec)
 	}
+	n, err := strconv.Atoi(parts[2])
+	if err != nil {
+		return err
+	}
+	return manifestWriter(parts[0], parts[1], n)
 }
 
 func TestTwoProcessesWritingOneManifestLoseNothing(t *testing.T) {
@@ -113,7 +113,7 @@ func TestTwoProcessesWritingOneManifestLoseNothing(t *testing.T) {
 	cmds := make([]*exec.Cmd, len(runs))
 	outs := make([]strings.Builder, len(runs))
 	for i, run := range runs {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestManifestHelperProcess$", "-test.count=1")
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "FLOWER_TEST_MANIFEST_WRITER="+path+"|"+run+"|50")
 		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
 		cmds[i] = cmd

@@ -1,5 +1,7 @@
 package flower
 
+// TestMain also runs the helper processes of the two-process manifest test.
+//
 // A scripted CLI for what the real one cannot show offline: CLI 2.1.332
 // reports rate_limit_event (with resetsAt) only for subscription accounts,
 // never against an API key, so the usage-limit wait is driven by the test
@@ -25,6 +27,13 @@ func TestMain(m *testing.M) {
 	if os.Getenv("FLOWER_FAKE_CLI") != "" {
 		fakeUsageLimitCLI()
 		return
+	}
+	if spec := os.Getenv("FLOWER_TEST_MANIFEST_WRITER"); spec != "" {
+		if err := manifestHelper(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
 }

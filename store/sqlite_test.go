@@ -505,33 +505,29 @@ const (
 	helperFrozen  = 1_700_000_000_000 // every helper's clock stands still here
 )
 
-// TestHelperAppender is not a test: it is the child process of
-// TestSQLiteTwoProcessesLoseNothing. It appends helperEntries entries to a
+// helperAppender is the child process of TestSQLiteTwoProcessesLoseNothing
+// (TestMain runs it when helperDBEnv is set). It appends helperEntries entries to a
 // shared key and as many to its own key, from two goroutines at once, with a
 // frozen clock, and prints the mtime of every append it committed.
-func TestHelperAppender(t *testing.T) {
-	path := os.Getenv(helperDBEnv)
-	if path == "" {
-		t.Skip("helper process of TestSQLiteTwoProcessesLoseNothing")
-	}
+func helperAppender(path string) error {
 	name := os.Getenv(helperNameEnv)
 	s, err := Open(path)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer s.Close()
 	s.Now = func() time.Time { return time.UnixMilli(helperFrozen) }
 	// Start together: say ready, wait for the parent's go.
 	dir := filepath.Dir(path)
 	if err := os.WriteFile(filepath.Join(dir, "ready-"+name), nil, 0o644); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the parent never said go")
+			return errors.New("the parent never said go")
 		}
 	}
 	var lines []string // in commit order: afterAppend runs holding the writer slot
@@ -564,9 +560,10 @@ func TestHelperAppender(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		return err
 	}
 	fmt.Println(strings.Join(lines, "\n"))
+	return nil
 }
 
 func TestSQLiteTwoProcessesLoseNothing(t *testing.T) {
@@ -575,7 +572,7 @@ func TestSQLiteTwoProcessesLoseNothing(t *testing.T) {
 	outs := make([]*bytes.Buffer, len(procs))
 	cmds := make([]*exec.Cmd, len(procs))
 	for i, name := range procs {
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperAppender$", "-test.count=1", "-test.v")
+		cmd := exec.CommandContext(t.Context(), os.Args[0])
 		cmd.Env = append(os.Environ(), helperDBEnv+"="+path, helperNameEnv+"="+name)
 		outs[i] = new(bytes.Buffer)
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
