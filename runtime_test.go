@@ -228,12 +228,17 @@ func TestRealHandoffAtTheThreshold(t *testing.T) {
 	wb := workbench.New(t.TempDir())
 	rt := newTestRuntime(t, srv, WithHandoff(HandoffPolicy{Window: 100_000}), WithWorkbench(wb))
 	var log eventLog
-	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:big", RunOptions{OnEvent: log.add})
+	var sessions []string
+	res, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:big", RunOptions{OnEvent: log.add,
+		OnSession: func(_, sid string) { sessions = append(sessions, sid) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.OK || res.Text != "continued from the handoff" || len(res.Retired) != 1 || res.SessionID == res.Retired[0] || res.Attempts != 1 {
 		t.Fatalf("result = %+v", res)
+	}
+	if len(sessions) != 2 || sessions[0] != res.Retired[0] || sessions[1] != res.SessionID {
+		t.Errorf("OnSession saw %v; want the retired session, then its successor", sessions)
 	}
 	if n := len(log.of(event.Handoff, "near")); n != 1 {
 		t.Errorf("near events = %d, want 1", n)

@@ -13,3 +13,6 @@ func (o *Options) ChildEnv() []string { return o.childEnv(nil) }
 
 // SafeSubpath exposes the subpath check to the tests.
 var SafeSubpath = safeSubpath
+
+// Wire exposes a permission answer's wire form to the tests.
+func (r PermissionResult) Wire(original []byte) map[string]any { return r.wire(original) }
