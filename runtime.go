@@ -604,7 +604,7 @@ func (s *stepRun) loop(ctx context.Context) {
 			return
 		}
 		s.retryEvent(fmt.Sprintf(s.texts().failed, attempt, kind), attempt)
-		if err := rt.resilience.WaitOnline(ctx, func(note string) { s.retryEvent(note, attempt) }); err != nil {
+		if err := rt.waitOnline(ctx, func(note string) { s.retryEvent(note, attempt) }); err != nil {
 			r.Error += " | " + rt.resilience.OfflineNote()
 			return
 		}
@@ -620,6 +620,16 @@ func (s *stepRun) loop(ctx context.Context) {
 			resume, fork, resumeAt, prompt = s.ro.Resume, s.ro.Fork, s.ro.ResumeAt, s.prompt
 		}
 	}
+}
+
+// waitOnline waits for the API endpoint the sessions use: the base URL
+// given with WithEnv if any, else the process environment's.
+func (rt *Runtime) waitOnline(ctx context.Context, notify func(string)) error {
+	if u, ok := rt.env["ANTHROPIC_BASE_URL"]; ok {
+		host, port := EndpointOf(u)
+		return rt.resilience.waitOnline(ctx, host, port, notify)
+	}
+	return rt.resilience.WaitOnline(ctx, notify)
 }
 
 // remaining is what the run budget leaves, +Inf without one.
