@@ -9,6 +9,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -112,6 +113,9 @@ func TestRealRunSucceedsWithAManifestRow(t *testing.T) {
 	}
 	if rows[0].Run != rt.RunID() || rows[0].Step != "work" || !rows[0].OK || rows[0].CostUSD != res.CostUSD {
 		t.Errorf("manifest row = %+v", rows[0])
+	}
+	if !regexp.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{6}$`).MatchString(rt.RunID()) {
+		t.Errorf("RunID = %q, want YYYYmmdd-HHMMSS-<6 hex>", rt.RunID())
 	}
 	if rt.TotalCost() <= 0 {
 		t.Error("TotalCost should count the step")
