@@ -1,0 +1,430 @@
+package flower
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/event"
+)
+
+// RunOptions are the per-call settings of Run.
+type RunOptions struct {
+	// StepName labels the step (manifest, events); default spec.Name.
+	StepName string
+	// Resume continues session id; Fork copies it into a new session;
+	// ResumeAt resumes only up to an entry. Fork and ResumeAt need Resume.
+	Resume   string
+	Fork     bool
+	ResumeAt string
+	// OnEvent receives the step's events, synchronously. A panic in it is
+	// recovered and logged: a UI cannot fail a step.
+	OnEvent func(Event)
+	// OnSession is called the moment a session id is known, successors
+	// after a handoff included.
+	OnSession func(step, sessionID string)
+}
+
+// StepError is Run's error for a step that ran but did not succeed; the
+// StepResult has the details.
+type StepError struct {
+	Step   string
+	Reason string
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("flower: step %s: %s", e.Step, e.Reason) }
+
+// Run runs one step to its end: success, a failure that retries cannot
+// mend, or a stop (interrupt without a session, budget, generations). The
+// StepResult is always filled and recorded in the manifest; the error is a
+// *StepError when the step did not succeed, or says why it could not start.
+func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro RunOptions) (StepResult, error) {
+	if (ro.Fork || ro.ResumeAt != "") && ro.Resume == "" {
+		return StepResult{}, fmt.Errorf("%w: Fork and ResumeAt need Resume (the session to fork or cut)", ErrInvalidSpec)
+	}
+	if spec.Compact != nil {
+		if _, err := spec.Compact.Env(); err != nil {
+			return StepResult{}, err
+		}
+	}
+	step := ro.StepName
+	if step == "" {
+		step = spec.Name
+	}
+	r := NewStepResult(step)
+	rt.mu.Lock()
+	if rt.running {
+		rt.mu.Unlock()
+		return StepResult{}, errors.New("flower: a step is already running on this Runtime; use one Runtime per concurrent step")
+	}
+	rt.running, rt.inflight, rt.words = true, r, nil
+	rt.mu.Unlock()
+	select { // an interrupt of an earlier step must not hit this one
+	case <-rt.interrupts:
+	default:
+	}
+
+	s := &stepRun{rt: rt, spec: spec, r: r, step: step, prompt: prompt, ro: ro}
+	s.loop(ctx)
+
+	r.EndedAt = time.Now()
+	rt.mu.Lock()
+	rt.running = false
+	if rt.inflight == r { // else Rescue already recorded it
+		rt.inflight = nil
+		rt.results = append(rt.results, *r)
+	}
+	rt.mu.Unlock()
+	rt.writeManifest()
+	if !r.OK {
+		return *r, &StepError{Step: step, Reason: r.Error}
+	}
+	return *r, nil
+}
+
+// stepRun is one Run in progress.
+type stepRun struct {
+	rt     *Runtime
+	spec   AgentSpec
+	r      *StepResult
+	step   string
+	prompt string
+	ro     RunOptions
+
+	watermark int  // highest main-thread context of this generation
+	warned    bool // the near event of this generation was sent
+	// runCapped says the last attempt's budget cap was the run budget.
+	runCapped bool
+}
+
+func (s *stepRun) emit(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	s.rt.logEvent(s.step, e)
+	if s.ro.OnEvent == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("flower: OnEvent panicked; the step goes on", "step", s.step, "panic", p)
+		}
+	}()
+	s.ro.OnEvent(e)
+}
+
+func (s *stepRun) retryEvent(text string, attempt int) {
+	s.emit(event.New(event.Retry, text, map[string]any{"step": s.step, "attempt": attempt}))
+}
+
+// loop is the seed's loop with its four exits.
+func (s *stepRun) loop(ctx context.Context) {
+	rt, r := s.rt, s.r
+	resume, fork, resumeAt := s.ro.Resume, s.ro.Fork, s.ro.ResumeAt
+	prompt := s.prompt
+	degradedInARow := 0
+	for attempt := 1; ; attempt++ {
+		r.Attempts = attempt
+		if rt.budget > 0 && s.remaining() <= 0 {
+			s.budgetStop()
+			return
+		}
+		out := s.attempt(ctx, prompt, resume, fork, resumeAt)
+		switch {
+		case r.OK:
+			return
+		case ctx.Err() != nil:
+			r.Error = "cancelled: " + context.Cause(ctx).Error()
+			return
+		case r.Error == ErrInterrupted:
+			words := rt.takeWords()
+			if r.SessionID == "" {
+				return
+			}
+			s.retryEvent(s.texts().interrupted(words != ""), attempt)
+			resume, fork, resumeAt = r.SessionID, false, ""
+			prompt = s.texts().interruptPrompt(words) + "\n\n" + rt.prompts.InterruptNote
+			r.Resumed = true
+			attempt--
+			continue
+		case r.Error == ErrHandoffDue || (rt.handoff.Enabled() && r.SessionID != "" && out.overflowed):
+			if reason := rt.handoff.StopReason(len(r.Retired), degradedInARow); reason != "" {
+				r.Error = reason
+				return
+			}
+			h, degraded := s.writeHandoff(ctx, out.overflowed)
+			if degraded {
+				degradedInARow++
+			} else {
+				degradedInARow = 0
+			}
+			r.Retire()
+			if reason := rt.handoff.StopReason(len(r.Retired), degradedInARow); degradedInARow >= MaxDegradedInARow && reason != "" {
+				r.Error = reason
+				return
+			}
+			resume, fork, resumeAt = "", false, ""
+			prompt = h.PromptBlock(rt.lang)
+			s.watermark, s.warned = 0, false
+			attempt--
+			continue
+		}
+		if s.runCapped && out.budgetStop {
+			s.budgetStop()
+			return
+		}
+		kind := ClassifyFailure(out.failure)
+		if kind == ErrorUsageLimit && rt.resilience.Enabled() {
+			if wait, ok := rt.resilience.UsageLimitWait(out.failure.ResetsAt(), time.Now()); ok {
+				s.retryEvent(s.texts().usageWait(time.Now().Add(wait)), attempt)
+				if !sleepCtx(ctx, wait) {
+					r.Error = "cancelled while waiting for the usage limit to reset"
+					return
+				}
+				if r.SessionID != "" {
+					resume, fork, resumeAt = r.SessionID, false, ""
+					prompt = rt.resilience.ResumePromptFor(rt.lang)
+					r.Resumed = true
+				}
+				attempt-- // waiting out a usage limit spends no attempt
+				continue
+			}
+		}
+		if !rt.resilience.Enabled() || attempt >= rt.resilience.MaxAttempts || !rt.resilience.ShouldRetry(kind) {
+			return
+		}
+		s.retryEvent(fmt.Sprintf(s.texts().failed, attempt, kind), attempt)
+		if err := rt.waitOnline(ctx, func(note string) { s.retryEvent(note, attempt) }); err != nil {
+			r.Error += " | " + rt.resilience.OfflineNote()
+			return
+		}
+		if !sleepCtx(ctx, rt.resilience.DelayFor(attempt)) {
+			r.Error = "cancelled: " + context.Cause(ctx).Error()
+			return
+		}
+		if r.SessionID != "" {
+			resume, fork, resumeAt = r.SessionID, false, ""
+			prompt = rt.resilience.ResumePromptFor(rt.lang)
+			r.Resumed = true
+		} else {
+			resume, fork, resumeAt, prompt = s.ro.Resume, s.ro.Fork, s.ro.ResumeAt, s.prompt
+		}
+	}
+}
+
+// waitOnline waits for the API endpoint the sessions use: the base URL
+// given with WithEnv if any, else the process environment's.
+func (rt *Runtime) waitOnline(ctx context.Context, notify func(string)) error {
+	if u, ok := rt.env["ANTHROPIC_BASE_URL"]; ok {
+		host, port := EndpointOf(u)
+		return rt.resilience.waitOnline(ctx, host, port, notify)
+	}
+	return rt.resilience.WaitOnline(ctx, notify)
+}
+
+// remaining is what the run budget leaves, +Inf without one.
+func (s *stepRun) remaining() float64 {
+	if s.rt.budget <= 0 {
+		return math.Inf(1)
+	}
+	s.rt.mu.Lock()
+	defer s.rt.mu.Unlock()
+	return s.rt.budget - s.rt.spentLocked()
+}
+
+func (s *stepRun) budgetStop() {
+	s.r.OK = false
+	s.r.Error = fmt.Sprintf(s.texts().budget, s.rt.budget, s.rt.TotalCost(), s.r.SessionID)
+}
+
+// attemptOut is what the loop needs to know of one attempt beyond the
+// StepResult.
+type attemptOut struct {
+	failure    Failure
+	overflowed bool
+	budgetStop bool
+}
+
+// attempt runs one CLI session turn: a new session, or a resumed one.
+func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool, resumeAt string) attemptOut {
+	a := s.r.BeginAttempt()
+	spec := s.spec
+	s.runCapped = false
+	if left := s.remaining(); !math.IsInf(left, 1) && (spec.MaxBudgetUSD <= 0 || left < spec.MaxBudgetUSD) {
+		spec.MaxBudgetUSD, s.runCapped = left, true
+	}
+	opts, err := s.options(spec, resume, fork, resumeAt)
+	if err != nil {
+		a.Finish(err)
+		return attemptOut{failure: a.Failure()}
+	}
+	if resume == "" {
+		prompt = FirstMessage(s.rt.workbench, spec, prompt)
+	}
+	var interrupted atomic.Bool
+	var stopped string
+	err = s.session(ctx, opts, prompt, &interrupted, func(m claude.Message) bool {
+		s.noteSession(m)
+		stop := false
+		if stopped == "" {
+			switch {
+			case s.rt.handoff.Enabled() && s.watermark >= s.rt.handoff.At() && s.r.SessionID != "":
+				stopped, stop = ErrHandoffDue, true
+			case interrupted.Load():
+				stopped = ErrInterrupted
+			}
+		}
+		for _, e := range a.Observe(m) {
+			s.watch(e)
+			s.emit(e)
+		}
+		return stop
+	})
+	if stopped == "" && interrupted.Load() {
+		stopped = ErrInterrupted
+	}
+	if stopped != "" {
+		a.Stop(stopped)
+	}
+	a.Finish(err)
+	res := a.Result()
+	return attemptOut{
+		failure:    a.Failure(),
+		overflowed: stopped == "" && a.Overflowed(),
+		budgetStop: res != nil && (res.TerminalReason == "budget_exhausted" || res.Subtype == "error_max_budget_usd"),
+	}
+}
+
+// noteSession records a new session id and tells OnSession at once.
+func (s *stepRun) noteSession(m claude.Message) {
+	sid := MessageSessionID(m)
+	if sid == "" || sid == s.r.SessionID {
+		return
+	}
+	s.r.SessionID = sid
+	if f := s.ro.OnSession; f != nil {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					slog.Error("flower: OnSession panicked", "panic", p)
+				}
+			}()
+			f(s.step, sid)
+		}()
+	}
+}
+
+// watch raises the watermark with main-thread context and sends the near
+// event once per generation.
+func (s *stepRun) watch(e Event) {
+	if e.Subagent() {
+		return
+	}
+	c := e.Int("context")
+	if c <= s.watermark {
+		return
+	}
+	s.watermark = c
+	h := s.rt.handoff
+	if h.Enabled() && !s.warned && c >= h.WarnAt() {
+		s.warned = true
+		s.emit(event.New(event.Handoff, fmt.Sprintf("上下文 %s/%s · 还有约 %s 到换代", kilo(c), kilo(h.Window), kilo(max(0, h.At()-c))),
+			map[string]any{"phase": "near", "step": s.step, "context": c, "window": h.Window, "at": h.At()}))
+	}
+}
+
+// options compiles the spec for one session of this step.
+func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt string) (claude.Options, error) {
+	rt := s.rt
+	if rt.workbench != nil {
+		if _, err := rt.workbench.Refresh(); err != nil {
+			slog.Warn("flower: workbench index not refreshed", "err", err)
+		}
+	}
+	opts, err := BuildOptions(spec, BuildConfig{
+		Cwd: rt.workspace, Store: rt.store, Resume: resume, Fork: fork, ResumeAt: resumeAt,
+		NotPortable: !rt.portable, Workbench: rt.workbench, SpillThreshold: rt.spill,
+		Handoff: rt.handoff.Enabled(), Lang: rt.lang, PluginDirs: rt.pluginDirs,
+	})
+	if err != nil {
+		return opts, err
+	}
+	env := make(map[string]string, len(rt.env)+len(opts.Env))
+	for k, v := range rt.env {
+		env[k] = v
+	}
+	for k, v := range opts.Env {
+		env[k] = v
+	}
+	opts.Env = env
+	if rt.sessionOpts != nil {
+		rt.sessionOpts(&opts)
+	}
+	return opts, nil
+}
+
+// session runs one CLI process for one prompt and hands every message to
+// onMessage, which returns true to stop the turn (the CLI is interrupted
+// and the rest of the turn still flows in). With interrupted non-nil, a
+// human's Interrupt marks it and interrupts the CLI at once, so a long tool
+// call is cut now rather than at its end.
+func (s *stepRun) session(ctx context.Context, opts claude.Options, prompt string,
+	interrupted *atomic.Bool, onMessage func(claude.Message) bool) error {
+	cl, err := claude.Connect(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.Send(ctx, prompt); err != nil {
+		return err
+	}
+	cl.CloseInputWhenIdle()
+
+	var wg sync.WaitGroup
+	var once sync.Once
+	interruptCLI := func() {
+		once.Do(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				if err := cl.Interrupt(ictx); err != nil {
+					slog.Debug("flower: interrupt not delivered", "err", err)
+				}
+			}()
+		})
+	}
+	done := make(chan struct{})
+	if interrupted != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-s.rt.interrupts:
+				interrupted.Store(true)
+				interruptCLI()
+			case <-done:
+			}
+		}()
+	}
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+	for m, err := range cl.Messages(ctx) {
+		if err != nil {
+			return err
+		}
+		if onMessage(m) {
+			interruptCLI()
+		}
+	}
+	return nil
+}
