@@ -556,3 +556,19 @@ func TestTrimLoadOfAnUnknownKeyIsNil(t *testing.T) {
 		t.Errorf("got %v, want nil", out)
 	}
 }
+
+func TestDecodeEntryObjectRefusesWhatIsNotOneObject(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		`{"type":"user"}`:         true,
+		`  {"type":"user"}  `:     true,
+		`{"type":"user"} {"x":1}`: false,
+		`{"type":"user"} junk`:    false,
+		`["a"]`:                   false,
+		`{"type":`:                false,
+		``:                        false,
+	} {
+		if _, err := decodeEntryObject(json.RawMessage(raw)); (err == nil) != ok {
+			t.Errorf("decodeEntryObject(%q) err = %v, want ok=%v", raw, err, ok)
+		}
+	}
+}

@@ -43,9 +43,6 @@ func decodeTranscript(rows []json.RawMessage) (es []*transcriptEntry, bad map[in
 }
 
 func decodeEntryObject(raw json.RawMessage) (map[string]any, error) {
-	if !json.Valid(raw) {
-		return nil, fmt.Errorf("not valid JSON")
-	}
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("not a JSON object")
@@ -54,7 +51,12 @@ func decodeEntryObject(raw json.RawMessage) (map[string]any, error) {
 	dec.UseNumber()
 	var obj map[string]any
 	if err := dec.Decode(&obj); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	// One scan instead of json.Valid first: what follows the object must
+	// be nothing.
+	if dec.InputOffset() != int64(len(t)) {
+		return nil, fmt.Errorf("not valid JSON: data after the object")
 	}
 	return obj, nil
 }
