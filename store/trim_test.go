@@ -572,3 +572,34 @@ func TestDecodeEntryObjectRefusesWhatIsNotOneObject(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeTranscriptKeepsOrderAndBadRowsAcrossWorkers(t *testing.T) {
+	var rows []json.RawMessage
+	for i := 0; i < 2000; i++ {
+		if i%397 == 5 {
+			rows = append(rows, json.RawMessage(`not json`))
+			continue
+		}
+		rows = append(rows, json.RawMessage(fmt.Sprintf(`{"type":"user","uuid":"u%d"}`, i)))
+	}
+	es, bad := decodeTranscript(rows)
+	if len(es) != len(rows) {
+		t.Fatalf("%d entries for %d rows", len(es), len(rows))
+	}
+	for i, e := range es {
+		if string(e.raw) != string(rows[i]) {
+			t.Fatalf("entry %d holds another row", i)
+		}
+		if _, isBad := bad[i]; isBad != (i%397 == 5) || (e.obj == nil) != isBad {
+			t.Fatalf("entry %d: bad %v, decoded %v", i, isBad, e.obj != nil)
+		}
+		if !isBadIndex(i) && e.uuid() != fmt.Sprintf("u%d", i) {
+			t.Fatalf("entry %d: uuid %q", i, e.uuid())
+		}
+	}
+	if es, bad := decodeTranscript(nil); len(es) != 0 || bad != nil {
+		t.Errorf("no rows: %v, %v", es, bad)
+	}
+}
+
+func isBadIndex(i int) bool { return i%397 == 5 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -23,21 +25,35 @@ type transcriptEntry struct {
 }
 
 // decodeTranscript decodes rows without touching them. bad lists the indexes
-// of rows that are not JSON objects, with the reason.
+// of rows that are not JSON objects, with the reason. Decoding dominates a
+// resume's load, and rows are independent: they are decoded in parallel,
+// one contiguous share per processor.
 func decodeTranscript(rows []json.RawMessage) (es []*transcriptEntry, bad map[int]error) {
 	es = make([]*transcriptEntry, len(rows))
-	for i, raw := range rows {
-		e := &transcriptEntry{raw: raw}
-		es[i] = e
-		obj, err := decodeEntryObject(raw)
+	errs := make([]error, len(rows))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(rows)/256))
+	share := (len(rows) + workers - 1) / max(workers, 1)
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(rows); lo += share {
+		hi := min(lo+share, len(rows))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				e := &transcriptEntry{raw: rows[i]}
+				e.obj, errs[i] = decodeEntryObject(rows[i])
+				es[i] = e
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
 			if bad == nil {
 				bad = map[int]error{}
 			}
 			bad[i] = err
-			continue
 		}
-		e.obj = obj
 	}
 	return es, bad
 }
