@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -59,7 +60,16 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		return nil, err
 	}
 	if mat != nil {
-		c.cleanup = append(c.cleanup, mat.remove)
+		c.cleanup = append(c.cleanup, func() {
+			// The resumed session's new turns live only in the temporary
+			// directory and the store: if the store missed some, the
+			// directory is the only full copy, so it stays.
+			if c.mirror != nil && c.mirror.failed.Load() {
+				slog.Warn("claude: the session store missed entries of a resumed session; its transcript is kept", "dir", mat.dir)
+				return
+			}
+			mat.remove()
+		})
 	}
 	cl := &Client{c: c, opts: opts}
 	init := map[string]any{"hooks": hooksWire}

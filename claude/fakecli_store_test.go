@@ -280,3 +280,65 @@ func (brokenStore) Append(context.Context, claude.SessionKey, []json.RawMessage)
 func (brokenStore) Load(context.Context, claude.SessionKey) ([]json.RawMessage, error) {
 	return nil, errors.New("disk I/O error")
 }
+
+func init() {
+	// resume-mirror mirrors one new entry of the resumed session, as the
+	// CLI does after writing it to its (temporary) transcript.
+	fakeScripts["resume-mirror"] = func(f *fake) {
+		f.handshake()
+		f.prompt()
+		dir := os.Getenv("CLAUDE_CONFIG_DIR")
+		matches, _ := filepath.Glob(filepath.Join(dir, "projects", "*", fakeSession+".jsonl"))
+		if len(matches) == 1 {
+			line := `{"type":"user","uuid":"new-1"}` + "\n"
+			fh, _ := os.OpenFile(matches[0], os.O_APPEND|os.O_WRONLY, 0)
+			fh.WriteString(line)
+			fh.Close()
+			f.send(map[string]any{"type": "transcript_mirror", "filePath": matches[0], "entries": []any{map[string]any{"type": "user", "uuid": "new-1"}}})
+		}
+		f.result(dir, false)
+		f.waitEOF()
+	}
+}
+
+// appendFailing loads from a MemoryStore but refuses every append.
+type appendFailing struct{ *claudetest.MemoryStore }
+
+func (appendFailing) Append(context.Context, claude.SessionKey, []json.RawMessage) error {
+	return errors.New("disk full")
+}
+
+func TestFakeResumedTranscriptIsKeptWhenTheStoreMissedEntries(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run(map[bool]string{false: "store ok", true: "store failing"}[failing], func(t *testing.T) {
+			mem := claudetest.NewMemoryStore()
+			cwd := t.TempDir()
+			key := claude.SessionKey{ProjectKey: claude.ProjectKey(cwd), SessionID: fakeSession}
+			if err := mem.Append(context.Background(), key, []json.RawMessage{json.RawMessage(`{"type":"user","uuid":"m1"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			opts := fakeOptions(t, "resume-mirror")
+			opts.BaseEnv = append(opts.BaseEnv, "HOME="+t.TempDir())
+			opts.Cwd, opts.Resume = cwd, fakeSession
+			opts.SessionStore = claude.SessionStore(mem)
+			if failing {
+				opts.SessionStore = appendFailing{mem}
+			}
+			msgs, err := collect(t, testCtx(t), "go", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := lastResult(t, msgs).Result
+			_, statErr := os.Stat(dir)
+			if failing {
+				b, err := os.ReadFile(filepath.Join(dir, "projects", key.ProjectKey, fakeSession+".jsonl"))
+				if err != nil || !strings.Contains(string(b), "new-1") {
+					t.Fatalf("the only full copy was not kept: %v", err)
+				}
+				os.RemoveAll(dir)
+			} else if !errors.Is(statErr, os.ErrNotExist) {
+				t.Errorf("with every entry stored the temporary directory must go: %v", statErr)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,9 @@ type mirror struct {
 	pending map[string][]json.RawMessage
 	count   int
 	bytes   int
+
+	// failed is set once a batch is given up on (a mirror_error).
+	failed atomic.Bool
 
 	flushMu sync.Mutex
 	kick    chan struct{}
@@ -111,6 +115,7 @@ func (m *mirror) flush() {
 			continue
 		}
 		if err := m.appendWithRetry(key, pending[path]); err != nil {
+			m.failed.Store(true)
 			m.report(mirrorErrorMessage(key, err))
 		}
 	}
