@@ -392,8 +392,11 @@ func (rt *Runtime) writeManifest() {
 	}
 }
 
-// logEvent appends e to <run dir>/events.jsonl.
+// logEvent appends e to <run dir>/events.jsonl, without the raw CLI
+// message: the session store keeps every message whole, and the events of
+// one message share it, so the log would repeat it for each.
 func (rt *Runtime) logEvent(step string, e Event) {
+	e.Raw = nil
 	line, err := json.Marshal(struct {
 		Run  string `json:"run"`
 		Step string `json:"step"`

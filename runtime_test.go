@@ -123,8 +123,12 @@ func TestRealRunSucceedsWithAManifestRow(t *testing.T) {
 	if ok, err := rt.HasSession(runCtx(t), res.SessionID); !ok || err != nil {
 		t.Errorf("HasSession = %v, %v", ok, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(rt.RunDir(), "events.jsonl")); err != nil || !strings.Contains(string(b), `"kind":"result"`) {
-		t.Errorf("events.jsonl: %v", err)
+	b, err := os.ReadFile(filepath.Join(rt.RunDir(), "events.jsonl"))
+	if err != nil || !strings.Contains(string(b), `"kind":"result"`) || !strings.Contains(string(b), `"run":"`+rt.RunID()+`"`) {
+		t.Errorf("events.jsonl: %v\n%s", err, b)
+	}
+	if strings.Contains(string(b), `"raw":`) {
+		t.Error("events.jsonl should not repeat the raw CLI messages the store keeps")
 	}
 }
 
