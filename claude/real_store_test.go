@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -146,7 +145,6 @@ func TestRealResumeFromTheStoreWithAFreshHome(t *testing.T) {
 	again := opts
 	again.Env = claudetest.Env(t, srv)
 	again.Resume = sid
-	tmpBefore := resumeDirs(t)
 	msgs, err = collect(t, ctx, "SCENARIO:second", again)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +162,7 @@ func TestRealResumeFromTheStoreWithAFreshHome(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(again.Env["HOME"], ".claude", "projects", pk, sid+".jsonl")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the fresh HOME should not have gained a transcript: %v", err)
 	}
-	if leaked := newEntries(tmpBefore, resumeDirs(t)); len(leaked) > 0 {
+	if leaked := resumeDirsOf(pk); len(leaked) > 0 {
 		t.Errorf("temporary resume directories left behind: %v", leaked)
 	}
 
@@ -184,24 +182,12 @@ func TestRealResumeFromTheStoreWithAFreshHome(t *testing.T) {
 	}
 }
 
-func resumeDirs(t *testing.T) []string {
-	m, _ := filepath.Glob(filepath.Join(os.TempDir(), "claude-resume-*"))
-	sort.Strings(m)
+// resumeDirsOf lists the temporary resume directories holding project pk
+// (each test has a project of its own, so other tests' directories, and
+// other processes', do not count).
+func resumeDirsOf(pk string) []string {
+	m, _ := filepath.Glob(filepath.Join(os.TempDir(), "claude-resume-*", "projects", pk))
 	return m
-}
-
-func newEntries(before, after []string) []string {
-	seen := map[string]bool{}
-	for _, b := range before {
-		seen[b] = true
-	}
-	var out []string
-	for _, a := range after {
-		if !seen[a] {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // failingStore refuses every append.
