@@ -271,6 +271,19 @@ func (cl *Client) MCPStatus(ctx context.Context) ([]MCPServerStatus, error) {
 	return r.Servers, nil
 }
 
+// ReconnectMCPServer asks the CLI to reconnect an MCP server (one that
+// failed, for instance).
+func (cl *Client) ReconnectMCPServer(ctx context.Context, name string) error {
+	_, err := cl.control(ctx, "mcp_reconnect", map[string]any{"serverName": name})
+	return err
+}
+
+// ToggleMCPServer enables or disables an MCP server for the session.
+func (cl *Client) ToggleMCPServer(ctx context.Context, name string, enabled bool) error {
+	_, err := cl.control(ctx, "mcp_toggle", map[string]any{"serverName": name, "enabled": enabled})
+	return err
+}
+
 // StopTask stops a background task (subagent); a task_notification with
 // status stopped follows.
 func (cl *Client) StopTask(ctx context.Context, taskID string) error {

@@ -470,6 +470,12 @@ func TestFakeOutboundControlRequests(t *testing.T) {
 	if err := cl.StopTask(ctx, "t1"); err != nil {
 		t.Errorf("stop_task: %v", err)
 	}
+	if err := cl.ReconnectMCPServer(ctx, "calc"); err != nil {
+		t.Errorf("mcp_reconnect: %v", err)
+	}
+	if err := cl.ToggleMCPServer(ctx, "calc", false); err != nil {
+		t.Errorf("mcp_toggle: %v", err)
+	}
 	var te *claude.ControlTimeoutError
 	if err := cl.StopTask(ctx, "never"); !errors.As(err, &te) || te.Subtype != "stop_task" {
 		t.Errorf("unanswered request: err = %v, want a ControlTimeoutError", err)

@@ -34,6 +34,13 @@ type Options struct {
 	FallbackModel string
 	// Effort is low, medium, high, xhigh or max.
 	Effort string
+	// Thinking is "adaptive", "disabled", or "" for the CLI's default;
+	// MaxThinkingTokens > 0 sets a fixed thinking budget instead.
+	Thinking          string
+	MaxThinkingTokens int
+	// TaskBudget is a total token budget for the task (--task-budget); 0
+	// omits it.
+	TaskBudget int
 	// MaxTurns caps the agentic turns; 0 means no cap.
 	MaxTurns int
 	// MaxBudgetUSD caps the session's cost; 0 means no cap.
@@ -56,6 +63,11 @@ type Options struct {
 	ForkSession bool
 	// ResumeSessionAt loads the resumed history only up to this entry uuid.
 	ResumeSessionAt string
+	// ResumeDropsTurn makes the CLI check that everything after the
+	// truncation point belongs to this prompt uuid's turn, refusing the
+	// resume otherwise ("Resume rejected by --resume-drops-turn"). nil
+	// omits the flag; an empty string is still sent.
+	ResumeDropsTurn *string
 
 	// Settings is a JSON string or a path to a settings file.
 	Settings string
@@ -165,6 +177,11 @@ func (o *Options) validate() error {
 			return fmt.Errorf("%w: ContinueConversation with a SessionStore needs a store that lists sessions (SessionLister)", ErrInvalidOptions)
 		}
 	}
+	switch o.Thinking {
+	case "", "adaptive", "disabled":
+	default:
+		return fmt.Errorf("%w: Thinking %q (want adaptive or disabled, or set MaxThinkingTokens)", ErrInvalidOptions, o.Thinking)
+	}
 	switch o.SessionStoreFlush {
 	case "", FlushBatched, FlushEager:
 	default:
@@ -239,6 +256,9 @@ func (o *Options) args() ([]string, error) {
 	if len(o.DisallowedTools) > 0 {
 		a = append(a, "--disallowedTools", strings.Join(o.DisallowedTools, ","))
 	}
+	if o.TaskBudget > 0 {
+		a = append(a, "--task-budget", strconv.Itoa(o.TaskBudget))
+	}
 	if o.Model != "" {
 		a = append(a, "--model", o.Model)
 	}
@@ -298,6 +318,9 @@ func (o *Options) args() ([]string, error) {
 	if o.ResumeSessionAt != "" {
 		a = append(a, "--resume-session-at="+o.ResumeSessionAt)
 	}
+	if o.ResumeDropsTurn != nil {
+		a = append(a, "--resume-drops-turn="+*o.ResumeDropsTurn)
+	}
 	if o.SessionStore != nil {
 		a = append(a, "--session-mirror")
 	}
@@ -322,6 +345,12 @@ func (o *Options) args() ([]string, error) {
 		default:
 			a = append(a, flag, *v)
 		}
+	}
+	switch {
+	case o.MaxThinkingTokens > 0:
+		a = append(a, "--max-thinking-tokens", strconv.Itoa(o.MaxThinkingTokens))
+	case o.Thinking != "":
+		a = append(a, "--thinking", o.Thinking)
 	}
 	if o.Effort != "" {
 		a = append(a, "--effort", o.Effort)

@@ -62,6 +62,11 @@ func TestArgsFollowTheSDKTable(t *testing.T) {
 		{"betas", claude.Options{Betas: []string{"b1", "b2"}}, []string{"--betas", "b1,b2"}, nil},
 		{"fallback model", claude.Options{FallbackModel: "haiku"}, []string{"--fallback-model", "haiku"}, nil},
 		{"json schema", claude.Options{JSONSchema: json.RawMessage(`{"type":"object"}`)}, []string{"--json-schema", `{"type":"object"}`}, nil},
+		{"adaptive thinking", claude.Options{Thinking: "adaptive"}, []string{"--thinking", "adaptive"}, []string{"--max-thinking-tokens"}},
+		{"thinking budget wins", claude.Options{Thinking: "adaptive", MaxThinkingTokens: 8000}, []string{"--max-thinking-tokens", "8000"}, []string{"--thinking"}},
+		{"task budget", claude.Options{TaskBudget: 50000}, []string{"--task-budget", "50000"}, nil},
+		{"resume drops turn", claude.Options{Resume: "r", ResumeDropsTurn: strp("u9")}, []string{"--resume-drops-turn=u9"}, nil},
+		{"empty resume drops turn is still sent", claude.Options{Resume: "r", ResumeDropsTurn: strp("")}, []string{"--resume-drops-turn="}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,6 +147,7 @@ func TestInvalidOptionsAreRefused(t *testing.T) {
 		"session id with resume, no fork":       {SessionID: "s", Resume: "r"},
 		"continue with a store that can't list": {ContinueConversation: true, SessionStore: nopStore{}},
 		"unknown flush mode":                    {SessionStoreFlush: "sometimes"},
+		"unknown thinking mode":                 {Thinking: "deep"},
 		"nil MCP server":                        {MCPServers: map[string]claude.MCPServer{"x": nil}},
 	} {
 		t.Run(name, func(t *testing.T) {
