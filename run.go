@@ -363,11 +363,18 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 		env[k] = v
 	}
 	opts.Env = env
+	// One tool result can make a stdout line of several MiB (a large Read
+	// echoed in tool_use_result); over the driver's 1 MiB default that
+	// would end an hours-long step, so a runtime session allows far more.
+	opts.MaxLineBytes = runtimeMaxLine
 	if rt.sessionOpts != nil {
 		rt.sessionOpts(&opts)
 	}
 	return opts, nil
 }
+
+// runtimeMaxLine is the longest stdout line a runtime session accepts.
+const runtimeMaxLine = 64 << 20
 
 // session runs one CLI process for one prompt and hands every message to
 // onMessage, which returns true to stop the turn (the CLI is interrupted
