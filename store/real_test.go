@@ -7,11 +7,11 @@ package store
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,6 +91,23 @@ func validHistory(next claudetest.Handler) claudetest.Handler {
 		}
 		return next(ctx, r)
 	}
+}
+
+// resumeThroughPruning resumes session sid with a fresh HOME through a
+// default pruning store over db, asserts the CLI took the history, and
+// returns the request the fake API got.
+func resumeThroughPruning(t *testing.T, ctx context.Context, srv *claudetest.Server, db *SQLite, cwd, sid string) *claudetest.Request {
+	t.Helper()
+	pruning, err := NewPruning(db, cwd, TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := realOpts(t, srv, cwd, pruning)
+	again.Resume = sid
+	if res := run(t, ctx, "SCENARIO:next", again); res.IsError || res.Result != "resumed fine" {
+		t.Fatalf("resume: %+v", res)
+	}
+	return srv.Requests()[srv.Count()-1]
 }
 
 func storedRows(t *testing.T, db *SQLite, key claude.SessionKey) []string {
@@ -309,16 +326,7 @@ func TestRealInterruptedSessionResumesWithoutAnAPIError(t *testing.T) {
 	}
 	cl.Close()
 
-	pruning, err := NewPruning(db, cwd, TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	again := realOpts(t, srv, cwd, pruning)
-	again.Resume = sid
-	if res := run(t, ctx, "SCENARIO:next", again); res.IsError || res.Result != "resumed fine" {
-		t.Fatalf("resume after an interrupt: %+v", res)
-	}
-	req := srv.Requests()[srv.Count()-1]
+	req := resumeThroughPruning(t, ctx, srv, db, cwd, sid)
 	if !req.HasText("SCENARIO:slow") {
 		t.Error("the interrupted history was not resumed")
 	}
@@ -334,10 +342,11 @@ func TestRealInterruptedSessionResumesWithoutAnAPIError(t *testing.T) {
 
 func TestRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T) {
 	t.Parallel()
-	failing := true
+	var failing atomic.Bool // read by the fake API's goroutines
+	failing.Store(true)
 	script := claudetest.Script{"SCENARIO:next": {claudetest.Say("resumed fine")}}.Handler()
 	srv := claudetest.NewServer(t, validHistory(func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
-		if failing {
+		if failing.Load() {
 			return claudetest.Reply{Fault: claudetest.ServerError()}
 		}
 		return script(ctx, r)
@@ -364,22 +373,12 @@ func TestRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T) {
 	if len(rows) == 0 || !strings.Contains(strings.Join(rows, "\n"), `"isApiErrorMessage":true`) {
 		t.Fatalf("the stored session should end in an API-error message; %d rows", len(rows))
 	}
-	failing = false
-	pruning, err := NewPruning(db, cwd, TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	again := realOpts(t, srv, cwd, pruning)
-	again.Resume = sid
-	if res := run(t, ctx, "SCENARIO:next", again); res.IsError || res.Result != "resumed fine" {
-		t.Fatalf("resume: %+v", res)
-	}
-	req := srv.Requests()[srv.Count()-1]
+	failing.Store(false)
+	req := resumeThroughPruning(t, ctx, srv, db, cwd, sid)
 	if req.HasText("API Error") {
 		t.Error("the synthetic API-error message was fed back to the model")
 	}
 	if !req.HasText("SCENARIO:doomed") {
 		t.Error("the earlier prompt is missing from the resumed history")
 	}
-	var _ = json.Valid
 }
