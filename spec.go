@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/guard"
@@ -91,17 +92,67 @@ type AgentSpec struct {
 	// variables go on top of it.
 	Env map[string]string
 
-	// Glance lets a DelegateOnly main thread run read-only Bash commands
-	// (those ephemeral.Is accepts: git status, ls, cat…).
+	// Glance lets the main thread run read-only Bash commands (those
+	// ephemeral.Is accepts: git status, ls, cat…) in the foreground,
+	// bounded by GlanceTimeout, whether or not AllowedTools holds Bash.
 	Glance bool
+	// GlanceTimeout is the longest a glance may run before the CLI kills
+	// it; 0 means guard.DefaultGlanceTimeout (30 s).
+	GlanceTimeout time.Duration
 	// NoWorkbench leaves the workbench index out of this agent's first
 	// message. The zero value injects it, as the original's default
 	// workbench=true.
 	NoWorkbench bool
-	// DelegateOnly keeps the main thread's hands off Bash, Write, Edit and
-	// NotebookEdit (the delegate guard) instead of installing the whitelist
-	// guard: the agent dispatches subagents, which keep their tools.
+	// DelegateOnly makes the agent a dispatcher: its main thread's wall
+	// refuses with the delegate text (dispatch a worker), and Bash passes
+	// only as a glance even when AllowedTools holds it. The subagents keep
+	// their tools.
 	DelegateOnly bool
+}
+
+// outlivingTools are the CLI's tools that act beyond the turn: scheduled
+// prompts that survive restarts, worktrees entered and left, background
+// monitors and workflows, messages to other sessions. No flower role uses
+// them, so BuildOptions removes them from every session, subagents
+// included (the CLI's --disallowedTools reaches subagents), except those a
+// worker names in its tools. The wall refuses them on the main thread
+// anyway; this is the second line. A worktree for an isolated worker needs
+// none of them: the Agent call's isolation field makes it.
+var outlivingTools = []string{
+	"CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "RemoteTrigger",
+	"EnterWorktree", "ExitWorktree", "Monitor", "Workflow", "SendMessage", "ListAgents",
+}
+
+// disallowed is spec.DisallowedTools plus the outliving tools no worker
+// names, without repeats.
+func (s AgentSpec) disallowed() []string {
+	out := slices.Clone(s.DisallowedTools)
+	for _, tool := range outlivingTools {
+		named := slices.Contains(out, tool)
+		for _, a := range s.Agents {
+			named = named || slices.Contains(a.Tools, tool)
+		}
+		if !named {
+			out = append(out, tool)
+		}
+	}
+	return out
+}
+
+// wall is the allow-list guard of the spec's main thread.
+func (s AgentSpec) wall(wb *workbench.Workbench) guard.Wall {
+	w := guard.Wall{
+		Role:          s.Name,
+		Tools:         s.Allowed(),
+		Glance:        s.Glance,
+		GlanceTimeout: s.GlanceTimeout,
+		Workers:       slices.Sorted(maps.Keys(s.Agents)),
+		Delegate:      s.DelegateOnly,
+	}
+	if wb != nil {
+		w.Artifacts = filepath.ToSlash(wb.Show(wb.Artifacts())) + "/"
+	}
+	return w
 }
 
 // Allowed returns the tools the agent uses without approval: a copy of
@@ -123,6 +174,8 @@ func (s AgentSpec) validate() error {
 		return fmt.Errorf("%w: %s: MaxTurns is %d; use 0 for no cap", ErrInvalidSpec, s.Name, s.MaxTurns)
 	case s.MaxBudgetUSD < 0 || math.IsNaN(s.MaxBudgetUSD) || math.IsInf(s.MaxBudgetUSD, 0):
 		return fmt.Errorf("%w: %s: MaxBudgetUSD is %v; use 0 for no cap", ErrInvalidSpec, s.Name, s.MaxBudgetUSD)
+	case s.GlanceTimeout < 0:
+		return fmt.Errorf("%w: %s: GlanceTimeout is %v; use 0 for the default (%v)", ErrInvalidSpec, s.Name, s.GlanceTimeout, guard.DefaultGlanceTimeout)
 	}
 	return nil
 }
@@ -195,12 +248,17 @@ type BuildConfig struct {
 //     (FirstMessage);
 //   - allowed and disallowed tools, permission mode, model, effort, turn
 //     and budget caps, subagents and MCP servers come from the spec;
-//   - hooks: spec.Hooks first, then the workbench guards (delegate when
-//     DelegateOnly, with spec.Glance; isolate when an agent is marked
-//     Isolated; index and spill with a workbench), then the whitelist guard
-//     unless DelegateOnly. The delegate and isolate guards are installed
-//     with or without a workbench, each exactly once (the original left a
-//     coordinator without a workbench unguarded);
+//   - hooks: spec.Hooks first, then the spec's wall (guard.Wall: on the
+//     main thread only the spec's allowed tools pass, an Agent call only
+//     when it names one of spec.Agents, Bash as a bounded glance with
+//     spec.Glance), then the workbench guards (isolate when an agent is
+//     marked Isolated; index and spill with a workbench). The wall is
+//     installed with or without a workbench, exactly once (the original
+//     left a coordinator without a workbench unguarded);
+//   - the tools that act beyond the turn (outlivingTools) are disallowed
+//     for the session unless a worker names them;
+//   - a spec with Glance runs git with optional locks off
+//     (GIT_OPTIONAL_LOCKS=0), so a glance at git status writes no index;
 //   - setting sources are none when portable, else the project's;
 //   - env is spec.Env with the compact policy's variables on top;
 //   - the store, with flush eager by default; resume, fork and resume-at.
@@ -242,7 +300,7 @@ func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
 		Cwd:             cfg.Cwd,
 		SystemPrompt:    claude.PresetPrompt(paragraphs(spec.Instructions, cfg.Prelude)),
 		AllowedTools:    spec.Allowed(),
-		DisallowedTools: slices.Clone(spec.DisallowedTools),
+		DisallowedTools: spec.disallowed(),
 		Model:           spec.Model,
 		Effort:          spec.Effort,
 		MaxTurns:        spec.MaxTurns,
@@ -309,12 +367,16 @@ func permissionMode(mode string) string {
 	return mode
 }
 
-// childEnv is spec.Env with the compact policy's variables on top, or nil
+// childEnv is spec.Env with the compact policy's variables on top, and
+// GIT_OPTIONAL_LOCKS=0 for a spec with Glance unless spec.Env sets it; nil
 // when empty. Handoff without a policy means no_summary.
 func childEnv(spec AgentSpec, handoff bool) (map[string]string, error) {
 	env := maps.Clone(spec.Env)
 	if env == nil {
 		env = map[string]string{}
+	}
+	if _, set := env["GIT_OPTIONAL_LOCKS"]; spec.Glance && !set {
+		env["GIT_OPTIONAL_LOCKS"] = "0"
 	}
 	policy := spec.Compact
 	if policy == nil && handoff {
@@ -399,30 +461,21 @@ func readable(dir string) error {
 	return nil
 }
 
-// buildHooks merges, in this order: spec.Hooks; the workbench guards
-// (delegate and isolate, which guard.WorkbenchHooks installs without a
-// workbench too, then index and spill with one); the whitelist guard unless
-// the spec is delegate-only. Events left without a matcher are dropped; nil
-// means no hook at all.
+// buildHooks merges, in this order: spec.Hooks; the spec's wall (one guard
+// per main thread, with or without a workbench); the workbench guards
+// (isolate when an agent is marked Isolated, then index and spill with a
+// workbench). Events left without a matcher are dropped.
 func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
 	texts := guard.TextsFor(string(cfg.Lang))
 	spill := cfg.SpillThreshold
 	if spill == 0 {
 		spill = guard.DefaultSpillThreshold
 	}
-	groups := []map[string][]claude.HookMatcher{
+	hooks := guard.MergeHooks(
 		spec.Hooks,
-		texts.WorkbenchHooks(cfg.Workbench, spec.DelegateOnly, spill, spec.Agents, spec.Glance),
-	}
-	if !spec.DelegateOnly {
-		if wl := texts.Whitelist(spec.Allowed(), spec.Name); wl != nil {
-			groups = append(groups, map[string][]claude.HookMatcher{claude.PreToolUse: {*wl}})
-		}
-	}
-	hooks := guard.MergeHooks(groups...)
+		map[string][]claude.HookMatcher{claude.PreToolUse: {texts.Wall(spec.wall(cfg.Workbench))}},
+		texts.WorkbenchHooks(cfg.Workbench, spill, spec.Agents),
+	)
 	maps.DeleteFunc(hooks, func(_ string, m []claude.HookMatcher) bool { return len(m) == 0 })
-	if len(hooks) == 0 {
-		return nil
-	}
 	return hooks
 }

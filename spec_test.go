@@ -122,6 +122,7 @@ func TestGuardMatrix(t *testing.T) {
 					}
 					spec := AgentSpec{
 						Name:         "agent",
+						AllowedTools: []string{"Agent", "Read"},
 						DelegateOnly: delegateOnly,
 						Glance:       true,
 						Agents: map[string]claude.AgentDefinition{
@@ -176,18 +177,22 @@ func TestGuardMatrix(t *testing.T) {
 						}
 					}
 
-					// A glance passes the delegate guard; the whitelist
-					// guard has no glance.
-					d := denials(answers(t, o.Hooks, claude.PreToolUse, bash("", "git status")))
-					if delegateOnly && len(d) != 0 {
-						t.Errorf("glance refused: %q", d)
+					// A glance passes either wall when the spec has Glance,
+					// with one answer: the bounded input.
+					outs := answers(t, o.Hooks, claude.PreToolUse, bash("", "git status"))
+					if d := denials(outs); len(d) != 0 || len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(`"timeout":30000`)) {
+						t.Errorf("glance: refusals %q, %d answers", d, len(outs))
 					}
-					if !delegateOnly && len(d) != 1 {
-						t.Errorf("git status under the whitelist: %d refusals", len(d))
+					// An Agent call must name a worker of the spec.
+					for _, typ := range []string{"general-purpose", "fork", ""} {
+						d := denials(answers(t, o.Hooks, claude.PreToolUse, toolCall("", "Agent", map[string]any{"subagent_type": typ, "prompt": "go"})))
+						if len(d) != 1 {
+							t.Errorf("Agent(%q): refusals %q, want exactly 1", typ, d)
+						}
 					}
 
 					// Dispatching the marked worker: isolated exactly once.
-					outs := answers(t, o.Hooks, claude.PreToolUse, toolCall("", "Agent",
+					outs = answers(t, o.Hooks, claude.PreToolUse, toolCall("", "Agent",
 						map[string]any{"subagent_type": "coder", "description": "build", "prompt": "go"}))
 					var injected int
 					for _, out := range outs {
@@ -266,8 +271,10 @@ func TestBuildOptionsForEveryRole(t *testing.T) {
 				if !slices.Equal(o.AllowedTools, c.allowed) {
 					t.Errorf("AllowedTools = %v, want %v", o.AllowedTools, c.allowed)
 				}
-				if len(o.DisallowedTools) != 0 {
-					t.Errorf("DisallowedTools = %v: never used for hands off", o.DisallowedTools)
+				// Disallowed tools reach the workers too: only the tools no
+				// role uses and that act beyond the turn, never a hands-on one.
+				if !slices.Equal(o.DisallowedTools, outlivingTools) {
+					t.Errorf("DisallowedTools = %v, want the outliving tools %v", o.DisallowedTools, outlivingTools)
 				}
 				if o.PermissionMode != c.mode {
 					t.Errorf("PermissionMode = %q, want %q", o.PermissionMode, c.mode)
@@ -275,8 +282,12 @@ func TestBuildOptionsForEveryRole(t *testing.T) {
 				if o.SettingSources == nil || len(o.SettingSources) != 0 {
 					t.Errorf("portable SettingSources = %#v, want empty non-nil", o.SettingSources)
 				}
-				if !maps.Equal(o.Env, map[string]string{"DISABLE_AUTO_COMPACT": "1"}) {
-					t.Errorf("Env = %v", o.Env)
+				wantEnv := map[string]string{"DISABLE_AUTO_COMPACT": "1"}
+				if c.spec.Glance {
+					wantEnv["GIT_OPTIONAL_LOCKS"] = "0"
+				}
+				if !maps.Equal(o.Env, wantEnv) {
+					t.Errorf("Env = %v, want %v", o.Env, wantEnv)
 				}
 				if !o.SystemPrompt.Preset || o.SystemPrompt.Append != c.spec.Instructions || o.SystemPrompt.Text != "" {
 					t.Errorf("SystemPrompt = %+v", o.SystemPrompt)
@@ -539,7 +550,7 @@ func TestSpecFieldsReachTheOptions(t *testing.T) {
 		MCPServers: map[string]claude.MCPServer{"x": claude.MCPStdioServer{Command: "x"}},
 	}
 	o := build(t, spec, BuildConfig{})
-	if !slices.Equal(o.AllowedTools, []string{"Read", "Bash"}) || !slices.Equal(o.DisallowedTools, []string{"WebFetch"}) ||
+	if !slices.Equal(o.AllowedTools, []string{"Read", "Bash"}) || !slices.Equal(o.DisallowedTools, append([]string{"WebFetch"}, outlivingTools...)) ||
 		o.Model != "opus" || o.Effort != "high" || o.MaxTurns != 7 || o.MaxBudgetUSD != 1.5 ||
 		len(o.Agents) != 1 || len(o.MCPServers) != 1 || o.SystemPrompt.Append != "do" {
 		t.Errorf("options %+v", o)
@@ -727,5 +738,43 @@ func TestRealCoordinatorOptions(t *testing.T) {
 	}
 	if results[1].IsError {
 		t.Errorf("the glance was refused: %+v", results[1])
+	}
+}
+
+func TestOutlivingToolsStayForTheWorkerThatNamesThem(t *testing.T) {
+	spec := Coordinator("co", "", map[string]claude.AgentDefinition{
+		"scheduler": Worker("schedules", "s", WithTools("Read", "CronCreate", "Monitor")),
+	})
+	o := build(t, spec, BuildConfig{})
+	for _, tool := range []string{"CronCreate", "Monitor"} {
+		if slices.Contains(o.DisallowedTools, tool) {
+			t.Errorf("%s disallowed although the scheduler worker names it: %v", tool, o.DisallowedTools)
+		}
+	}
+	if !slices.Contains(o.DisallowedTools, "EnterWorktree") || !slices.Contains(o.DisallowedTools, "CronDelete") {
+		t.Errorf("DisallowedTools = %v, want the other outliving tools", o.DisallowedTools)
+	}
+	// The main thread is still refused them: the wall is the first line.
+	d := denials(answers(t, o.Hooks, claude.PreToolUse, toolCall("", "CronCreate", map[string]any{"cron": "* * * * *"})))
+	if len(d) != 1 {
+		t.Errorf("main-thread CronCreate: refusals %q", d)
+	}
+	// A user's own setting of the variable wins.
+	spec.Env = map[string]string{"GIT_OPTIONAL_LOCKS": "1"}
+	if got := build(t, spec, BuildConfig{}).Env["GIT_OPTIONAL_LOCKS"]; got != "1" {
+		t.Errorf("GIT_OPTIONAL_LOCKS = %q, want the spec's 1", got)
+	}
+}
+
+func TestGlanceTimeoutReachesTheWall(t *testing.T) {
+	spec := Coordinator("co", "", nil)
+	spec.GlanceTimeout = 1500 * time.Millisecond
+	outs := answers(t, build(t, spec, BuildConfig{}).Hooks, claude.PreToolUse, bash("", "git status"))
+	if len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(`"timeout":1500`)) {
+		t.Errorf("glance answers %v, want one with timeout 1500", outs)
+	}
+	spec.GlanceTimeout = -time.Second
+	if _, err := BuildOptions(spec, BuildConfig{}); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "GlanceTimeout") {
+		t.Errorf("negative GlanceTimeout: %v", err)
 	}
 }

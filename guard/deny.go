@@ -1,103 +1,37 @@
 package guard
 
-import (
-	"context"
-	"encoding/json"
-	"fmt"
-	"strings"
+import "github.com/flowerrun/flower/claude"
 
-	"github.com/flowerrun/flower/claude"
-	"github.com/flowerrun/flower/ephemeral"
-)
-
-// handsOnTools are the tools Whitelist may ban, in matcher order.
-var handsOnTools = []string{"Bash", "Write", "Edit", "NotebookEdit"}
-
-// Whitelist makes allowed exclusive for the hands-on tools: with the default
-// texts it is ChineseTexts.Whitelist.
-func Whitelist(allowed []string, role string) *claude.HookMatcher {
+// Whitelist is the wall of a role that is not a coordinator, with the
+// default texts: see Texts.Whitelist.
+func Whitelist(allowed []string, role string) claude.HookMatcher {
 	return Texts{}.Whitelist(allowed, role)
 }
 
-// Whitelist makes allowed exclusive for the hands-on tools. The CLI's
-// allowed tools only skip the approval prompt; the model can still call the
-// others. This PreToolUse guard denies, on the main thread only, each of
-// Bash, Write, Edit and NotebookEdit that allowed lacks, saying the lack is
-// deliberate; subagents keep the tools their definitions give them. role
-// names the agent in the refusal ("" means DefaultRole). It returns nil when
-// allowed holds all four tools.
-func (t Texts) Whitelist(allowed []string, role string) *claude.HookMatcher {
-	t = t.withDefaults()
-	if role == "" {
-		role = t.DefaultRole
-	}
-	have := map[string]bool{}
-	for _, a := range allowed {
-		have[a] = true
-	}
-	banned := map[string]bool{}
-	var names []string
-	for _, tool := range handsOnTools {
-		if !have[tool] {
-			banned[tool] = true
-			names = append(names, tool)
-		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	hook := func(_ context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
-		if in == nil || !in.IsMainThread() || !banned[in.ToolName] {
-			return nil, nil
-		}
-		return claude.Deny(fmt.Sprintf(t.WhitelistDeny, role, in.ToolName)), nil
-	}
-	return &claude.HookMatcher{Matcher: strings.Join(names, "|"), Hooks: []claude.HookFunc{hook}}
+// Whitelist is the wall of a role that is not a coordinator (the clarifier,
+// the judge, the oracle): on the main thread only the tools in allowed
+// (and AlwaysAllowed) pass, and the refusal says the lack is deliberate,
+// naming role ("" means DefaultRole). The CLI's allowed tools only skip
+// the approval prompt; this guard makes them exclusive. It dispatches no
+// worker: an Agent call is refused even when allowed holds Agent (build a
+// Wall with Workers for that).
+func (t Texts) Whitelist(allowed []string, role string) claude.HookMatcher {
+	return t.Wall(Wall{Role: role, Tools: allowed})
 }
 
-// Delegate keeps the coordinator's hands off the tools: with the default
-// texts it is ChineseTexts.Delegate.
-func Delegate(tools string, allowGlance bool) claude.HookMatcher {
-	return Texts{}.Delegate(tools, allowGlance)
+// Delegate is the coordinator's wall, with the default texts: see
+// Texts.Delegate.
+func Delegate(allowed, workers []string, allowGlance bool) claude.HookMatcher {
+	return Texts{}.Delegate(allowed, workers, allowGlance)
 }
 
-// Delegate keeps the coordinator's hands off the tools. This PreToolUse
-// guard denies the tools matched by tools ("" means HandsOn) on the main
-// thread, telling the model to dispatch a subagent instead and to have it
-// write long output into DefaultArtifacts; subagents always pass. With
-// allowGlance, a Bash command for which ephemeral.Is holds passes too: a
-// worker costs thousands of tokens to start, a glance a few dozen characters.
-//
-// It fails closed: a Bash call whose input cannot be read is denied.
-func (t Texts) Delegate(tools string, allowGlance bool) claude.HookMatcher {
-	return t.delegate(tools, allowGlance, DefaultArtifacts)
-}
-
-// delegate is Delegate naming the artifacts folder.
-func (t Texts) delegate(tools string, allowGlance bool, artifacts string) claude.HookMatcher {
-	t = t.withDefaults()
-	if tools == "" {
-		tools = HandsOn
-	}
-	hook := func(_ context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
-		if in == nil || !in.IsMainThread() {
-			return nil, nil
-		}
-		name := in.ToolName
-		if name == "" {
-			name = "?"
-		}
-		if allowGlance && name == "Bash" {
-			var input struct {
-				Command string `json:"command"`
-			}
-			if err := json.Unmarshal(in.ToolInput, &input); err != nil {
-				logger().Warn("guard: delegate: Bash input unreadable, denied", "err", err)
-			} else if ephemeral.Is(input.Command) {
-				return nil, nil
-			}
-		}
-		return claude.Deny(fmt.Sprintf(t.DelegateDeny, name, artifacts)), nil
-	}
-	return claude.HookMatcher{Matcher: tools, Hooks: []claude.HookFunc{hook}}
+// Delegate is the coordinator's wall: on the main thread only the tools in
+// allowed (and AlwaysAllowed) pass, an Agent call only when it names one
+// of workers, and Bash only as a glance (allowGlance and ephemeral.Is),
+// bounded by DefaultGlanceTimeout. Every refusal tells the model to
+// dispatch a subagent and to have it write long output into
+// DefaultArtifacts. A worker costs thousands of tokens to start, a glance a
+// few dozen characters: that is why glances pass.
+func (t Texts) Delegate(allowed, workers []string, allowGlance bool) claude.HookMatcher {
+	return t.Wall(Wall{Tools: allowed, Workers: workers, Glance: allowGlance, Delegate: true})
 }

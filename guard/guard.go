@@ -1,6 +1,18 @@
-// Package guard builds the hooks that keep a long flower run in bounds: the
-// coordinator's main thread may not touch files, big tool results go to disk,
-// the workbench index stays fresh and marked roles get their own git worktree.
+// Package guard builds the hooks that keep a long flower run in bounds: each
+// role's main thread may use only its own tools (the wall), big tool results
+// go to disk, the workbench index stays fresh and marked roles get their own
+// git worktree.
+//
+// The walls are allow-lists. The seed's delegate and whitelist guards
+// denied four hands-on tools (its HANDS_ON and WRITE_ONLY groups); the CLI
+// now offers more than twenty tools, several of which write or outlive the
+// turn (CronCreate, EnterWorktree, Monitor…), and its own subagent types
+// beside a spec's workers. So Wall, and Delegate and Whitelist built on it,
+// match every tool and let through only what the role was given, so a tool
+// the CLI adds next month is refused by default; an Agent call must name one
+// of the role's workers; a Bash glance (ephemeral.Is) runs bounded in time.
+// The seed's names stay where they still mean something (Delegate,
+// Whitelist, the texts, Bulky); the deny-list groups are gone.
 package guard
 
 import (
@@ -12,15 +24,9 @@ import (
 	"github.com/flowerrun/flower/internal/lang"
 )
 
-// Tool groups, in the CLI's matcher syntax.
-const (
-	// HandsOn are the tools that change files or run commands.
-	HandsOn = "Bash|Write|Edit|NotebookEdit"
-	// WriteOnly are the tools that change files.
-	WriteOnly = "Write|Edit|NotebookEdit"
-	// Bulky are the tools whose results can be large.
-	Bulky = "Bash|Read|Grep|Glob|WebFetch|WebSearch"
-)
+// Bulky are the tools whose results can be large, in the CLI's matcher
+// syntax: Spill watches them.
+const Bulky = "Bash|Read|Grep|Glob|WebFetch|WebSearch"
 
 // DefaultSpillThreshold is the length, in characters, above which Spill
 // moves a string of a tool result to disk.
@@ -50,6 +56,16 @@ type Texts struct {
 	// characters, %[2]s the spill file as shown to the model, %[3]s its first
 	// 400 characters with newlines turned into spaces.
 	SpillPointer string
+	// WorkerDeny refuses an Agent call naming a subagent type that is not
+	// one of the role's workers: %[1]s the type, %[2]s the workers.
+	WorkerDeny string
+	// WorkerMissing refuses an Agent call naming no subagent type: %[1]s
+	// the workers.
+	WorkerMissing string
+	// NoWorkers stands for the list of workers when there is none.
+	NoWorkers string
+	// GlanceBackground refuses a glance asked to run in the background.
+	GlanceBackground string
 }
 
 // ChineseTexts are the original flower's texts, character for character.
@@ -58,6 +74,11 @@ var ChineseTexts = Texts{
 	DefaultRole:   "这个角色",
 	DelegateDeny:  "协调者不直接使用 %[1]s。用 Agent 工具派一个 subagent 去做,任务里写清目标与验收标准,并要求它把长产出写进 %[2]s、回话只给路径与结论。",
 	SpillPointer:  "[输出 %[1]d 字符,已落盘到 %[2]s —— 需要全文用 Read 读它,需要找东西用 Grep 搜它]\n开头 400 字符:%[3]s",
+	// The texts below are flower's own: the original had no such refusal.
+	WorkerDeny:       "没有叫 %[1]s 的 worker:只能派这里定义的 worker(%[2]s),CLI 自带的 agent 和 fork 都不行。subagent_type 写其中一个,任务里写清目标与验收标准。",
+	WorkerMissing:    "Agent 调用必须用 subagent_type 指定一个 worker(%[1]s),任务里写清目标与验收标准。",
+	NoWorkers:        "这个角色没有可派的 worker",
+	GlanceBackground: "瞥一眼的命令只在前台跑,不能 run_in_background:要在后台跑的是活,派一个 worker 去做。",
 }
 
 // EnglishTexts say the same as ChineseTexts in English.
@@ -66,6 +87,10 @@ var EnglishTexts = Texts{
 	DefaultRole:   "This role",
 	DelegateDeny:  "The coordinator does not use %[1]s itself. Dispatch a subagent with the Agent tool: state the goal and the acceptance criteria in its task, and require it to write long output into %[2]s and to reply with only paths and conclusions.",
 	SpillPointer:  "[Output of %[1]d characters saved to %[2]s: Read it for the full text, Grep it to find something]\nFirst 400 characters: %[3]s",
+	WorkerDeny:       "There is no worker named %[1]s: only the workers defined here can be dispatched (%[2]s), not the CLI's built-in agents and not fork. Set subagent_type to one of them, and state the goal and the acceptance criteria in the task.",
+	WorkerMissing:    "An Agent call must name a worker in subagent_type (%[1]s); state the goal and the acceptance criteria in the task.",
+	NoWorkers:        "this role has no workers to dispatch",
+	GlanceBackground: "A glance runs in the foreground only, never with run_in_background: a command to run in the background is work, so dispatch a worker to do it.",
 }
 
 // TextsFor returns the texts of a language: EnglishTexts for "en" and its
@@ -90,6 +115,18 @@ func (t Texts) withDefaults() Texts {
 	}
 	if t.SpillPointer == "" {
 		t.SpillPointer = ChineseTexts.SpillPointer
+	}
+	if t.WorkerDeny == "" {
+		t.WorkerDeny = ChineseTexts.WorkerDeny
+	}
+	if t.WorkerMissing == "" {
+		t.WorkerMissing = ChineseTexts.WorkerMissing
+	}
+	if t.NoWorkers == "" {
+		t.NoWorkers = ChineseTexts.NoWorkers
+	}
+	if t.GlanceBackground == "" {
+		t.GlanceBackground = ChineseTexts.GlanceBackground
 	}
 	return t
 }

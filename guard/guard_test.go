@@ -59,121 +59,6 @@ func captureLog(t *testing.T) *bytes.Buffer {
 	return &buf
 }
 
-func TestWhitelistMatcher(t *testing.T) {
-	tests := []struct {
-		name    string
-		allowed []string
-		want    string // "" = nil matcher
-	}{
-		{"nothing allowed", nil, "Bash|Write|Edit|NotebookEdit"},
-		{"read only", []string{"Read", "Grep"}, "Bash|Write|Edit|NotebookEdit"},
-		{"judge that can run", []string{"Read", "Bash"}, "Write|Edit|NotebookEdit"},
-		{"writer", []string{"Write", "Edit"}, "Bash|NotebookEdit"},
-		{"all four", []string{"NotebookEdit", "Edit", "Write", "Bash"}, ""},
-		{"all four and more", []string{"Bash", "Write", "Edit", "NotebookEdit", "Read"}, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := Whitelist(tt.allowed, "")
-			if tt.want == "" {
-				if m != nil {
-					t.Fatalf("Whitelist = %q, want nil", m.Matcher)
-				}
-				return
-			}
-			if m == nil {
-				t.Fatalf("Whitelist = nil, want %q", tt.want)
-			}
-			if m.Matcher != tt.want {
-				t.Errorf("Matcher = %q, want %q", m.Matcher, tt.want)
-			}
-		})
-	}
-}
-
-func TestWhitelistDeniesMainThreadOnly(t *testing.T) {
-	tests := []struct {
-		name    string
-		role    string
-		in      claude.HookInput
-		want    string
-		wantNil bool
-	}{
-		{"main thread, default role", "", claude.HookInput{ToolName: "Write"},
-			"这个角色没有 Write。**这是有意的,不是配置漏了。**把结论写进你的回话正文里,框架会从那里取 —— 不要试别的写法绕过去。", false},
-		{"main thread, named role", "设定目标", claude.HookInput{ToolName: "Bash"},
-			"设定目标没有 Bash。**这是有意的,不是配置漏了。**把结论写进你的回话正文里,框架会从那里取 —— 不要试别的写法绕过去。", false},
-		{"subagent", "", claude.HookInput{ToolName: "Write", AgentID: "a1"}, "", true},
-		{"allowed tool", "", claude.HookInput{ToolName: "Read"}, "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := Whitelist([]string{"Read"}, tt.role)
-			out := call(t, *m, &tt.in)
-			if tt.wantNil {
-				if out != nil {
-					t.Fatalf("answer %+v, want none", out)
-				}
-				return
-			}
-			reason, ok := denial(out)
-			if !ok || reason != tt.want {
-				t.Errorf("reason %q (deny %v), want %q", reason, ok, tt.want)
-			}
-		})
-	}
-}
-
-func TestDelegate(t *testing.T) {
-	const chinese = "协调者不直接使用 %s。用 Agent 工具派一个 subagent 去做,任务里写清目标与验收标准,并要求它把长产出写进 .flower/artifacts/、回话只给路径与结论。"
-	bash := func(cmd string) json.RawMessage {
-		raw, _ := json.Marshal(map[string]string{"command": cmd})
-		return raw
-	}
-	tests := []struct {
-		name     string
-		glance   bool
-		in       claude.HookInput
-		wantDeny bool
-	}{
-		{"main Bash", false, claude.HookInput{ToolName: "Bash", ToolInput: bash("git status")}, true},
-		{"main Write", true, claude.HookInput{ToolName: "Write", ToolInput: json.RawMessage(`{"file_path":"/x","content":"y"}`)}, true},
-		{"main Edit", false, claude.HookInput{ToolName: "Edit"}, true},
-		{"subagent Bash", false, claude.HookInput{ToolName: "Bash", AgentID: "a1", ToolInput: bash("rm -rf x")}, false},
-		{"subagent Write", true, claude.HookInput{ToolName: "Write", AgentID: "a1"}, false},
-		{"glance git status", true, claude.HookInput{ToolName: "Bash", ToolInput: bash("git status")}, false},
-		{"glance rm", true, claude.HookInput{ToolName: "Bash", ToolInput: bash("rm -rf x")}, true},
-		{"glance redirect", true, claude.HookInput{ToolName: "Bash", ToolInput: bash("git status > f")}, true},
-		{"glance empty command", true, claude.HookInput{ToolName: "Bash", ToolInput: bash("")}, true},
-		{"glance unreadable input", true, claude.HookInput{ToolName: "Bash", ToolInput: json.RawMessage(`"git status"`)}, true},
-		{"glance no input", true, claude.HookInput{ToolName: "Bash"}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := Delegate("", tt.glance)
-			if m.Matcher != HandsOn {
-				t.Errorf("Matcher = %q, want %q", m.Matcher, HandsOn)
-			}
-			out := call(t, m, &tt.in)
-			reason, ok := denial(out)
-			if ok != tt.wantDeny {
-				t.Fatalf("denied %v (answer %+v), want %v", ok, out, tt.wantDeny)
-			}
-			if !tt.wantDeny && out != nil {
-				t.Fatalf("answer %+v, want none", out)
-			}
-			if ok {
-				if want := strings.Replace(chinese, "%s", tt.in.ToolName, 1); reason != want {
-					t.Errorf("reason %q, want %q", reason, want)
-				}
-			}
-		})
-	}
-	if m := Delegate("Write|Edit", false); m.Matcher != "Write|Edit" {
-		t.Errorf("custom tools: Matcher = %q", m.Matcher)
-	}
-}
-
 // spillCase is one call of the spill guard.
 type spillCase struct {
 	name     string
@@ -533,26 +418,23 @@ func TestWorkbenchHooks(t *testing.T) {
 	marked := map[string]claude.AgentDefinition{"coder": {Isolated: true}, "reviewer": {}}
 	unmarked := map[string]claude.AgentDefinition{"reviewer": {}}
 	tests := []struct {
-		name         string
-		wb           *workbench.Workbench
-		delegateOnly bool
-		spill        int
-		agents       map[string]claude.AgentDefinition
-		wantPre      []string
-		wantPost     []string
+		name     string
+		wb       *workbench.Workbench
+		spill    int
+		agents   map[string]claude.AgentDefinition
+		wantPre  []string
+		wantPost []string
 	}{
-		{"coordinator", wb, true, 4000, marked, []string{HandsOn, "Agent|Task"}, []string{"Write|Edit", Bulky}},
-		{"coordinator without marks", wb, true, 4000, unmarked, []string{HandsOn}, []string{"Write|Edit", Bulky}},
-		{"worker role", wb, false, 4000, nil, nil, []string{"Write|Edit", Bulky}},
-		{"no spill", wb, false, 0, nil, nil, []string{"Write|Edit"}},
-		{"negative spill", wb, false, -1, nil, nil, []string{"Write|Edit"}},
-		{"isolate alone", wb, false, 0, marked, []string{"Agent|Task"}, []string{"Write|Edit"}},
-		{"no workbench", nil, true, 4000, marked, []string{HandsOn, "Agent|Task"}, nil},
-		{"no workbench, nothing", nil, false, 4000, nil, nil, nil},
+		{"marked worker", wb, 4000, marked, []string{"Agent|Task"}, []string{"Write|Edit", Bulky}},
+		{"no marks", wb, 4000, unmarked, nil, []string{"Write|Edit", Bulky}},
+		{"no spill", wb, 0, nil, nil, []string{"Write|Edit"}},
+		{"negative spill", wb, -1, nil, nil, []string{"Write|Edit"}},
+		{"no workbench", nil, 4000, marked, []string{"Agent|Task"}, nil},
+		{"no workbench, nothing", nil, 4000, nil, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := WorkbenchHooks(tt.wb, tt.delegateOnly, tt.spill, tt.agents, false)
+			got := WorkbenchHooks(tt.wb, tt.spill, tt.agents)
 			if pre, ok := got[claude.PreToolUse]; ok != (tt.wantPre != nil) || !reflect.DeepEqual(matchers(pre), tt.wantPre) {
 				t.Errorf("PreToolUse = %v (present %v), want %v", matchers(pre), ok, tt.wantPre)
 			}
@@ -576,23 +458,7 @@ func btoi(b bool) int {
 func TestWorkbenchHooksWireTheirParameters(t *testing.T) {
 	tmp := t.TempDir()
 	external := &workbench.Workbench{Workspace: filepath.Join(tmp, "repo"), Home: filepath.Join(tmp, "bench")}
-	hooks := WorkbenchHooks(external, true, 10, nil, true)
-	pre := hooks[claude.PreToolUse][0]
-	// allowGlance reaches Delegate.
-	if out := call(t, pre, &claude.HookInput{ToolName: "Bash", ToolInput: json.RawMessage(`{"command":"git status"}`)}); out != nil {
-		t.Errorf("glance denied: %s", mustJSON(out))
-	}
-	// The delegate text names the real artifacts folder.
-	reason, _ := denial(call(t, pre, &claude.HookInput{ToolName: "Write"}))
-	if want := "写进 " + filepath.ToSlash(filepath.Join(tmp, "bench", "artifacts")) + "/、回话"; !strings.Contains(reason, want) {
-		t.Errorf("reason %q lacks %q", reason, want)
-	}
-	// The default workbench keeps the exact text.
-	inside := WorkbenchHooks(&workbench.Workbench{Workspace: tmp}, true, 0, nil, false)
-	reason, _ = denial(call(t, inside[claude.PreToolUse][0], &claude.HookInput{ToolName: "Bash", ToolInput: json.RawMessage(`{"command":"git status"}`)}))
-	if want := "协调者不直接使用 Bash。用 Agent 工具派一个 subagent 去做,任务里写清目标与验收标准,并要求它把长产出写进 .flower/artifacts/、回话只给路径与结论。"; reason != want {
-		t.Errorf("reason %q, want %q", reason, want)
-	}
+	hooks := WorkbenchHooks(external, 10, nil)
 	// spillThreshold reaches Spill, which spills subagents' results too.
 	spill := hooks[claude.PostToolUse][1]
 	if out := call(t, spill, &claude.HookInput{ToolName: "Bash", AgentID: "a1", ToolResponse: json.RawMessage(`"12345678901"`)}); out == nil {
@@ -651,11 +517,11 @@ func TestTexts(t *testing.T) {
 		t.Error("EnglishTexts has an empty field")
 	}
 	en := EnglishTexts
-	reason, _ := denial(call(t, *en.Whitelist(nil, ""), &claude.HookInput{ToolName: "Edit"}))
+	reason, _ := denial(call(t, en.Whitelist(nil, ""), &claude.HookInput{ToolName: "Edit"}))
 	if !strings.HasPrefix(reason, "This role has no Edit. **This is deliberate") {
 		t.Errorf("English whitelist: %q", reason)
 	}
-	reason, _ = denial(call(t, en.Delegate("", false), &claude.HookInput{ToolName: "Bash"}))
+	reason, _ = denial(call(t, en.Delegate(nil, nil, false), &claude.HookInput{ToolName: "Bash"}))
 	if !strings.HasPrefix(reason, "The coordinator does not use Bash itself.") || !strings.Contains(reason, ".flower/artifacts/") {
 		t.Errorf("English delegate: %q", reason)
 	}
@@ -666,14 +532,13 @@ func TestTexts(t *testing.T) {
 		!strings.HasPrefix(s, "[Output of 7 characters saved to .flower/spill/") || !strings.HasSuffix(s, "]\nFirst 400 characters: a bcdef") {
 		t.Errorf("English spill: %q", s)
 	}
-	hooks := en.WorkbenchHooks(wb, true, 0, nil, false)
-	reason, _ = denial(call(t, hooks[claude.PreToolUse][0], &claude.HookInput{ToolName: "Write"}))
-	if !strings.HasPrefix(reason, "The coordinator does not use Write") {
-		t.Errorf("English WorkbenchHooks delegate: %q", reason)
+	reason, _ = denial(call(t, en.Delegate([]string{"Agent"}, []string{"coder"}, false), &claude.HookInput{ToolName: "Agent", ToolInput: json.RawMessage(`{"subagent_type":"fork"}`)}))
+	if !strings.HasPrefix(reason, "There is no worker named fork: only the workers defined here can be dispatched (coder)") {
+		t.Errorf("English worker refusal: %q", reason)
 	}
 	// A partial Texts falls back to Chinese field by field.
 	partial := Texts{DefaultRole: "判定者"}
-	reason, _ = denial(call(t, *partial.Whitelist(nil, ""), &claude.HookInput{ToolName: "Bash"}))
+	reason, _ = denial(call(t, partial.Whitelist(nil, ""), &claude.HookInput{ToolName: "Bash"}))
 	if !strings.HasPrefix(reason, "判定者没有 Bash。**这是有意的") {
 		t.Errorf("partial texts: %q", reason)
 	}
@@ -681,7 +546,7 @@ func TestTexts(t *testing.T) {
 
 func TestNilInputIsNoOpinion(t *testing.T) {
 	wb := &workbench.Workbench{Workspace: t.TempDir()}
-	for _, m := range []claude.HookMatcher{*Whitelist(nil, ""), Delegate("", true), Spill(wb, 0, "", false), Index(wb), Isolate(map[string]claude.AgentDefinition{"c": {Isolated: true}}, nil), Spill(nil, 0, "", false), Index(nil)} {
+	for _, m := range []claude.HookMatcher{Spill(wb, 0, "", false), Index(wb), Isolate(map[string]claude.AgentDefinition{"c": {Isolated: true}}, nil), Spill(nil, 0, "", false), Index(nil)} {
 		if out := call(t, m, nil); out != nil {
 			t.Errorf("%s: answer %s for a nil input", m.Matcher, mustJSON(out))
 		}

@@ -106,29 +106,22 @@ func isSet(v any) bool {
 
 // WorkbenchHooks installs the guards a workbench run needs: with the default
 // texts it is ChineseTexts.WorkbenchHooks.
-func WorkbenchHooks(wb *workbench.Workbench, delegateOnly bool, spillThreshold int, agents map[string]claude.AgentDefinition, allowGlance bool) map[string][]claude.HookMatcher {
-	return Texts{}.WorkbenchHooks(wb, delegateOnly, spillThreshold, agents, allowGlance)
+func WorkbenchHooks(wb *workbench.Workbench, spillThreshold int, agents map[string]claude.AgentDefinition) map[string][]claude.HookMatcher {
+	return Texts{}.WorkbenchHooks(wb, spillThreshold, agents)
 }
 
 // WorkbenchHooks installs the guards a workbench run needs, by event:
 //
-//   - PreToolUse: Delegate (HandsOn, allowGlance) when delegateOnly, naming
-//     the workbench's artifacts folder; then Isolate(agents, nil) when any
-//     agent is marked Isolated.
+//   - PreToolUse: Isolate(agents, nil) when any agent is marked Isolated;
 //   - PostToolUse: Index always; then Spill (Bulky, subagents too) when
 //     spillThreshold > 0.
 //
 // Events without a guard are left out. With a nil wb, Index and Spill are
-// left out, so the coordinator's wall stands without a workbench too.
-func (t Texts) WorkbenchHooks(wb *workbench.Workbench, delegateOnly bool, spillThreshold int, agents map[string]claude.AgentDefinition, allowGlance bool) map[string][]claude.HookMatcher {
+// left out. Unlike the seed's workbench_hooks it installs no delegate
+// guard: the coordinator's wall is an allow-list of the role's own tools,
+// which only the caller knows (Texts.Delegate, Texts.Wall).
+func (t Texts) WorkbenchHooks(wb *workbench.Workbench, spillThreshold int, agents map[string]claude.AgentDefinition) map[string][]claude.HookMatcher {
 	var pre, post []claude.HookMatcher
-	if delegateOnly {
-		artifacts := DefaultArtifacts
-		if wb != nil {
-			artifacts = filepath.ToSlash(wb.Show(wb.Artifacts())) + "/"
-		}
-		pre = append(pre, t.delegate(HandsOn, allowGlance, artifacts))
-	}
 	for _, a := range agents {
 		if a.Isolated {
 			pre = append(pre, Isolate(agents, nil))

@@ -101,7 +101,8 @@ func TestRealCoordinatorCannotTouchButItsWorkerCan(t *testing.T) {
 	}
 	wb := workbench.New(cwd)
 	agents := map[string]claude.AgentDefinition{"coder": {Description: "writes code", Prompt: "You write.", Tools: []string{"Write", "Bash", "Read"}}}
-	opts := realOptions(t, srv, cwd, WorkbenchHooks(wb, true, DefaultSpillThreshold, agents, false))
+	wall := map[string][]claude.HookMatcher{claude.PreToolUse: {Delegate([]string{"Agent", "Read"}, []string{"coder"}, false)}}
+	opts := realOptions(t, srv, cwd, MergeHooks(wall, WorkbenchHooks(wb, DefaultSpillThreshold, agents)))
 	opts.Agents = agents
 	realRun(t, "SCENARIO:coord", opts)
 
@@ -134,7 +135,8 @@ func TestRealGlanceLetsTheCoordinatorRunGitStatus(t *testing.T) {
 	}
 	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:glance": {
 		bashTurn("git status --short"), bashTurn("git status > status.txt"), claudetest.Say("glanced")}}.Handler())
-	realRun(t, "SCENARIO:glance", realOptions(t, srv, cwd, WorkbenchHooks(workbench.New(cwd), true, DefaultSpillThreshold, nil, true)))
+	wall := map[string][]claude.HookMatcher{claude.PreToolUse: {Delegate([]string{"Read"}, nil, true)}}
+	realRun(t, "SCENARIO:glance", realOptions(t, srv, cwd, MergeHooks(wall, WorkbenchHooks(workbench.New(cwd), DefaultSpillThreshold, nil))))
 	results := resultsOf(srv)
 	if len(results) != 2 {
 		t.Fatalf("tool results = %+v", results)
@@ -173,7 +175,7 @@ func TestRealSpillKeepsBulkyOutputOnDisk(t *testing.T) {
 		}),
 		claudetest.Say("read it"),
 	}}.Handler())
-	realRun(t, "SCENARIO:bulky", realOptions(t, srv, cwd, WorkbenchHooks(wb, false, DefaultSpillThreshold, nil, false)))
+	realRun(t, "SCENARIO:bulky", realOptions(t, srv, cwd, WorkbenchHooks(wb, DefaultSpillThreshold, nil)))
 
 	full, err := exec.Command("seq", "1", "2400").Output()
 	if err != nil {
