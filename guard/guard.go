@@ -83,10 +83,10 @@ var ChineseTexts = Texts{
 
 // EnglishTexts say the same as ChineseTexts in English.
 var EnglishTexts = Texts{
-	WhitelistDeny: "%[1]s has no %[2]s. **This is deliberate, not a missing setting.** Write your conclusion in the body of your reply; the framework takes it from there. Do not try other ways around this.",
-	DefaultRole:   "This role",
-	DelegateDeny:  "The coordinator does not use %[1]s itself. Dispatch a subagent with the Agent tool: state the goal and the acceptance criteria in its task, and require it to write long output into %[2]s and to reply with only paths and conclusions.",
-	SpillPointer:  "[Output of %[1]d characters saved to %[2]s: Read it for the full text, Grep it to find something]\nFirst 400 characters: %[3]s",
+	WhitelistDeny:    "%[1]s has no %[2]s. **This is deliberate, not a missing setting.** Write your conclusion in the body of your reply; the framework takes it from there. Do not try other ways around this.",
+	DefaultRole:      "This role",
+	DelegateDeny:     "The coordinator does not use %[1]s itself. Dispatch a subagent with the Agent tool: state the goal and the acceptance criteria in its task, and require it to write long output into %[2]s and to reply with only paths and conclusions.",
+	SpillPointer:     "[Output of %[1]d characters saved to %[2]s: Read it for the full text, Grep it to find something]\nFirst 400 characters: %[3]s",
 	WorkerDeny:       "There is no worker named %[1]s: only the workers defined here can be dispatched (%[2]s), not the CLI's built-in agents and not fork. Set subagent_type to one of them, and state the goal and the acceptance criteria in the task.",
 	WorkerMissing:    "An Agent call must name a worker in subagent_type (%[1]s); state the goal and the acceptance criteria in the task.",
 	NoWorkers:        "this role has no workers to dispatch",
