@@ -1,0 +1,416 @@
+package flower
+
+// Real-CLI tests of the walls: a scripted model on a role's main thread
+// calls every tool the pinned CLI reports in its init message, with inputs
+// that would write, and tries the known ways around ephemeral.Is; nothing
+// on disk may change and every refusal must reach the model.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/guard"
+)
+
+// cliTools asks the pinned CLI, with no flower option at all, which tools
+// it offers: the list a wall must hold against.
+func cliTools(t *testing.T) []string {
+	t.Helper()
+	srv := claudetest.NewServer(t, claudetest.Script{}.Handler())
+	o := claude.Options{
+		CLIPath: claudetest.CLIPath(t), Cwd: t.TempDir(), BaseEnv: claudetest.BaseEnv(), Env: claudetest.Env(t, srv),
+		PermissionMode: "acceptEdits", SystemPrompt: claude.PresetPrompt(""),
+	}
+	init := initOf(t, queryAll(t, "hello", o))
+	if init == nil || len(init.Tools) < 10 {
+		t.Fatalf("the CLI's init message lists tools %v", init)
+	}
+	return init.Tools
+}
+
+func initOf(t *testing.T, msgs []claude.Message) *claude.SystemInit {
+	t.Helper()
+	for _, m := range msgs {
+		if s, ok := m.(*claude.SystemMessage); ok && s.Init != nil {
+			return s.Init
+		}
+	}
+	return nil
+}
+
+func queryAll(t *testing.T, prompt string, o claude.Options) []claude.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var msgs []claude.Message
+	for m, err := range claude.Query(ctx, prompt, o) {
+		if err != nil {
+			t.Fatalf("%s: %v", prompt, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// writingInput is an input of tool that would change something if the
+// tool ran: a file in the workspace, a scheduled prompt, a worktree, a
+// background command. A tool the table does not know (one the CLI added
+// after this test was written) gets every field a writer might read.
+func writingInput(tool, ws string) map[string]any {
+	switch tool {
+	case "Task", "Agent":
+		return map[string]any{"description": "d", "prompt": "SUBAGENT:evil", "subagent_type": "general-purpose"}
+	case "Bash":
+		return map[string]any{"command": "touch pwned-bash", "description": "d"}
+	case "Write":
+		return map[string]any{"file_path": filepath.Join(ws, "pwned-write"), "content": "x"}
+	case "Edit":
+		return map[string]any{"file_path": filepath.Join(ws, "keep.txt"), "old_string": "keep", "new_string": "pwned"}
+	case "NotebookEdit":
+		return map[string]any{"notebook_path": filepath.Join(ws, "nb.ipynb"), "new_source": "print(1)", "cell_type": "code", "edit_mode": "insert"}
+	case "CronCreate":
+		return map[string]any{"cron": "* * * * *", "prompt": "touch pwned-cron", "durable": true, "recurring": true}
+	case "CronDelete":
+		return map[string]any{"id": "x"}
+	case "TaskStop":
+		return map[string]any{"task_id": "x"}
+	case "ReportFindings":
+		return map[string]any{"findings": []any{}}
+	case "EnterWorktree":
+		return map[string]any{"name": "pwned"}
+	case "ExitWorktree":
+		return map[string]any{"action": "remove", "discard_changes": true}
+	case "Monitor":
+		return map[string]any{"command": "touch pwned-monitor", "description": "m"}
+	case "ScheduleWakeup":
+		return map[string]any{"delaySeconds": 60, "prompt": "touch pwned-wakeup", "reason": "r"}
+	case "SendMessage":
+		return map[string]any{"to": "main", "message": "touch pwned-message"}
+	case "Workflow":
+		return map[string]any{"script": "touch pwned-workflow", "name": "w"}
+	case "WebFetch":
+		return map[string]any{"url": "http://127.0.0.1:9/", "prompt": "p"}
+	case "WebSearch":
+		return map[string]any{"query": "flower wall"}
+	case "Skill":
+		return map[string]any{"skill": "init"}
+	case "Read":
+		return map[string]any{"file_path": filepath.Join(ws, "keep.txt")}
+	case "ToolSearch":
+		return map[string]any{"query": "select:CronCreate", "max_results": 1}
+	}
+	return map[string]any{
+		"command": "touch pwned-new", "file_path": filepath.Join(ws, "pwned-new"), "content": "x",
+		"prompt": "touch pwned-new", "path": filepath.Join(ws, "pwned-new"),
+	}
+}
+
+// knownInput reports whether writingInput has a valid input for tool. The
+// CLI validates an input before any hook runs, so a tool it does not know
+// may be refused by the CLI itself; either way it must not run.
+func knownInput(tool string) bool {
+	_, ok := writingInput(tool, "")["pwned-new"]
+	return !ok && writingInput(tool, "")["command"] != "touch pwned-new"
+}
+
+// wallWorkspace is a git workspace with a committed file whose stat data is
+// stale, so that a git status with optional locks on would rewrite the
+// index.
+func wallWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	for name, body := range map[string]string{
+		"keep.txt": "keep\n", "victim": "victim\n", "f": "line\n",
+		"nb.ipynb": `{"cells":[],"metadata":{},"nbformat":4,"nbformat_minor":5}`,
+	} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "."},
+		{"-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "init"},
+	} {
+		git(t, ws, args...)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(ws, "keep.txt"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// tree maps every file and folder under root to its content's hash.
+func tree(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if d.IsDir() || d.Type()&fs.ModeSymlink != 0 {
+			out[rel] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:8])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// idPattern finds what differs between two sessions' bookkeeping paths:
+// session uuids, agent ids, timestamps, process ids.
+var idPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|agent-[0-9a-z]+|[0-9a-f]{8,}|[0-9]{4,}`)
+
+// kinds are the paths of a tree with the ids taken out: the kinds of file
+// the CLI keeps for any session.
+func kinds(paths map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for p := range paths {
+		out[idPattern.ReplaceAllString(p, "#")] = true
+	}
+	return out
+}
+
+// wallScene runs a control session and then the attack in the same
+// workspace, HOME and temp folder, and reports every change the attack
+// made that the control session did not make too: the CLI's bookkeeping
+// for a session (its transcript, a subagent's) is of a kind the control
+// made, anything written by a tool is not.
+type wallScene struct {
+	t    *testing.T
+	ws   string
+	srv  *claudetest.Server
+	env  map[string]string
+	spec AgentSpec
+}
+
+func (s *wallScene) options(t *testing.T) claude.Options {
+	o, err := BuildOptions(s.spec, BuildConfig{Cwd: s.ws, Handoff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.CLIPath = claudetest.CLIPath(t)
+	o.BaseEnv = claudetest.BaseEnv()
+	if o.Env == nil {
+		o.Env = map[string]string{}
+	}
+	maps.Copy(o.Env, s.env)
+	return o
+}
+
+func (s *wallScene) roots() map[string]string {
+	return map[string]string{"workspace": s.ws, "HOME": s.env["HOME"], "temp": s.env["CLAUDE_CODE_TMPDIR"]}
+}
+
+// attack runs the control prompt, then the attack prompt, and returns the
+// attack's messages and the changes it made beyond the control's kinds,
+// besides the workspace files in expected.
+func (s *wallScene) attack(control, attack string, expected ...string) ([]claude.Message, []string) {
+	t := s.t
+	before := map[string]map[string]string{}
+	queryAll(t, control, s.options(t))
+	for name, root := range s.roots() {
+		before[name] = tree(t, root)
+	}
+	msgs := queryAll(t, attack, s.options(t))
+	var changed []string
+	for name, root := range s.roots() {
+		after := tree(t, root)
+		known := kinds(before[name])
+		for p, sum := range after {
+			old, existed := before[name][p]
+			switch {
+			case existed && old == sum:
+			case name == "workspace" && slices.Contains(expected, p):
+			case name == "workspace" || strings.HasPrefix(p, ".git"):
+				changed = append(changed, fmt.Sprintf("%s: %s", name, p))
+			case existed && !strings.HasPrefix(p, ".claude"+string(filepath.Separator)+"projects"):
+				// A file the control session also had, rewritten: the
+				// CLI's own state (.claude.json and the like).
+			case !existed && known[idPattern.ReplaceAllString(p, "#")]:
+			case existed:
+			default:
+				changed = append(changed, fmt.Sprintf("%s: %s (new)", name, p))
+			}
+		}
+		for p := range before[name] {
+			if _, ok := after[p]; !ok {
+				changed = append(changed, fmt.Sprintf("%s: %s (removed)", name, p))
+			}
+		}
+	}
+	slices.Sort(changed)
+	return msgs, changed
+}
+
+// lastMainResults are the tool results of the last main-thread request, in
+// call order.
+func lastMainResults(srv *claudetest.Server) []claudetest.Block {
+	var last *claudetest.Request
+	for _, r := range srv.Requests() {
+		if !r.Subagent {
+			last = r
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return last.ToolResults()
+}
+
+// TestRealWallsHoldAgainstEveryToolTheCLIOffers calls, on the main thread
+// of the coordinator, the judge and the clarifier, every tool the CLI's
+// init message lists that the role was not given, with inputs that would
+// write; the coordinator then dispatches its worker, which writes.
+func TestRealWallsHoldAgainstEveryToolTheCLIOffers(t *testing.T) {
+	tools := cliTools(t)
+	t.Logf("the CLI offers %d tools: %v", len(tools), tools)
+	worker := Worker("writes files", "You write files.", WithTools("Read", "Write", "Edit", "Bash"))
+	roles := []struct {
+		name    string
+		spec    AgentSpec
+		refusal func(tool string) string
+	}{
+		{"coordinator", Coordinator("协调者", "", map[string]claude.AgentDefinition{"coder": worker}),
+			func(tool string) string { return fmt.Sprintf(guard.ChineseTexts.DelegateDeny, tool, guard.DefaultArtifacts) }},
+		{"judge", Judge("设定目标", nil),
+			func(tool string) string { return fmt.Sprintf(guard.ChineseTexts.WhitelistDeny, "设定目标", tool) }},
+		{"clarifier", Clarify("确认需求", nil),
+			func(tool string) string { return fmt.Sprintf(guard.ChineseTexts.WhitelistDeny, "确认需求", tool) }},
+	}
+	for _, role := range roles {
+		t.Run(role.name, func(t *testing.T) {
+			t.Parallel()
+			ws := wallWorkspace(t)
+			allowed := slices.Concat(role.spec.Allowed(), guard.AlwaysAllowed)
+			// The CLI refuses a notebook edit of a file not read first,
+			// before any hook: read both files so the edits reach the wall.
+			var calls []string
+			var turns []claudetest.Responder
+			for _, f := range []string{"nb.ipynb", "keep.txt"} {
+				calls = append(calls, "Read")
+				turns = append(turns, claudetest.NewReply(claudetest.ToolUse("", "Read", map[string]any{"file_path": filepath.Join(ws, f)})))
+			}
+			for _, tool := range tools {
+				// A coordinator's Bash passes only as a glance: try it too.
+				if (slices.Contains(allowed, tool) && !(tool == "Bash" && role.spec.DelegateOnly)) || (tool == "Task" && slices.Contains(allowed, "Agent")) {
+					continue
+				}
+				calls = append(calls, tool)
+				turns = append(turns, claudetest.NewReply(claudetest.ToolUse("", tool, writingInput(tool, ws))))
+			}
+			control := []claudetest.Responder{claudetest.Say("control done")}
+			if role.name == "coordinator" {
+				dispatch := func(marker string) claudetest.Reply {
+					return claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{"description": "write", "prompt": marker, "subagent_type": "coder"}))
+				}
+				control = []claudetest.Responder{dispatch("SUBAGENT:control"), claudetest.Say("control done")}
+				turns = append(turns, dispatch("SUBAGENT:write"))
+			}
+			turns = append(turns, claudetest.Say("attack done"))
+			srv := claudetest.NewServer(t, claudetest.Script{
+				"SCENARIO:control": control,
+				"SCENARIO:attack":  turns,
+				"SUBAGENT:control": {claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, "control.txt"), "content": "c"})), claudetest.Say("ok")},
+				"SUBAGENT:write":   {claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, "worker.txt"), "content": "by the worker"})), claudetest.Say("ok")},
+				"SUBAGENT:evil":    {claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, "pwned-agent"), "content": "x"})), claudetest.Say("ok")},
+			}.Handler())
+			scene := &wallScene{t: t, ws: ws, srv: srv, env: claudetest.Env(t, srv), spec: role.spec}
+			var expected []string
+			if role.name == "coordinator" {
+				expected = []string{"worker.txt"}
+			}
+			msgs, changed := scene.attack("SCENARIO:control", "SCENARIO:attack", expected...)
+			if len(changed) > 0 {
+				t.Errorf("the attack changed %d paths:\n%s", len(changed), strings.Join(changed, "\n"))
+			}
+			offered := initOf(t, msgs).Tools
+			results := lastMainResults(srv)
+			if len(results) < len(calls) {
+				t.Fatalf("%d tool results for %d calls", len(results), len(calls))
+			}
+			for i, tool := range calls {
+				r := results[i]
+				switch {
+				case tool == "Read":
+					if r.IsError {
+						t.Errorf("Read refused: %.200q", r.Content)
+					}
+				case !r.IsError:
+					t.Errorf("%s ran: %.200q", tool, r.Content)
+				case tool == "TaskStop" && strings.Contains(r.Content, "No task found"):
+					// The CLI looks the task up before any hook runs, and
+					// there is no task to stop: refused without the wall.
+				case !knownInput(tool) && strings.Contains(r.Content, "InputValidationError"):
+					t.Logf("%s, a tool this test has no input for, was refused by the CLI's own validation", tool)
+				case slices.Contains(offered, tool):
+					if want := role.refusal(toolName(tool)); !strings.Contains(r.Content, want) {
+						t.Errorf("%s: the model got %.300q, want the wall's refusal %q", tool, r.Content, want)
+					}
+				default:
+					// Removed from the session (an outliving tool): the CLI
+					// itself refuses it.
+					if !strings.Contains(r.Content, "No such tool") {
+						t.Errorf("%s (removed from the session): %.300q", tool, r.Content)
+					}
+				}
+			}
+			if role.name == "coordinator" {
+				if b, err := os.ReadFile(filepath.Join(ws, "worker.txt")); err != nil || string(b) != "by the worker" {
+					t.Errorf("the worker's Write: %q, %v", b, err)
+				}
+				for _, o := range outlivingTools {
+					if slices.Contains(offered, o) {
+						t.Errorf("%s is still offered to the session: %v", o, offered)
+					}
+				}
+			}
+		})
+	}
+}
+
+// toolName is how a refusal names the tool: the CLI reports the Agent tool
+// as Task in its init list and as Agent to hooks.
+func toolName(tool string) string {
+	if tool == "Task" {
+		return "Agent"
+	}
+	return tool
+}
