@@ -180,7 +180,7 @@ func TestGuardMatrix(t *testing.T) {
 					// A glance passes either wall when the spec has Glance,
 					// with one answer: the bounded input.
 					outs := answers(t, o.Hooks, claude.PreToolUse, bash("", "git status"))
-					if d := denials(outs); len(d) != 0 || len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(`"timeout":30000`)) {
+					if d := denials(outs); len(d) != 0 || len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(` 30 bash -c `)) {
 						t.Errorf("glance: refusals %q, %d answers", d, len(outs))
 					}
 					// An Agent call must name a worker of the spec.
@@ -770,8 +770,8 @@ func TestGlanceTimeoutReachesTheWall(t *testing.T) {
 	spec := Coordinator("co", "", nil)
 	spec.GlanceTimeout = 1500 * time.Millisecond
 	outs := answers(t, build(t, spec, BuildConfig{}).Hooks, claude.PreToolUse, bash("", "git status"))
-	if len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(`"timeout":1500`)) {
-		t.Errorf("glance answers %v, want one with timeout 1500", outs)
+	if len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(` 1.5 bash -c `)) {
+		t.Errorf("glance answers %v, want one bounded at 1.5 s", outs)
 	}
 	spec.GlanceTimeout = -time.Second
 	if _, err := BuildOptions(spec, BuildConfig{}); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "GlanceTimeout") {

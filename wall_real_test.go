@@ -309,7 +309,9 @@ func TestRealWallsHoldAgainstEveryToolTheCLIOffers(t *testing.T) {
 		refusal func(tool string) string
 	}{
 		{"coordinator", Coordinator("协调者", "", map[string]claude.AgentDefinition{"coder": worker}),
-			func(tool string) string { return fmt.Sprintf(guard.ChineseTexts.DelegateDeny, tool, guard.DefaultArtifacts) }},
+			func(tool string) string {
+				return fmt.Sprintf(guard.ChineseTexts.DelegateDeny, tool, guard.DefaultArtifacts)
+			}},
 		{"judge", Judge("设定目标", nil),
 			func(tool string) string { return fmt.Sprintf(guard.ChineseTexts.WhitelistDeny, "设定目标", tool) }},
 		{"clarifier", Clarify("确认需求", nil),
@@ -413,4 +415,106 @@ func toolName(tool string) string {
 		return "Agent"
 	}
 	return tool
+}
+
+// TestRealOnlyTheSpecsWorkersCanBeDispatched: the CLI offers its own
+// agents beside a spec's (general-purpose, Explore, a fork of the main
+// thread); on the coordinator's main thread only the spec's own worker
+// runs, and every other dispatch is refused with the workers' names.
+func TestRealOnlyTheSpecsWorkersCanBeDispatched(t *testing.T) {
+	t.Parallel()
+	ws := wallWorkspace(t)
+	dispatch := func(input map[string]any) claudetest.Reply {
+		input["description"], input["prompt"] = "write", "SUBAGENT:evil"
+		return claudetest.NewReply(claudetest.ToolUse("", "Agent", input))
+	}
+	types := []any{"fork", "general-purpose", "Explore", nil, "hacker"}
+	var turns []claudetest.Responder
+	for _, typ := range types {
+		input := map[string]any{}
+		if typ != nil {
+			input["subagent_type"] = typ
+		}
+		turns = append(turns, dispatch(input))
+	}
+	turns = append(turns,
+		claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{"description": "write", "prompt": "SUBAGENT:write", "subagent_type": "coder"})),
+		claudetest.Say("attack done"))
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:control": {
+			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{"description": "write", "prompt": "SUBAGENT:control", "subagent_type": "coder"})),
+			claudetest.Say("control done"),
+		},
+		"SCENARIO:attack":  turns,
+		"SUBAGENT:control": {claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, "control.txt"), "content": "c"})), claudetest.Say("ok")},
+		"SUBAGENT:evil":    {claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch pwned-agent", "description": "d"})), claudetest.Say("ok")},
+		"SUBAGENT:write":   {claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, "worker.txt"), "content": "by the worker"})), claudetest.Say("ok")},
+	}.Handler())
+	spec := Coordinator("协调者", "", map[string]claude.AgentDefinition{"coder": Worker("writes files", "You write files.")})
+	scene := &wallScene{t: t, ws: ws, srv: srv, env: claudetest.Env(t, srv), spec: spec}
+	_, changed := scene.attack("SCENARIO:control", "SCENARIO:attack", "worker.txt")
+	if len(changed) > 0 {
+		t.Errorf("the attack changed %d paths:\n%s", len(changed), strings.Join(changed, "\n"))
+	}
+	results := lastMainResults(srv)
+	if len(results) != len(types)+1 {
+		t.Fatalf("%d tool results, want %d", len(results), len(types)+1)
+	}
+	for i, typ := range types {
+		want := fmt.Sprintf(guard.ChineseTexts.WorkerDeny, typ, "coder")
+		if typ == nil {
+			want = fmt.Sprintf(guard.ChineseTexts.WorkerMissing, "coder")
+		}
+		if r := results[i]; !r.IsError || !strings.Contains(r.Content, want) {
+			t.Errorf("Agent(%v): the model got %.300q, want %q", typ, r.Content, want)
+		}
+	}
+	if r := results[len(types)]; r.IsError {
+		t.Errorf("the coder's dispatch was refused: %.300q", r.Content)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "worker.txt")); err != nil || string(b) != "by the worker" {
+		t.Errorf("the worker's Write: %q, %v", b, err)
+	}
+}
+
+// TestRealASlowGlanceEndsWithinItsLimit: a glance that runs past the
+// glance limit is killed there, the model is told, and Runtime.Run goes on
+// and returns; a glance at a FIFO nobody writes (on which the pinned CLI
+// hangs past its own Bash timeout) is refused at once.
+func TestRealASlowGlanceEndsWithinItsLimit(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	if err := syscallMkfifo(filepath.Join(ws, "pipe")); err != nil {
+		t.Fatal(err)
+	}
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:slow": {
+		bashReply("cat pipe"), bashReply("grep -r flower-never-finds-this /usr"), claudetest.Say("went on"),
+	}}.Handler())
+	rt := newTestRuntimeIn(t, ws, srv)
+	lead := Coordinator("lead", "", map[string]claude.AgentDefinition{"coder": Worker("writes files", "You write files.")})
+	const limit = time.Second
+	lead.GlanceTimeout = limit
+	start := time.Now()
+	res, err := rt.Run(runCtx(t), lead, "SCENARIO:slow", RunOptions{})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the step took %v with a %v glance limit", took.Round(time.Millisecond), limit)
+	if took > limit+30*time.Second {
+		t.Errorf("the step took %v: the glance was not bounded", took)
+	}
+	if res.Text != "went on" {
+		t.Errorf("result %q", res.Text)
+	}
+	results := lastMainResults(srv)
+	if len(results) != 2 {
+		t.Fatalf("%d tool results, want 2", len(results))
+	}
+	if r := results[0]; !r.IsError || !strings.Contains(r.Content, fmt.Sprintf(guard.ChineseTexts.DelegateDeny, "Bash", ".flower/artifacts/")) {
+		t.Errorf("cat of a FIFO: the model got %.300q, want the delegate refusal", r.Content)
+	}
+	if r := results[1]; !r.IsError || !strings.Contains(r.Content, fmt.Sprintf(guard.ChineseTexts.GlanceTimedOut, "1")) {
+		t.Errorf("the slow glance: the model got %.300q, want the note that it was stopped", r.Content)
+	}
 }

@@ -66,6 +66,9 @@ type Texts struct {
 	NoWorkers string
 	// GlanceBackground refuses a glance asked to run in the background.
 	GlanceBackground string
+	// GlanceTimedOut follows the output of a glance stopped at its limit:
+	// %[1]s the limit in seconds.
+	GlanceTimedOut string
 }
 
 // ChineseTexts are the original flower's texts, character for character.
@@ -79,6 +82,7 @@ var ChineseTexts = Texts{
 	WorkerMissing:    "Agent 调用必须用 subagent_type 指定一个 worker(%[1]s),任务里写清目标与验收标准。",
 	NoWorkers:        "这个角色没有可派的 worker",
 	GlanceBackground: "瞥一眼的命令只在前台跑,不能 run_in_background:要在后台跑的是活,派一个 worker 去做。",
+	GlanceTimedOut:   "[flower:这条瞥一眼的命令跑满 %[1]s 秒被停下了,上面的输出不完整。要跑更久的,派一个 worker 去做。]",
 }
 
 // EnglishTexts say the same as ChineseTexts in English.
@@ -91,6 +95,7 @@ var EnglishTexts = Texts{
 	WorkerMissing:    "An Agent call must name a worker in subagent_type (%[1]s); state the goal and the acceptance criteria in the task.",
 	NoWorkers:        "this role has no workers to dispatch",
 	GlanceBackground: "A glance runs in the foreground only, never with run_in_background: a command to run in the background is work, so dispatch a worker to do it.",
+	GlanceTimedOut:   "[flower: this glance was stopped at its limit of %[1]s s; the output above is incomplete. Dispatch a worker for anything that runs longer.]",
 }
 
 // TextsFor returns the texts of a language: EnglishTexts for "en" and its
@@ -127,6 +132,9 @@ func (t Texts) withDefaults() Texts {
 	}
 	if t.GlanceBackground == "" {
 		t.GlanceBackground = ChineseTexts.GlanceBackground
+	}
+	if t.GlanceTimedOut == "" {
+		t.GlanceTimedOut = ChineseTexts.GlanceTimedOut
 	}
 	return t
 }

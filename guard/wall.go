@@ -3,7 +3,11 @@ package guard
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,13 +72,20 @@ func (w Wall) Matcher() claude.HookMatcher { return Texts{}.Wall(w) }
 // Everything else is denied with the role's text, and so is any call the
 // guard cannot read: it fails closed.
 //
-// An allowed Bash glance is answered "allow" with its input's timeout
-// lowered to the glance limit, so the CLI kills it there; a glance asking
-// for run_in_background is refused (a command that outlives the turn is
-// work).
+// An allowed Bash glance is answered "allow" with its command wrapped so
+// that it ends at the glance limit (see bounded) and the CLI's own timeout
+// lowered to just past it; a glance asking for run_in_background is refused
+// (a command that outlives the turn is work).
 func (t Texts) Wall(w Wall) claude.HookMatcher {
 	t = t.withDefaults()
 	g := &wall{texts: t, w: w, tools: map[string]bool{}}
+	if w.Glance {
+		if p, err := exec.LookPath("timeout"); err == nil {
+			g.timeoutCmd = p
+		} else {
+			logger().Warn("guard: wall: no timeout program on PATH; glances are bounded by the CLI's Bash timeout only, which moves a slow command to the background", "err", err)
+		}
+	}
 	if g.w.Role == "" {
 		g.w.Role = t.DefaultRole
 	}
@@ -100,10 +111,34 @@ func (t Texts) Wall(w Wall) claude.HookMatcher {
 }
 
 type wall struct {
-	texts   Texts
-	w       Wall
-	tools   map[string]bool
-	servers []string // "mcp__<server>__" prefixes
+	texts      Texts
+	w          Wall
+	tools      map[string]bool
+	servers    []string // "mcp__<server>__" prefixes
+	timeoutCmd string   // the coreutils timeout program, "" when missing
+}
+
+// glanceGrace is how long after its limit a glance has to die: timeout's
+// SIGKILL follows its SIGTERM by this much.
+const glanceGrace = 5 * time.Second
+
+// bounded wraps a glance so that it ends at the limit: the coreutils
+// timeout program signals the glance's whole process group, SIGKILL
+// following SIGTERM after glanceGrace, and a note tells the model why the
+// output stopped. The command runs in a bash of its own, the same shell
+// the CLI runs it in. The transcript keeps the model's own command (the
+// hook changes what runs, not what was asked), so expiry still sees the
+// glance.
+func (g *wall) bounded(cmd string, limit time.Duration) string {
+	secs := strconv.FormatFloat(limit.Seconds(), 'f', -1, 64)
+	note := fmt.Sprintf(g.texts.GlanceTimedOut, secs)
+	return fmt.Sprintf("%s -k %d %s bash -c %s; s=$?; if [ $s -eq 124 ]; then printf '%%s\\n' %s >&2; fi; exit $s",
+		shellQuote(g.timeoutCmd), int(glanceGrace.Seconds()), secs, shellQuote(cmd), shellQuote(note))
+}
+
+// shellQuote quotes s as one word for bash.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func (g *wall) check(_ context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
@@ -162,16 +197,24 @@ func (g *wall) bash(in *claude.HookInput) *claude.HookOutput {
 		return g.refuse("Bash")
 	}
 	cmd, _ := input["command"].(string)
-	if !ephemeral.Is(cmd) {
+	if !ephemeral.Is(cmd) || namesSpecialFile(cmd, in.Cwd) {
 		return g.refuse("Bash")
 	}
 	if bg, ok := input["run_in_background"]; ok && bg != nil && !isFalse(bg) {
 		return claude.Deny(g.texts.GlanceBackground)
 	}
-	limit := g.w.GlanceTimeout.Milliseconds()
-	if asked, ok := millis(input["timeout"]); !ok || asked <= 0 || asked > limit {
-		input["timeout"] = limit
+	// A shorter limit the model asked for is kept. The CLI's own timeout
+	// is only a backstop, just past the wrapper's: when it passes, the CLI
+	// moves the command to the background rather than killing it.
+	limit := g.w.GlanceTimeout
+	if asked, ok := millis(input["timeout"]); ok && asked > 0 && time.Duration(asked)*time.Millisecond < limit {
+		limit = time.Duration(asked) * time.Millisecond
 	}
+	input["run_in_background"] = false
+	if g.timeoutCmd != "" {
+		input["command"] = g.bounded(cmd, limit)
+	}
+	input["timeout"] = (limit + glanceGrace + time.Second).Milliseconds()
 	raw, err := encodeJSON(input)
 	if err != nil {
 		logger().Warn("guard: wall: cannot encode the bounded glance, denied", "err", err)
@@ -209,6 +252,37 @@ func (g *wall) workerList() string {
 	}
 	names := slices.Sorted(slices.Values(g.w.Workers))
 	return strings.Join(names, ", ")
+}
+
+// namesSpecialFile reports whether a word of cmd names an existing file
+// that is neither a regular file nor a folder: a FIFO nobody writes, a
+// socket, a device other than /dev/null. Reading one may never end, and
+// the pinned CLI was seen to hang on "cat <fifo>" past its own Bash
+// timeout, so no time limit would save the step. ephemeral.Is refuses the
+// device paths it can see; this looks at the disk, where a glance's
+// operands really are. Words are split loosely (on blanks, shell
+// operators, quotes and "="), which can only find more names, never fewer.
+func namesSpecialFile(cmd, cwd string) bool {
+	words := strings.FieldsFunc(cmd, func(r rune) bool {
+		return strings.ContainsRune(" \t\n;&|<>()'\"=", r)
+	})
+	for _, w := range words {
+		if w == "/dev/null" {
+			continue
+		}
+		p := w
+		if !filepath.IsAbs(p) {
+			if cwd == "" {
+				continue
+			}
+			p = filepath.Join(cwd, p)
+		}
+		info, err := os.Stat(p)
+		if err == nil && !info.Mode().IsRegular() && !info.IsDir() {
+			return true
+		}
+	}
+	return false
 }
 
 // isFalse reports whether v is the JSON false.

@@ -2,8 +2,13 @@ package guard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,17 +114,19 @@ func TestWallNilInputIsRefused(t *testing.T) {
 
 func TestWallBoundsAGlance(t *testing.T) {
 	tests := []struct {
-		name  string
-		input string
-		limit time.Duration
-		want  json.Number
+		name      string
+		input     string
+		limit     time.Duration
+		wantLimit string // the wrapper's, in seconds
+		wantCLI   json.Number
 	}{
-		{"no timeout given", `{"command":"git status","description":"d"}`, 0, "30000"},
-		{"a longer timeout", `{"command":"git status","timeout":600000}`, 0, "30000"},
-		{"a shorter timeout kept", `{"command":"git status","timeout":5000}`, 0, "5000"},
-		{"zero timeout", `{"command":"git status","timeout":0}`, 0, "30000"},
-		{"a timeout that is not a number", `{"command":"git status","timeout":"forever"}`, 0, "30000"},
-		{"a configured limit", `{"command":"git status","timeout":9000}`, 2 * time.Second, "2000"},
+		{"no timeout given", `{"command":"git status","description":"d"}`, 0, "30", "36000"},
+		{"a longer timeout", `{"command":"git status","timeout":600000}`, 0, "30", "36000"},
+		{"a shorter timeout kept", `{"command":"git status","timeout":5000}`, 0, "5", "11000"},
+		{"zero timeout", `{"command":"git status","timeout":0}`, 0, "30", "36000"},
+		{"a timeout that is not a number", `{"command":"git status","timeout":"forever"}`, 0, "30", "36000"},
+		{"a configured limit", `{"command":"git status","timeout":9000}`, 2 * time.Second, "2", "8000"},
+		{"background false", `{"command":"git status","run_in_background":false}`, 1500 * time.Millisecond, "1.5", "7500"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,17 +142,60 @@ func TestWallBoundsAGlance(t *testing.T) {
 			if err := dec.Decode(&got); err != nil {
 				t.Fatal(err)
 			}
-			if got["timeout"] != tt.want {
-				t.Errorf("timeout = %v, want %v", got["timeout"], tt.want)
+			if got["timeout"] != tt.wantCLI {
+				t.Errorf("timeout = %v, want %v", got["timeout"], tt.wantCLI)
 			}
-			if got["command"] != "git status" {
-				t.Errorf("command changed: %v", got["command"])
+			if got["run_in_background"] != false {
+				t.Errorf("run_in_background = %v", got["run_in_background"])
+			}
+			cmd, _ := got["command"].(string)
+			if !strings.Contains(cmd, " -k 5 "+tt.wantLimit+" bash -c 'git status';") {
+				t.Errorf("command %q does not bound git status at %s s", cmd, tt.wantLimit)
 			}
 			if strings.Contains(tt.input, "description") && got["description"] != "d" {
 				t.Errorf("description lost: %v", got)
 			}
 		})
 	}
+}
+
+// TestBoundedCommandRuns runs the wrapper bash is given: a quick glance
+// keeps its output and status, one that would run for a minute ends at
+// the limit with the note.
+func TestBoundedCommandRuns(t *testing.T) {
+	w := &wall{texts: ChineseTexts, w: Wall{GlanceTimeout: time.Second}, timeoutCmd: mustLookPath(t, "timeout")}
+	out, err := exec.Command("bash", "-c", w.bounded(`printf '%s\n' "it's" && exit 3`, time.Second)).CombinedOutput()
+	if code := exitCode(err); string(out) != "it's\n" || code != 3 {
+		t.Errorf("quick glance: %q, exit %d", out, code)
+	}
+	start := time.Now()
+	out, err = exec.Command("bash", "-c", w.bounded("sleep 60", time.Second)).CombinedOutput()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the bounded sleep took %v", took)
+	}
+	if code := exitCode(err); code != 124 || !strings.Contains(string(out), fmt.Sprintf(ChineseTexts.GlanceTimedOut, "1")) {
+		t.Errorf("slow glance: %q, exit %d", out, code)
+	}
+}
+
+func mustLookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s is needed to bound glances: %v", name, err)
+	}
+	return p
+}
+
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
 }
 
 func TestWhitelistWall(t *testing.T) {
@@ -207,5 +257,31 @@ func TestWallArtifactsAndEnglish(t *testing.T) {
 	reason, _ = denial(call(t, EnglishTexts.Wall(Wall{Tools: []string{"Agent"}, Delegate: true}), &claude.HookInput{ToolName: "Agent", ToolInput: json.RawMessage(`{}`)}))
 	if want := "An Agent call must name a worker in subagent_type (this role has no workers to dispatch)"; !strings.HasPrefix(reason, want) {
 		t.Errorf("English missing worker: %q", reason)
+	}
+}
+
+func TestWallRefusesAGlanceAtASpecialFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := coordinatorWall().Matcher()
+	for cmd, refused := range map[string]bool{
+		"cat pipe":               true,
+		"head -n 1 'pipe'":       true,
+		"wc -l " + dir + "/pipe": true,
+		"grep --file=pipe x f":   true,
+		"cat file":               false,
+		"ls -la " + dir:          false,
+		"cat /dev/null":          false,
+		"cat missing":            false,
+	} {
+		out := call(t, m, &claude.HookInput{ToolName: "Bash", Cwd: dir, ToolInput: bashInput(cmd)})
+		if _, denied := denial(out); denied != refused {
+			t.Errorf("%s: refused %v, want %v (%s)", cmd, denied, refused, mustJSON(out))
+		}
 	}
 }
