@@ -517,4 +517,18 @@ func TestRealASlowGlanceEndsWithinItsLimit(t *testing.T) {
 	if r := results[1]; !r.IsError || !strings.Contains(r.Content, fmt.Sprintf(guard.ChineseTexts.GlanceTimedOut, "1")) {
 		t.Errorf("the slow glance: the model got %.300q, want the note that it was stopped", r.Content)
 	}
+	// The history keeps the model's own command, not the wrapper, so that
+	// expiry on a later resume still knows it for a glance.
+	var commands []string
+	last := srv.Requests()[len(srv.Requests())-1]
+	for _, m := range last.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_use" {
+				commands = append(commands, string(b.Input))
+			}
+		}
+	}
+	if len(commands) != 2 || !strings.Contains(commands[1], `"grep -r flower-never-finds-this /usr"`) || strings.Contains(commands[1], "bash -c") {
+		t.Errorf("the history's commands: %q", commands)
+	}
 }
