@@ -141,16 +141,18 @@ func Isolate() RoleOption { return func(c *roleConfig) { c.isolate = true } }
 // rules followed by instructions.
 //
 // Tools: Agent, TodoWrite, Read (unless NoRead), Bash (unless NoGlance; the
-// delegate guard lets only commands ephemeral.Is accepts through), the
+// wall lets only glances through, bounded in time), the
 // channel's inbox and ask (WithChannel; both, since an MCP server exposes
 // both anyway), and any WebFetch or WebSearch of the workers' tools:
 // approval is session-wide, and a worker tool missing from it is refused
 // over and over in an unattended run. Write, Edit and Bash are never merged
 // from the workers.
 //
-// The spec is DelegateOnly (the delegate guard, not the whitelist; no
-// disallowed tool, which would disarm the workers), dispatches workers,
-// wants the workbench and runs in permission mode acceptEdits. Options:
+// The spec is DelegateOnly (its wall refuses every other tool with the
+// delegate text, and an Agent call naming anything but one of workers;
+// hands off never comes from disallowed tools, which would disarm the
+// workers), dispatches workers, wants the workbench and runs in permission
+// mode acceptEdits. Options:
 // WithLang, WithChannel, NoRead, NoGlance, WithRules.
 func Coordinator(name, instructions string, workers map[string]claude.AgentDefinition, opts ...RoleOption) AgentSpec {
 	c := roleOptions(opts)
@@ -213,8 +215,8 @@ func Worker(description, prompt string, opts ...RoleOption) claude.AgentDefiniti
 // Clarify builds the clarifier: it asks the human what it needs before any
 // work starts, then writes the four-part brief. It only asks and reads:
 // its tools are the channel's ask (ch may be nil for none) and, unless
-// NoRead, Read, Glob, Grep, WebFetch and WebSearch; the whitelist guard
-// refuses it Bash, Write and Edit. No inbox, no workbench, the CLI's
+// NoRead, Read, Glob, Grep, WebFetch and WebSearch; its wall refuses it
+// every other tool. No inbox, no workbench, the CLI's
 // default permission mode, no turn cap. Options: WithLang,
 // WithInstructions, NoRead, WithRules.
 func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
@@ -234,8 +236,8 @@ func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
 
 // Judge builds the judge that sets a goal from a brief and rules on each
 // round: achieved, not yet or unreachable. Its tools are the channel's ask
-// (ch may be nil for none), Read, Glob and Grep, and Bash with CanRun; the
-// whitelist guard refuses it Write and Edit, and Bash without CanRun. No
+// (ch may be nil for none), Read, Glob and Grep, and Bash with CanRun; its
+// wall refuses it every other tool (Write, Edit, and Bash without CanRun). No
 // inbox, no workbench, the CLI's default permission mode. Options:
 // WithLang, WithInstructions, CanRun, WithRules.
 func Judge(name string, ch Channel, opts ...RoleOption) AgentSpec {

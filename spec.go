@@ -34,7 +34,7 @@ func DefaultAllowedTools() []string { return []string{"Read", "Glob", "Grep"} }
 //
 // The zero value of every field but Name is a useful default: Read, Glob
 // and Grep approved, the CLI's model and permission mode, no limits, the
-// workbench index injected, the whitelist guard installed.
+// workbench index injected, the wall (whitelist refusals) installed.
 type AgentSpec struct {
 	// Name labels the agent: its step, its refusals ("<name> has no
 	// Write"). Required.
@@ -48,10 +48,11 @@ type AgentSpec struct {
 	// means DefaultAllowedTools (Read, Glob, Grep); an empty non-nil slice
 	// means none. The list is not exclusive in the CLI, and it is
 	// session-scoped: it applies to the subagents too, which is why a
-	// coordinator carries its workers' web tools. Unless DelegateOnly,
-	// BuildOptions installs the whitelist guard, which refuses the main
-	// thread every hands-on tool (Bash, Write, Edit, NotebookEdit) missing
-	// from this list.
+	// coordinator carries its workers' web tools. The wall BuildOptions
+	// installs makes it exclusive on the main thread: every tool not in
+	// this list (and not guard.AlwaysAllowed) is refused there, including
+	// the tools the CLI adds later; an MCP tool is listed by its full name
+	// or its server ("mcp__human").
 	AllowedTools []string
 	// DisallowedTools are removed for the whole session, subagents
 	// included ("Bash is disabled for this session, in subagents as well as
