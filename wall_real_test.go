@@ -18,8 +18,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
@@ -530,5 +533,65 @@ func TestRealASlowGlanceEndsWithinItsLimit(t *testing.T) {
 	}
 	if len(commands) != 2 || !strings.Contains(commands[1], `"grep -r flower-never-finds-this /usr"`) || strings.Contains(commands[1], "bash -c") {
 		t.Errorf("the history's commands: %q", commands)
+	}
+}
+
+// testChannel is a human channel whose ask answers at once and whose inbox
+// holds one message.
+type testChannel struct{ server *mcp.Server }
+
+func newTestChannel(asked *atomic.Int32) testChannel {
+	s := mcp.NewServer(&mcp.Implementation{Name: ChannelServer, Version: "1.0.0"}, nil)
+	type askArgs struct {
+		Question string `json:"question"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Asks the human"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
+			asked.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "answer: yes"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "inbox", Description: "What the human said"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "inbox: use Go"}}}, nil, nil
+		})
+	return testChannel{server: s}
+}
+
+func (c testChannel) MCPServers() map[string]claude.MCPServer {
+	return map[string]claude.MCPServer{ChannelServer: claude.SDKServer{Server: c.server}}
+}
+
+// TestRealTheWallLetsTheChannelThroughToolSearch: with the CLI's default
+// tool search on, MCP tools are deferred; the coordinator reaches the
+// channel's tools through ToolSearch, which every wall lets through, and
+// their answers reach the model.
+func TestRealTheWallLetsTheChannelThroughToolSearch(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int32
+	ch := newTestChannel(&asked)
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:ask": {
+		claudetest.NewReply(claudetest.ToolUse("", "ToolSearch", map[string]any{"query": "select:" + AskTool + "," + InboxTool, "max_results": 5})),
+		claudetest.NewReply(claudetest.ToolUse("", AskTool, map[string]any{"question": "Go or Rust?"})),
+		claudetest.NewReply(claudetest.ToolUse("", InboxTool, map[string]any{})),
+		claudetest.Say("asked"),
+	}}.Handler())
+	spec := Coordinator("协调者", "", map[string]claude.AgentDefinition{"coder": Worker("writes files", "You write files.")}, WithChannel(ch))
+	scene := &wallScene{t: t, ws: t.TempDir(), srv: srv, env: claudetest.Env(t, srv), spec: spec}
+	queryAll(t, "SCENARIO:ask", scene.options(t))
+	if first := srv.Requests()[0]; slices.Contains(first.Tools, AskTool) {
+		t.Logf("the CLI offered %s at once (not deferred)", AskTool)
+	}
+	results := lastMainResults(srv)
+	if len(results) != 3 {
+		t.Fatalf("%d tool results, want 3", len(results))
+	}
+	// ToolSearch answers with tool references, not text.
+	for i, want := range []string{"", "answer: yes", "inbox: use Go"} {
+		if r := results[i]; r.IsError || !strings.Contains(r.Content, want) {
+			t.Errorf("result %d: %.300q, want %q", i, r.Content, want)
+		}
+	}
+	if asked.Load() != 1 {
+		t.Errorf("ask ran %d times, want 1", asked.Load())
 	}
 }
