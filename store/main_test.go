@@ -10,8 +10,8 @@ import (
 // helperDBEnv set, the binary appends as one of them instead of testing.
 func TestMain(m *testing.M) {
 	if path := os.Getenv(helperDBEnv); path != "" {
-		if err := helperAppender(path); err != nil {
-			fmt.Fprintln(os.Stderr, "helper appender:", err)
+		if err := runHelper(path); err != nil {
+			fmt.Fprintln(os.Stderr, "store helper:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)

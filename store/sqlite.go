@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,8 +49,9 @@ var (
 	ErrInvalidEntry = errors.New("invalid transcript entry")
 	// ErrCorrupt: the file is not an SQLite database or is damaged.
 	ErrCorrupt = errors.New("file is not a database or is damaged")
-	// ErrLocked: another connection held the write lock for longer than the
-	// store waits (its busy timeout, or the caller's context).
+	// ErrLocked: another connection held the database's lock and the store
+	// stopped waiting: SQLite gave up (its busy timeout, or at once where
+	// waiting could deadlock), or the caller's context ended.
 	ErrLocked = errors.New("database is locked")
 	// ErrNewerSchema: the database was written by a newer flower.
 	ErrNewerSchema = errors.New("database was written by a newer flower")
@@ -102,13 +105,18 @@ var (
 
 // Open opens the database at path, creating it and its parent directories
 // when missing, and creates the tables it lacks. It may wait up to 30 s for
-// another process that holds the database's write lock.
+// another process that holds the database's lock. A new file is readable by
+// this user only (0600), and so are the -wal and -shm files SQLite keeps
+// beside it: a transcript holds every tool's output. New parent directories
+// are 0700.
 //
 // It fails when the directory cannot be created, when the file is not an
 // SQLite database (the error wraps ErrCorrupt and says to move the file
-// aside), when a newer flower wrote it (ErrNewerSchema), or when the file
-// cannot be opened or written.
+// aside), when a newer flower wrote it (ErrNewerSchema), when another
+// process kept it locked too long (ErrLocked), or when the file cannot be
+// opened or written.
 func Open(path string) (*SQLite, error) {
+	start := time.Now()
 	if path == "" {
 		return nil, errors.New("store: open: no path given; pass the database file, e.g. runs/sessions.db")
 	}
@@ -116,11 +124,14 @@ func Open(path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open %s: create its directory: %w", abs, err)
 	}
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return nil, fmt.Errorf("store: open %s: it is a directory; pass the database file inside it, e.g. %s", abs, filepath.Join(abs, "sessions.db"))
+	}
+	if err := createPrivate(abs); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w; check that its directory is writable by this user", abs, err)
 	}
 	db, err := sql.Open("sqlite", dsn(abs))
 	if err != nil {
@@ -132,28 +143,41 @@ func Open(path string) (*SQLite, error) {
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
 	s := &SQLite{path: abs, db: db, write: make(chan struct{}, 1)}
-	if err := s.init(context.Background()); err != nil {
+	if err := s.init(context.Background(), start); err != nil {
 		db.Close()
 		return nil, err
 	}
-	if err := s.prepare(context.Background()); err != nil {
+	if err := s.prepare(context.Background(), start); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
+// createPrivate creates an empty file at path, readable by this user only,
+// unless something is there already. An empty file is an empty database,
+// and SQLite gives the -wal and -shm files it creates the mode of the
+// database file, so all three stay private.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // an existing database keeps the mode its owner gave it
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // dsn is the modernc.org/sqlite data source name for the file at abs. The
-// pragmas run on every new connection.
+// pragmas run on every new connection. The journal mode is not among them:
+// it is a property of the file, set once by init (see setWAL).
 func dsn(abs string) string {
 	q := url.Values{}
 	// Two flower processes may write one database: wait for the other's
 	// transaction rather than fail at once (the caller's context can end
 	// the wait sooner).
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyTimeout.Milliseconds(), 10)+")")
-	// WAL: readers (a listing, a resume in another process) never wait for
-	// the writer, and the writer never waits for them.
-	q.Add("_pragma", "journal_mode(WAL)")
 	// NORMAL is durable enough in WAL mode and fast: commits skip fsync; a
 	// power loss may drop the last commits but never corrupts the file, and
 	// the CLI's own JSONL is the other copy.
@@ -165,30 +189,79 @@ func dsn(abs string) string {
 	return u.String() + "?" + q.Encode()
 }
 
-func (s *SQLite) init(ctx context.Context) error {
+func (s *SQLite) init(ctx context.Context, start time.Time) error {
 	op := "open " + s.path
+	if err := s.setWAL(ctx, op, start); err != nil {
+		return err
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	defer tx.Rollback()
 	var version int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	if version > schemaVersion {
 		return fmt.Errorf("store: %s: %w (schema version %d, this flower knows %d); upgrade flower or use another run directory", op, ErrNewerSchema, version, schemaVersion)
 	}
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	if _, err := tx.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(schemaVersion)); err != nil {
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	return nil
+}
+
+// setWAL puts the database in WAL mode, in which readers (a listing, a
+// resume in another process) never wait for the writer, nor the writer for
+// them. The mode is stored in the file, so it is set once and every later
+// connection, of any process, finds it.
+//
+// Switching a rollback-journal file (a new one) to WAL upgrades a read lock
+// to an exclusive one; when another process does the same at that moment,
+// SQLite answers BUSY at once, without its busy handler, to avoid a
+// deadlock. So a BUSY is retried here, backing off, until the busy timeout
+// from start or the context ends.
+func (s *SQLite) setWAL(ctx context.Context, op string, start time.Time) error {
+	deadline := start.Add(busyTimeout)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		var mode string
+		err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				// SQLite keeps the old mode where WAL cannot work (a file
+				// system without shared memory): slower, still correct.
+				slog.Warn("store: the database stays out of WAL mode; readers will wait for writers", "path", s.path, "journal_mode", mode)
+			}
+			return nil
+		}
+		if !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return s.fail(ctx, op, start, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return s.lockWaitErr(ctx, op, start)
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's BUSY or LOCKED.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
 }
 
 // Path returns the absolute path of the database file.
@@ -225,7 +298,7 @@ func (st *appendStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{&st.nextSeq, &st.insert, &st.newest, &st.putMeta, &st.summary, &st.putSummary}
 }
 
-func (s *SQLite) prepare(ctx context.Context) error {
+func (s *SQLite) prepare(ctx context.Context, start time.Time) error {
 	queries := map[**sql.Stmt]string{
 		&s.stmts.nextSeq: `SELECT next_seq FROM meta WHERE store_key = ?`,
 		// A uuid already stored for the key (or earlier in the batch) hits
@@ -242,7 +315,7 @@ func (s *SQLite) prepare(ctx context.Context) error {
 	for _, dst := range s.stmts.all() {
 		st, err := s.db.PrepareContext(ctx, queries[dst])
 		if err != nil {
-			return s.fail(ctx, "open "+s.path, err)
+			return s.fail(ctx, "open "+s.path, start, err)
 		}
 		*dst = st
 	}
@@ -367,25 +440,26 @@ func (s *SQLite) Append(ctx context.Context, key claude.SessionKey, entries []js
 // time, and BEGIN IMMEDIATE against the others. committed runs after a
 // successful commit, still holding the writer slot.
 func (s *SQLite) writeTx(ctx context.Context, op string, fn func(*sql.Tx) error, committed func()) error {
+	start := time.Now()
 	select {
 	case s.write <- struct{}{}:
 	case <-ctx.Done():
-		return s.lockWaitErr(ctx, op)
+		return s.lockWaitErr(ctx, op, start)
 	}
 	defer func() { <-s.write }()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		if ctx.Err() != nil {
-			return s.lockWaitErr(ctx, op)
+			return s.lockWaitErr(ctx, op, start)
 		}
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback() // the error that matters is fn's
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return s.fail(ctx, op, err)
+		return s.fail(ctx, op, start, err)
 	}
 	if committed != nil {
 		committed()
@@ -393,13 +467,19 @@ func (s *SQLite) writeTx(ctx context.Context, op string, fn func(*sql.Tx) error,
 	return nil
 }
 
-func (s *SQLite) lockWaitErr(ctx context.Context, op string) error {
-	return fmt.Errorf("store: %s: %w: the context ended while waiting for the write lock on %s, which another connection or process (a second flower on the same run directory?) holds: %w",
-		op, ErrLocked, s.path, ctx.Err())
+func (s *SQLite) lockWaitErr(ctx context.Context, op string, start time.Time) error {
+	return fmt.Errorf("store: %s: %w: the context ended after %v of waiting for the write lock on %s, which another connection or process (a second flower on the same run directory?) holds: %w",
+		op, ErrLocked, since(start), s.path, ctx.Err())
 }
 
-// fail turns a database error into one that says what to do.
-func (s *SQLite) fail(ctx context.Context, op string, err error) error {
+// since is the time from start, rounded for a message.
+func since(start time.Time) time.Duration {
+	return time.Since(start).Round(time.Millisecond)
+}
+
+// fail turns a database error of the operation op, begun at start, into one
+// that says what to do.
+func (s *SQLite) fail(ctx context.Context, op string, start time.Time, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(err, ctxErr) {
 			return fmt.Errorf("store: %s: %w", op, err)
@@ -414,7 +494,10 @@ func (s *SQLite) fail(ctx context.Context, op string, err error) error {
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
 		return fmt.Errorf("store: %s: %w — move %s aside and rerun; flower will create a fresh one (%w)", op, ErrCorrupt, s.path, err)
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-		return fmt.Errorf("store: %s: %w: another connection or process held the write lock on %s for over %v; stop the other flower or retry (%w)", op, ErrLocked, s.path, busyTimeout, err)
+		// Only what was measured: SQLite may give up long before its busy
+		// timeout (to avoid a deadlock), so the timeout says nothing of how
+		// long the lock was held.
+		return fmt.Errorf("store: %s: %w: SQLite found %s locked by another connection or process and gave up after %v; stop the other flower on this run directory or retry (%w)", op, ErrLocked, s.path, since(start), err)
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("store: %s: the disk holding %s is full; free some space and retry (%w)", op, s.path, err)
 	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
@@ -430,6 +513,7 @@ func (s *SQLite) fail(ctx context.Context, op string, err error) error {
 // written. It fails when ctx is done, key is invalid (ErrInvalidKey) or the
 // database fails.
 func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMessage, error) {
+	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: load: %w", err)
 	}
@@ -439,7 +523,7 @@ func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMes
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT payload FROM entries WHERE store_key = ? ORDER BY seq`, sk)
 	if err != nil {
-		return nil, s.fail(ctx, "load "+sk, err)
+		return nil, s.fail(ctx, "load "+sk, start, err)
 	}
 	defer rows.Close()
 	var out []json.RawMessage
@@ -449,7 +533,7 @@ func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMes
 	for rows.Next() {
 		var p sql.RawBytes
 		if err := rows.Scan(&p); err != nil {
-			return nil, s.fail(ctx, "load "+sk, err)
+			return nil, s.fail(ctx, "load "+sk, start, err)
 		}
 		if cap(arena)-len(arena) < len(p) {
 			chunk = min(2*chunk, 1<<20)
@@ -460,7 +544,7 @@ func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMes
 		out = append(out, json.RawMessage(arena[start:len(arena):len(arena)]))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, "load "+sk, err)
+		return nil, s.fail(ctx, "load "+sk, start, err)
 	}
 	return out, nil
 }
@@ -469,6 +553,7 @@ func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMes
 // newest mtime first, or nil when it has none. It fails when ctx is done,
 // projectKey is invalid (ErrInvalidKey) or the database fails.
 func (s *SQLite) ListSessions(ctx context.Context, projectKey string) ([]claude.SessionInfo, error) {
+	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list sessions: %w", err)
 	}
@@ -480,7 +565,7 @@ func (s *SQLite) ListSessions(ctx context.Context, projectKey string) ([]claude.
 	rows, err := s.db.QueryContext(ctx, `SELECT store_key, mtime FROM meta WHERE store_key >= ? AND store_key < ?
 		ORDER BY mtime DESC, store_key`, lo, hi)
 	if err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, s.fail(ctx, op, start, err)
 	}
 	defer rows.Close()
 	var out []claude.SessionInfo
@@ -488,14 +573,14 @@ func (s *SQLite) ListSessions(ctx context.Context, projectKey string) ([]claude.
 		var sk string
 		var mtime int64
 		if err := rows.Scan(&sk, &mtime); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return nil, s.fail(ctx, op, start, err)
 		}
 		if id := sk[len(lo):]; !strings.Contains(id, "/") {
 			out = append(out, claude.SessionInfo{SessionID: id, Mtime: mtime})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, s.fail(ctx, op, start, err)
 	}
 	return out, nil
 }
@@ -506,6 +591,7 @@ func (s *SQLite) ListSessions(ctx context.Context, projectKey string) ([]claude.
 // ListSessions mtime. It fails when ctx is done, projectKey is invalid
 // (ErrInvalidKey) or the database fails.
 func (s *SQLite) ListSessionSummaries(ctx context.Context, projectKey string) ([]claude.SessionSummary, error) {
+	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list summaries: %w", err)
 	}
@@ -516,7 +602,7 @@ func (s *SQLite) ListSessionSummaries(ctx context.Context, projectKey string) ([
 	rows, err := s.db.QueryContext(ctx, `SELECT session_id, mtime, data FROM summaries WHERE project_key = ?
 		ORDER BY mtime DESC, session_id`, projectKey)
 	if err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, s.fail(ctx, op, start, err)
 	}
 	defer rows.Close()
 	var out []claude.SessionSummary
@@ -524,13 +610,13 @@ func (s *SQLite) ListSessionSummaries(ctx context.Context, projectKey string) ([
 		var sum claude.SessionSummary
 		var data []byte
 		if err := rows.Scan(&sum.SessionID, &sum.Mtime, &data); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return nil, s.fail(ctx, op, start, err)
 		}
 		sum.Data = data
 		out = append(out, sum)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, s.fail(ctx, op, start, err)
 	}
 	return out, nil
 }
@@ -577,6 +663,7 @@ func (s *SQLite) Delete(ctx context.Context, key claude.SessionKey) error {
 // bytewise, or nil when it has none. It fails when ctx is done, the project
 // key or session id is invalid (ErrInvalidKey) or the database fails.
 func (s *SQLite) ListSubkeys(ctx context.Context, projectKey, sessionID string) ([]string, error) {
+	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list subkeys: %w", err)
 	}
@@ -588,19 +675,19 @@ func (s *SQLite) ListSubkeys(ctx context.Context, projectKey, sessionID string) 
 	lo, hi := keyRange(sk)
 	rows, err := s.db.QueryContext(ctx, `SELECT store_key FROM meta WHERE store_key >= ? AND store_key < ? ORDER BY store_key`, lo, hi)
 	if err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, s.fail(ctx, op, start, err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var k string
 		if err := rows.Scan(&k); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return nil, s.fail(ctx, op, start, err)
 		}
 		out = append(out, k[len(lo):])
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, s.fail(ctx, op, start, err)
 	}
 	return out, nil
 }
@@ -609,24 +696,25 @@ func (s *SQLite) ListSubkeys(ctx context.Context, projectKey, sessionID string) 
 // bytewise, or nil when the store is empty. It fails when ctx is done or the
 // database fails.
 func (s *SQLite) Projects(ctx context.Context) ([]string, error) {
+	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list projects: %w", err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT substr(store_key, 1, instr(store_key, '/') - 1) AS project FROM meta ORDER BY project`)
 	if err != nil {
-		return nil, s.fail(ctx, "list projects", err)
+		return nil, s.fail(ctx, "list projects", start, err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var p string
 		if err := rows.Scan(&p); err != nil {
-			return nil, s.fail(ctx, "list projects", err)
+			return nil, s.fail(ctx, "list projects", start, err)
 		}
 		out = append(out, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, "list projects", err)
+		return nil, s.fail(ctx, "list projects", start, err)
 	}
 	return out, nil
 }
@@ -635,6 +723,7 @@ func (s *SQLite) Projects(ctx context.Context) ([]string, error) {
 // written, reading one meta row and no entry. It fails when ctx is done, the
 // key is invalid (ErrInvalidKey) or the database fails.
 func (s *SQLite) HasSession(ctx context.Context, projectKey, sessionID string) (bool, error) {
+	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("store: has session: %w", err)
 	}
@@ -647,7 +736,7 @@ func (s *SQLite) HasSession(ctx context.Context, projectKey, sessionID string) (
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:
-		return false, s.fail(ctx, "has session "+sk, err)
+		return false, s.fail(ctx, "has session "+sk, start, err)
 	}
 	return true, nil
 }
@@ -659,6 +748,7 @@ func (s *SQLite) HasSession(ctx context.Context, projectKey, sessionID string) (
 // none does or the session was never written. It fails when ctx is done, the
 // key is invalid (ErrInvalidKey) or the database fails.
 func (s *SQLite) LastContext(ctx context.Context, projectKey, sessionID string) (int, error) {
+	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("store: last context: %w", err)
 	}
@@ -669,20 +759,20 @@ func (s *SQLite) LastContext(ctx context.Context, projectKey, sessionID string) 
 	op := "last context of " + sk
 	rows, err := s.db.QueryContext(ctx, `SELECT payload FROM entries WHERE store_key = ? ORDER BY seq DESC LIMIT ?`, sk, lastContextScan)
 	if err != nil {
-		return 0, s.fail(ctx, op, err)
+		return 0, s.fail(ctx, op, start, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var p sql.RawBytes
 		if err := rows.Scan(&p); err != nil {
-			return 0, s.fail(ctx, op, err)
+			return 0, s.fail(ctx, op, start, err)
 		}
 		if n := usageContext(p); n > 0 {
 			return n, nil
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, s.fail(ctx, op, err)
+		return 0, s.fail(ctx, op, start, err)
 	}
 	return 0, nil
 }
