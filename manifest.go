@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/flowerrun/flower/internal/atomicfile"
 )
 
 // ManifestName is the manifest's file name in a run directory.
@@ -73,7 +75,7 @@ func WriteManifest(path, run string, results []StepResult) (*ManifestRecovery, e
 		return nil, errors.New("flower: write manifest: empty run id")
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("flower: write manifest: %w", err)
 	}
 	unlock, err := lockFile(path + ".lock")
@@ -121,7 +123,9 @@ func WriteManifest(path, run string, results []StepResult) (*ManifestRecovery, e
 	if err := enc.Encode(rows); err != nil {
 		return rec, fmt.Errorf("flower: write manifest: %w", err)
 	}
-	if err := writeAtomic(path, buf.Bytes()); err != nil {
+	// The rows hold the agents' answers: this user's only, like the run
+	// directory.
+	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
 		return rec, fmt.Errorf("flower: write manifest: %w", err)
 	}
 	return rec, nil
@@ -197,7 +201,7 @@ func moveAside(path string) (string, error) {
 // lockFile takes an exclusive flock on path, creating it. The lock file
 // stays: removing it would let two processes lock different files.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -215,37 +219,4 @@ func lockFile(path string) (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
-}
-
-// writeAtomic replaces path with data: a temporary file in the same
-// directory, synced, then renamed over it, so a reader never sees half a
-// manifest.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }

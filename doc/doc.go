@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/flowerrun/flower/internal/atomicfile"
 	"github.com/flowerrun/flower/internal/lang"
 )
 
@@ -34,46 +35,21 @@ func (l Lang) pick(zh, en string) string {
 	return zh
 }
 
-// writeFile writes data to path atomically (a temporary file in the same
-// directory, then a rename), creating parent directories, so a reader never
-// sees half a document even when two flower processes share a run
-// directory. It returns the absolute path written.
+// writeFile writes data to path atomically (see atomicfile), creating
+// parent directories, so a reader never sees half a document even when two
+// flower processes share a run directory. It returns the absolute path
+// written.
 func writeFile(path string, data []byte) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", fmt.Errorf("doc: write %s: %w", path, err)
 	}
-	dir := filepath.Dir(abs)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return "", fmt.Errorf("doc: write %s: %w", abs, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(abs)+".tmp*")
-	if err != nil {
-		return "", fmt.Errorf("doc: write %s: %w", abs, err)
-	}
-	fail := func(err error) (string, error) {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("doc: write %s: %w", abs, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	// CreateTemp makes the file 0600; documents are meant to be read and
-	// edited by the human too.
-	if err := tmp.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("doc: write %s: %w", abs, err)
-	}
-	if err := os.Rename(tmp.Name(), abs); err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("doc: write %s: %w", abs, err)
+	// Documents are meant to be read and edited by the human too.
+	if err := atomicfile.Write(abs, data, 0o644); err != nil {
+		return "", fmt.Errorf("doc: %w", err)
 	}
 	return abs, nil
 }
