@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -183,8 +184,16 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flower: run directory %s: %w", c.runDir, err)
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	// The run directory holds whole transcripts: this user's only, and,
+	// when flower creates it, out of git (an existing one is its owner's).
+	_, statErr := os.Stat(runDir)
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
 		return nil, fmt.Errorf("flower: create the run directory: %w", err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		if err := workbench.KeepOutOfGit(runDir); err != nil {
+			return nil, fmt.Errorf("flower: run directory: %w", err)
+		}
 	}
 	if err := c.handoff.Validate(); err != nil {
 		return nil, err
@@ -408,7 +417,7 @@ func (rt *Runtime) logEvent(step string, e Event) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.events == nil {
-		f, err := os.OpenFile(filepath.Join(rt.runDir, "events.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(filepath.Join(rt.runDir, "events.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err != nil {
 			slog.Warn("flower: events.jsonl", "err", err)
 			return

@@ -17,6 +17,8 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/ephemeral"
+	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/workbench"
 )
 
 // ProjectLister lists the project keys a store holds (sorted).
@@ -300,35 +302,22 @@ func (t *Trimming) spillPath(text string) (rel, abs string) {
 	return filepath.ToSlash(filepath.Join(dir, name)), filepath.Join(t.workspace, dir, name)
 }
 
-// writeSpill writes text to path atomically (temp file, then rename). A
-// regular file of the right size already there is kept: the name is the
-// content's hash. There is no fsync: a file a crash left short has the wrong
-// size and is written again by the next Load, from the stored rows.
-func writeSpill(path, text string) (err error) {
+// writeSpill writes text to path atomically, readable by this user only (a
+// spill is a tool's output, which may hold secrets), in a folder kept out of
+// git. A regular file of the right size already there is kept: the name is
+// the content's hash.
+func writeSpill(path, text string) error {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(text)) {
 		return nil
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := workbench.KeepOutOfGit(dir); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.WriteString(text); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, []byte(text), 0o600)
 }
 
 // ListSessions forwards to the base; without claude.SessionLister it fails

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -68,9 +69,16 @@ func TestTrimSpillsOldBulkyResults(t *testing.T) {
 	if got := s.TrimReport(); got != wantText {
 		t.Errorf("TrimReport = %q, want %q", got, wantText)
 	}
-	leftovers, _ := filepath.Glob(filepath.Join(ws, ".flower/spill/.*"))
+	leftovers, _ := filepath.Glob(filepath.Join(ws, ".flower/spill/.*.tmp"))
 	if len(leftovers) != 0 {
 		t.Errorf("temporary files left behind: %v", leftovers)
+	}
+	// Spills are tool output: this user's only, and out of git.
+	dir := filepath.Join(ws, ".flower", "spill")
+	wantMode(t, dir, fs.ModeDir|0o700)
+	wantMode(t, filepath.Join(dir, layerSpillName(texts[0])), 0o600)
+	if got, err := os.ReadFile(filepath.Join(dir, ".gitignore")); string(got) != "*\n" {
+		t.Errorf("the spill folder's .gitignore = %q, %v; want %q", got, err, "*\n")
 	}
 }
 

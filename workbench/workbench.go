@@ -6,10 +6,14 @@ package workbench
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/flowerrun/flower/internal/atomicfile"
 )
 
 // Defaults of the Workbench fields.
@@ -114,8 +118,12 @@ func (w *Workbench) Contains(p string) bool {
 	return within(root, filepath.Clean(p)) || within(canonical(root), canonical(p))
 }
 
-// Ensure creates scripts/, artifacts/ and notes/.
+// Ensure creates scripts/, artifacts/ and notes/, and a .gitignore that
+// keeps the whole root out of git (see Spill).
 func (w *Workbench) Ensure() error {
+	if err := w.ensureRoot(); err != nil {
+		return err
+	}
 	for _, d := range []string{w.Scripts(), w.Artifacts(), w.Notes()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("workbench: create %s: %w", d, err)
@@ -124,9 +132,39 @@ func (w *Workbench) Ensure() error {
 	return nil
 }
 
+// ensureRoot creates the root and keeps it out of git (KeepOutOfGit): the
+// workbench holds tool output, and a worker's `git add -A` in the
+// workspace must not commit it.
+func (w *Workbench) ensureRoot() error {
+	root := w.Root()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("workbench: create %s: %w", root, err)
+	}
+	if err := KeepOutOfGit(root); err != nil {
+		return fmt.Errorf("workbench: %w", err)
+	}
+	return nil
+}
+
+// KeepOutOfGit writes, into the existing directory dir, a .gitignore that
+// ignores everything in dir, itself included, unless dir has a .gitignore
+// already: that one is its owner's and stays as it is. flower keeps the
+// folders it fills with tool output out of git this way.
+func KeepOutOfGit(dir string) error {
+	path := filepath.Join(dir, ".gitignore")
+	if _, err := os.Lstat(path); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // there, or unknowable: either way not ours to write
+	}
+	if err := atomicfile.Write(path, []byte("*\n"), 0o644); err != nil {
+		return fmt.Errorf("keep %s out of git: %w", dir, err)
+	}
+	return nil
+}
+
 // Spill writes content to spill/<first 16 hex digits of its SHA-256>.txt,
 // keeping a file already there (same name, same content), and returns the
-// file's absolute path.
+// file's absolute path. The file and the folder are this user's only, and
+// the root's .gitignore keeps them out of git.
 func (w *Workbench) Spill(content string) (string, error) {
 	dir := w.SpillDir()
 	sum := sha256.Sum256([]byte(content))
@@ -134,10 +172,14 @@ func (w *Workbench) Spill(content string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := w.ensureRoot(); err != nil {
+		return "", err
+	}
+	// A spill is a tool's output, which may hold secrets: this user's only.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("workbench: create spill folder: %w", err)
 	}
-	if err := writeAtomic(path, []byte(content)); err != nil {
+	if err := atomicfile.Write(path, []byte(content), 0o600); err != nil {
 		return "", fmt.Errorf("workbench: spill: %w", err)
 	}
 	return path, nil
@@ -176,7 +218,7 @@ func (w *Workbench) Refresh() (string, error) {
 	if old, err := os.ReadFile(path); err == nil && string(old) == text {
 		return text, nil
 	}
-	if err := writeAtomic(path, []byte(text)); err != nil {
+	if err := atomicfile.Write(path, []byte(text), 0o644); err != nil {
 		return "", fmt.Errorf("workbench: write index: %w", err)
 	}
 	return text, nil
@@ -283,33 +325,4 @@ func humanSize(n int64) string {
 	default:
 		return fmt.Sprintf("%.1fM", float64(n)/(1024*1024))
 	}
-}
-
-// writeAtomic writes data to a temporary file beside path and renames it
-// over path, so that readers see the old or the new content, never a part.
-func writeAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	return err
 }

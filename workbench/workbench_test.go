@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -446,4 +448,93 @@ func TestConcurrentRefreshAndSpill(t *testing.T) {
 	if len(left)+len(more) > 0 {
 		t.Errorf("temporary files left: %v %v", left, more)
 	}
+}
+
+// A spill is a tool's output, which may hold secrets: it was 0644 in a 0755
+// folder, readable by every user of the machine.
+func TestSpillIsPrivate(t *testing.T) {
+	wb := New(t.TempDir())
+	path, err := wb.Spill("token=s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]fs.FileMode{path: 0o600, wb.SpillDir(): fs.ModeDir | 0o700} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode() & (fs.ModeDir | fs.ModePerm); got != want {
+			t.Errorf("%s has mode %v, want %v", p, got, want)
+		}
+	}
+	// The index is for reading, by the human too.
+	if _, err := wb.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(wb.IndexPath()); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Errorf("INDEX.md: %v, %v; want mode 0644", fi.Mode(), err)
+	}
+}
+
+// A worker's `git add -A` committed the workbench (tool output included):
+// the root keeps itself out of git, unless its owner wrote a .gitignore.
+func TestWorkbenchKeepsItselfOutOfGit(t *testing.T) {
+	for name, create := range map[string]func(*Workbench) error{
+		"Refresh": func(wb *Workbench) error { _, err := wb.Refresh(); return err },
+		"Ensure":  func(wb *Workbench) error { return wb.Ensure() },
+		"Spill":   func(wb *Workbench) error { _, err := wb.Spill("x"); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			wb := New(t.TempDir())
+			if err := create(wb); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(wb.Root(), ".gitignore"))
+			if err != nil || string(got) != "*\n" {
+				t.Fatalf(".gitignore = %q, %v; want %q", got, err, "*\n")
+			}
+		})
+	}
+	wb := New(t.TempDir())
+	own := filepath.Join(wb.Root(), ".gitignore")
+	write(t, own, "spill/\n")
+	if _, err := wb.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(own); string(got) != "spill/\n" {
+		t.Errorf("the owner's .gitignore was replaced by %q", got)
+	}
+	// INDEX.md lists what agents left, not the .gitignore.
+	if text, _ := wb.Refresh(); strings.Contains(text, "gitignore") {
+		t.Errorf("the index lists the .gitignore:\n%s", text)
+	}
+
+	t.Run("git add -A", func(t *testing.T) {
+		ws := t.TempDir()
+		git := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command("git", args...)
+			cmd.Dir = ws
+			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+ws)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+			return string(out)
+		}
+		git("init", "-q")
+		wb := New(ws)
+		if _, err := wb.Spill("tool output"); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(wb.Scripts(), "x.sh"), "# x\n")
+		if _, err := wb.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(ws, "main.go"), "package main\n")
+		git("add", "-A")
+		if got := git("diff", "--cached", "--name-only"); got != "main.go\n" {
+			t.Errorf("git add -A staged %q, want only main.go", got)
+		}
+	})
 }
