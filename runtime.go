@@ -81,7 +81,9 @@ type config struct {
 
 // WithRunDir puts the run directory (sessions.db, manifest.json,
 // events.jsonl, the default workbench) at dir, resolved against the
-// current directory. Default "runs".
+// current directory. Default "runs". The files flower creates there are
+// this user's only (0600); a directory New creates is 0700 and holds a
+// .gitignore that keeps it out of git.
 func WithRunDir(dir string) Option { return func(c *config) { c.runDir = dir } }
 
 // WithLanguage chooses the runtime's language: prompts, documents and file
