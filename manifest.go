@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -116,16 +117,15 @@ func WriteManifest(path, run string, results []StepResult) (*ManifestRecovery, e
 		}
 		rows = append(rows, b)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rows); err != nil {
-		return rec, fmt.Errorf("flower: write manifest: %w", err)
-	}
 	// The rows hold the agents' answers: this user's only, like the run
 	// directory.
-	if err := atomicfile.Write(path, buf.Bytes(), 0o600); err != nil {
+	err = atomicfile.WriteWith(path, 0o600, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	})
+	if err != nil {
 		return rec, fmt.Errorf("flower: write manifest: %w", err)
 	}
 	return rec, nil

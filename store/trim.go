@@ -305,7 +305,10 @@ func (t *Trimming) spillPath(text string) (rel, abs string) {
 // writeSpill writes text to path atomically, readable by this user only (a
 // spill is a tool's output, which may hold secrets), in a folder kept out of
 // git. A regular file of the right size already there is kept: the name is
-// the content's hash.
+// the content's hash. There is no sync: a file a crash left short or missing
+// is written again by the next Load, from the stored rows, and syncing each
+// of the hundreds a first Load of a long session writes would slow it by
+// about a second.
 func writeSpill(path, text string) error {
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(text)) {
 		return nil
@@ -317,7 +320,7 @@ func writeSpill(path, text string) error {
 	if err := workbench.KeepOutOfGit(dir); err != nil {
 		return err
 	}
-	return atomicfile.Write(path, []byte(text), 0o600)
+	return atomicfile.WriteNoSync(path, []byte(text), 0o600)
 }
 
 // ListSessions forwards to the base; without claude.SessionLister it fails

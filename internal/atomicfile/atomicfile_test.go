@@ -43,35 +43,39 @@ func onlyEntries(t *testing.T, dir string, names ...string) {
 }
 
 func TestWriteCreatesAndReplacesWithTheModeGiven(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "f.json")
-	if err := Write(path, []byte("one"), 0o600); err != nil {
-		t.Fatal(err)
+	for name, write := range map[string]func(string, []byte, fs.FileMode) error{"Write": Write, "WriteNoSync": WriteNoSync} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "f.json")
+			if err := write(path, []byte("one"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != "one" {
+				t.Fatalf("content %q, want one", got)
+			}
+			if m := mode(t, path); m != 0o600 {
+				t.Errorf("mode %v, want 0600", m)
+			}
+			// Replacing gives the new mode too, wider than CreateTemp's
+			// 0600 and whatever the umask.
+			if err := write(path, []byte("two"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != "two" {
+				t.Fatalf("content %q, want two", got)
+			}
+			if m := mode(t, path); m != 0o644 {
+				t.Errorf("mode %v, want 0644", m)
+			}
+			if err := write(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if fi, _ := os.Stat(path); fi.Size() != 0 {
+				t.Errorf("an empty write left %d bytes", fi.Size())
+			}
+			onlyEntries(t, dir, "f.json")
+		})
 	}
-	if got, _ := os.ReadFile(path); string(got) != "one" {
-		t.Fatalf("content %q, want one", got)
-	}
-	if m := mode(t, path); m != 0o600 {
-		t.Errorf("mode %v, want 0600", m)
-	}
-	// Replacing gives the new mode too, wider than CreateTemp's 0600 and
-	// whatever the umask.
-	if err := Write(path, []byte("two"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := os.ReadFile(path); string(got) != "two" {
-		t.Fatalf("content %q, want two", got)
-	}
-	if m := mode(t, path); m != 0o644 {
-		t.Errorf("mode %v, want 0644", m)
-	}
-	if err := Write(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if fi, _ := os.Stat(path); fi.Size() != 0 {
-		t.Errorf("an empty write left %d bytes", fi.Size())
-	}
-	onlyEntries(t, dir, "f.json")
 }
 
 func TestWriteRelativePath(t *testing.T) {
