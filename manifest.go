@@ -2,6 +2,7 @@ package flower
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,11 +11,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/internal/filelock"
 )
+
+// manifestLockWait bounds the wait for another process's manifest write,
+// which takes milliseconds.
+const manifestLockWait = 30 * time.Second
 
 // ManifestName is the manifest's file name in a run directory.
 const ManifestName = "manifest.json"
@@ -79,11 +84,13 @@ func WriteManifest(path, run string, results []StepResult) (*ManifestRecovery, e
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("flower: write manifest: %w", err)
 	}
-	unlock, err := lockFile(path + ".lock")
+	ctx, cancel := context.WithTimeout(context.Background(), manifestLockWait)
+	defer cancel()
+	lock, err := filelock.Acquire(ctx, path+".lock")
 	if err != nil {
-		return nil, fmt.Errorf("flower: write manifest: %w", err)
+		return nil, fmt.Errorf("flower: write manifest (if another flower process is stuck on this run directory, stop it): %w", err)
 	}
-	defer unlock()
+	defer lock.Unlock()
 
 	others, readErr := readRows(path)
 	var rec *ManifestRecovery
@@ -196,27 +203,4 @@ func moveAside(path string) (string, error) {
 		aside = fmt.Sprintf("%s-%d", base, i)
 	}
 	return aside, os.Rename(path, aside)
-}
-
-// lockFile takes an exclusive flock on path, creating it. The lock file
-// stays: removing it would let two processes lock different files.
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }
