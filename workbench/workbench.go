@@ -51,6 +51,48 @@ func New(workspace string) *Workbench {
 	return &Workbench{Workspace: workspace, Dirname: DefaultDirname, MaxIndexEntries: DefaultMaxIndexEntries}
 }
 
+// Location is where the workbench of workspace lives: <workspace>/.flower,
+// or, when isolating, <parent>/.flower-<workspace name> beside the
+// workspace. Isolated agents work in their own git worktrees and cannot
+// write into the shared checkout, so their workbench must lie outside it.
+// It is the one decider of that place: every caller that needs it (the
+// runtime's default workbench, the command's -W, a driver looking for the
+// brief) asks here, since a path put together by hand that is slightly
+// wrong fails silently. The result is absolute and clean.
+func Location(workspace string, isolate bool) string {
+	ws := absPath(workspace)
+	if !isolate {
+		return filepath.Join(ws, DefaultDirname)
+	}
+	return filepath.Join(filepath.Dir(ws), DefaultDirname+"-"+filepath.Base(ws))
+}
+
+// At returns the workbench of workspace at Location(workspace, isolate),
+// with the default limits and texts.
+func At(workspace string, isolate bool) *Workbench {
+	w := New(workspace)
+	if isolate {
+		w.Home = Location(workspace, true)
+	}
+	return w
+}
+
+// CheckWritable creates the folders and proves that a file can be written
+// in the root, so that a workbench nobody can write is an error before any
+// agent is paid to fill it.
+func (w *Workbench) CheckWritable() error {
+	if err := w.Ensure(); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(w.Root(), ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("workbench: %s cannot be written: %w", w.Root(), err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
 // Root is the workbench folder: Home if set, else Workspace/Dirname, as an
 // absolute, clean path.
 func (w *Workbench) Root() string {

@@ -538,3 +538,42 @@ func TestWorkbenchKeepsItselfOutOfGit(t *testing.T) {
 		}
 	})
 }
+
+func TestLocationIsTheOneDecider(t *testing.T) {
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "repo")
+	if got := Location(ws, false); got != filepath.Join(ws, ".flower") {
+		t.Errorf("Location(ws, false) = %s", got)
+	}
+	if got := Location(ws, true); got != filepath.Join(tmp, ".flower-repo") {
+		t.Errorf("Location(ws, true) = %s", got)
+	}
+	if got := Location(ws+"/", true); got != filepath.Join(tmp, ".flower-repo") {
+		t.Errorf("a trailing slash changed the place: %s", got)
+	}
+	for _, isolate := range []bool{false, true} {
+		w := At(ws, isolate)
+		if w.Root() != Location(ws, isolate) || w.External() != isolate {
+			t.Errorf("At(ws, %v): root %s, external %v", isolate, w.Root(), w.External())
+		}
+	}
+}
+
+func TestCheckWritableRefusesAFolderThatCannotBeWritten(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A root below a plain file cannot be created, even by root.
+	if err := (&Workbench{Workspace: tmp, Home: filepath.Join(file, "wb")}).CheckWritable(); err == nil {
+		t.Error("a workbench under a file should not be writable")
+	}
+	w := &Workbench{Workspace: tmp}
+	if err := w.CheckWritable(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(w.Root(), ".write-check-*")); len(left) != 0 {
+		t.Errorf("the probe left %v", left)
+	}
+}
