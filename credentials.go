@@ -39,6 +39,9 @@ type Environment struct {
 	// Executable is the flower binary's path; the .env beside it (after
 	// symlinks) is the installation's.
 	Executable string
+	// Lang is the language of the messages (CheckCredentials' error,
+	// DescribeCredentials); "" means Chinese.
+	Lang Lang
 }
 
 func (e Environment) lookup(k string) (string, bool) {
@@ -373,11 +376,13 @@ func truncateRunes(s string, n int) string {
 type MissingCredentialsError struct {
 	// UserEnv is the per-user file `flower setup` writes.
 	UserEnv string
+	// Lang is the language of Error; "" means Chinese.
+	Lang Lang
 }
 
-// Error is the message in Chinese, the original's four lines (the last one
-// corrected: the ~/.claude/settings.json fallback was tried).
-func (e *MissingCredentialsError) Error() string { return e.Text(Chinese) }
+// Error is the message in e.Lang: in Chinese the original's four lines
+// (the last one corrected: the ~/.claude/settings.json fallback was tried).
+func (e *MissingCredentialsError) Error() string { return e.Text(e.Lang) }
 
 // Text is the message in lang.
 func (e *MissingCredentialsError) Text(lang Lang) string {
@@ -403,7 +408,7 @@ func (e Environment) CheckCredentials() error {
 	if e.getenv("ANTHROPIC_API_KEY") != "" || e.getenv("ANTHROPIC_AUTH_TOKEN") != "" {
 		return nil
 	}
-	return &MissingCredentialsError{UserEnv: e.UserEnvPath()}
+	return &MissingCredentialsError{UserEnv: e.UserEnvPath(), Lang: e.Lang}
 }
 
 // DescribeCredentials lists the effective settings, one "KEY = value" line
@@ -419,11 +424,11 @@ func (e Environment) DescribeCredentials() []string {
 		v := e.getenv(k)
 		switch {
 		case v == "" && k == "ANTHROPIC_BASE_URL":
-			v = "https://api.anthropic.com (默认)"
+			v = "https://api.anthropic.com " + credentialTexts(e.Lang).byDefault
 		case v == "":
 			continue
 		case strings.Contains(k, "TOKEN") || strings.Contains(k, "KEY"):
-			v = MaskSecret(v)
+			v = maskSecret(e.Lang, v)
 		}
 		out = append(out, k+" = "+v)
 	}
@@ -433,6 +438,21 @@ func (e Environment) DescribeCredentials() []string {
 // MaskSecret shows a secret's first four characters and its length:
 // "sk-a***(共 40 位)". Four are enough to tell two keys apart and too few
 // to leak a short gateway token in a screenshot.
-func MaskSecret(v string) string {
-	return fmt.Sprintf("%s***(共 %d 位)", truncateRunes(v, 4), utf8.RuneCountInString(v))
+func MaskSecret(v string) string { return maskSecret(Chinese, v) }
+
+func maskSecret(lang Lang, v string) string {
+	return fmt.Sprintf(credentialTexts(lang).masked, truncateRunes(v, 4), utf8.RuneCountInString(v))
+}
+
+// credentialTexts are DescribeCredentials' words in one language.
+type credTexts struct {
+	byDefault string
+	masked    string // first four characters, length
+}
+
+func credentialTexts(lang Lang) credTexts {
+	if isEnglish(lang) {
+		return credTexts{byDefault: "(default)", masked: "%s***(%d characters)"}
+	}
+	return credTexts{byDefault: "(默认)", masked: "%s***(共 %d 位)"}
 }

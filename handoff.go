@@ -22,7 +22,7 @@ import (
 func (s *stepRun) writeHandoff(ctx context.Context, forced bool) (*doc.Handoff, bool) {
 	rt, r := s.rt, s.r
 	h := rt.handoff
-	s.emit(event.New(event.Handoff, fmt.Sprintf("上下文 %s/%s —— 正在写交接…", kilo(s.watermark), kilo(h.Window)),
+	s.emit(event.New(event.Handoff, fmt.Sprintf(s.texts().writing, kilo(s.watermark), kilo(h.Window)),
 		map[string]any{"phase": "writing", "step": s.step, "context": s.watermark, "window": h.Window}))
 	var hd *doc.Handoff
 	why := ""
@@ -40,7 +40,7 @@ func (s *stepRun) writeHandoff(ctx context.Context, forced bool) (*doc.Handoff, 
 	if wb := rt.workbench; wb != nil {
 		path = s.keepHandoff(wb, hd)
 	}
-	s.emit(event.New(event.Handoff, fmt.Sprintf("上下文满了,写交接换新会话(%s)", s.step), map[string]any{
+	s.emit(event.New(event.Handoff, fmt.Sprintf(s.texts().done, s.step), map[string]any{
 		"phase": "done", "step": s.step, "context": s.watermark, "window": h.Window,
 		"degraded": why != "", "path": path,
 		"sections": map[string]any{"doing": hd.Doing, "decided": hd.Decided, "deadends": hd.Deadends, "next": hd.Next},
@@ -62,6 +62,7 @@ func (s *stepRun) handoffTurn(ctx context.Context) (*doc.Handoff, string) {
 	}
 	scratch := NewStepResult(s.step)
 	a := scratch.BeginAttempt()
+	a.Lang = rt.lang
 	prompt := rt.prompts.HandoffPrompt(kilo(s.watermark), kilo(rt.handoff.Window))
 	err = s.session(ctx, opts, prompt, nil, func(m claude.Message) bool {
 		a.Observe(m)
@@ -74,7 +75,7 @@ func (s *stepRun) handoffTurn(ctx context.Context) (*doc.Handoff, string) {
 		if err != nil {
 			return nil, errorType(err)
 		}
-		return nil, "error result"
+		return nil, s.texts().errorResult
 	}
 	hd := doc.ParseHandoff(scratch.Text)
 	if missing := hd.Missing(rt.lang); len(missing) > 0 {

@@ -98,16 +98,16 @@ func (p HandoffPolicy) WarnAt() int { return max(1_000, p.At()-20_000) }
 // StopReason says why a step must stop instead of handing off again, or ""
 // to go on. generations is how many handoffs the step made so far;
 // degradedInARow how many of the latest were degraded without a break. The
-// texts are the step's error, shown to the human.
-func (p HandoffPolicy) StopReason(generations, degradedInARow int) string {
+// texts are the step's error, shown to the human, in lang; they name the
+// command's --no-handoff flag.
+func (p HandoffPolicy) StopReason(lang Lang, generations, degradedInARow int) string {
 	p = p.Resolved()
+	t := textsFor(lang)
 	if generations >= p.MaxGenerations {
-		return fmt.Sprintf("换代 %d 次仍然一开局就越线 —— 阈值 %d 很可能低于这个角色的启动地板。把 window 调大(现在 %d),或 --no-handoff。",
-			generations, p.At(), p.Window)
+		return fmt.Sprintf(t.stopGenerations, generations, p.At(), p.Window)
 	}
 	if degradedInARow >= MaxDegradedInARow {
-		return fmt.Sprintf("交接连续 %d 次降级 —— 写交接那一轮放不下(阈值 %d,余量 %d)。把 window 调准(现在 %d)或把 headroom 调大,或 --no-handoff。",
-			degradedInARow, p.At(), p.Headroom, p.Window)
+		return fmt.Sprintf(t.stopDegraded, degradedInARow, p.At(), p.Headroom, p.Window)
 	}
 	return ""
 }

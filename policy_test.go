@@ -74,17 +74,17 @@ func TestHandoffThresholds(t *testing.T) {
 
 func TestHandoffStopReasons(t *testing.T) {
 	p := HandoffPolicy{Window: 200_000}
-	if r := p.StopReason(7, 1); r != "" {
+	if r := p.StopReason(Chinese, 7, 1); r != "" {
 		t.Errorf("7 generations, 1 degraded: %q, want go on", r)
 	}
 	want := "换代 8 次仍然一开局就越线 —— 阈值 150000 很可能低于这个角色的启动地板。把 window 调大(现在 200000),或 --no-handoff。"
-	if r := p.StopReason(8, 0); r != want {
+	if r := p.StopReason(Chinese, 8, 0); r != want {
 		t.Errorf("8 generations:\n got %q\nwant %q", r, want)
 	}
-	if r := p.StopReason(3, MaxDegradedInARow); !strings.Contains(r, "连续 2 次降级") || !strings.Contains(r, "--no-handoff") {
+	if r := p.StopReason(Chinese, 3, MaxDegradedInARow); !strings.Contains(r, "连续 2 次降级") || !strings.Contains(r, "--no-handoff") {
 		t.Errorf("two degraded in a row: %q", r)
 	}
-	if r := (HandoffPolicy{Window: 200_000, MaxGenerations: 2}).StopReason(2, 0); !strings.HasPrefix(r, "换代 2 次") {
+	if r := (HandoffPolicy{Window: 200_000, MaxGenerations: 2}).StopReason(Chinese, 2, 0); !strings.HasPrefix(r, "换代 2 次") {
 		t.Errorf("MaxGenerations 2: %q", r)
 	}
 }

@@ -72,6 +72,9 @@ type Resilience struct {
 	// UsageLimitMargin is waited past a usage limit's reset time (clocks
 	// differ). 0 means 30 s; negative means none.
 	UsageLimitMargin time.Duration
+	// Lang is the language of the notices and the offline note. "" means
+	// Chinese; a Runtime sets its own language when this is "".
+	Lang Lang
 
 	// Probe replaces Reachable (tests; other probes). nil means Reachable
 	// with ProbeTimeout.
@@ -397,19 +400,21 @@ func (e *OfflineError) Error() string {
 	return fmt.Sprintf("flower: %s:%d still unreachable after %s", e.Host, e.Port, e.Wait)
 }
 
-// HumanWait renders MaxOfflineWait the original's way: "N 秒" under a
-// minute, else "N 分钟".
+// HumanWait renders MaxOfflineWait the original's way, in r.Lang: "N 秒"
+// ("N seconds") under a minute, else "N 分钟" ("N minutes").
 func (r Resilience) HumanWait() string {
+	t := textsFor(r.Lang)
 	w := r.Resolved().MaxOfflineWait.Seconds()
 	if w < 60 {
-		return fmt.Sprintf("%.0f 秒", max(w, 0))
+		return fmt.Sprintf(t.seconds, max(w, 0))
 	}
-	return fmt.Sprintf("%.0f 分钟", w/60)
+	return fmt.Sprintf(t.minutes, w/60)
 }
 
 // OfflineNote is what the runtime appends to a step's error when the
-// network did not come back: "网络在 60 分钟 内未恢复".
-func (r Resilience) OfflineNote() string { return "网络在 " + r.HumanWait() + " 内未恢复" }
+// network did not come back: "网络在 60 分钟 内未恢复" ("the network did not
+// come back within 60 minutes").
+func (r Resilience) OfflineNote() string { return fmt.Sprintf(textsFor(r.Lang).offline, r.HumanWait()) }
 
 // WaitOnline probes the Endpoint until it answers. On the first failure it
 // notifies "<host>:<port> 不可达,等待恢复(最多 60 分钟)", on recovery after a
@@ -439,7 +444,7 @@ func (r Resilience) waitOnline(ctx context.Context, host string, port int, notif
 	for {
 		if probe(ctx, host, port) {
 			if failed {
-				say(fmt.Sprintf("%s:%d 恢复,继续", host, port))
+				say(fmt.Sprintf(textsFor(r.Lang).reachable, host, port))
 			}
 			return nil
 		}
@@ -447,7 +452,7 @@ func (r Resilience) waitOnline(ctx context.Context, host string, port int, notif
 			return err
 		}
 		if !failed {
-			say(fmt.Sprintf("%s:%d 不可达,等待恢复(最多 %s)", host, port, r.HumanWait()))
+			say(fmt.Sprintf(textsFor(r.Lang).unreachable, host, port, r.HumanWait()))
 			failed = true
 		}
 		left := time.Until(deadline)

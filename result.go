@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -53,8 +54,10 @@ type StepResult struct {
 	// handoffs and handoff-writing turns.
 	CostUSD  float64
 	NumTurns int
-	// Text is the main thread's prose of the last attempt that had any: no
-	// subagent speech, no prompts, no synthetic API errors.
+	// Text is the main thread's prose of the last attempt: no subagent
+	// speech, no prompts, no synthetic API errors. Only when the last
+	// attempt failed with no prose of its own is an earlier attempt's text
+	// kept; a success with none leaves it empty.
 	Text string
 	// Error says why the step failed; "" when it did not. Special values:
 	// ErrInterrupted, ErrHandoffDue, KilledBySignal.
@@ -74,13 +77,23 @@ type StepResult struct {
 	// Retired lists the session ids handoffs burned, in order.
 	Retired []string
 	// Context is the main thread's context (tokens) in the current
-	// generation: the highest any of its turns reported.
+	// generation: what its latest turn reported (0 right after a handoff).
+	// The handoff threshold watches the generation's highest; this is the
+	// latest, as the seed defines it.
 	Context int
 }
 
 // NewStepResult starts the book of a step now, with one attempt.
 func NewStepResult(step string) *StepResult {
 	return &StepResult{Step: step, StartedAt: time.Now(), Attempts: 1}
+}
+
+// clone is a deep copy: the slices are copied too.
+func (r *StepResult) clone() StepResult {
+	c := *r
+	c.Errors = slices.Clone(r.Errors)
+	c.Retired = slices.Clone(r.Retired)
+	return c
 }
 
 // Duration is EndedAt − StartedAt; 0 until both are set.
@@ -218,16 +231,20 @@ func MessageSessionID(m claude.Message) string {
 // Attempt folds one attempt's messages into its StepResult by the
 // accumulation rules:
 //
-//   - main-thread Text events make the attempt's text (joined by "\n"); an
-//     attempt with none keeps the text of the one before;
+//   - main-thread Text events make the attempt's text (joined by "\n"); a
+//     failed attempt with none keeps the text of the one before;
 //   - Error events (synthetic API errors) go to Errors, never to Text;
 //   - a Result event sets the session, adds cost and turns, and sets OK;
-//   - a main-thread context raises StepResult.Context; a subagent's never
-//     counts.
+//   - a main-thread context sets StepResult.Context (the latest); a
+//     subagent's never counts.
 //
 // The runtime begins one per try, checks for a due handoff or an interrupt
 // before it passes each message to Observe, and calls Finish at the end.
 type Attempt struct {
+	// Lang is the language of the texts the attempt writes itself (the
+	// fallback error); "" means Chinese.
+	Lang Lang
+
 	r         *StepResult
 	texts     []string
 	errs      []string // every error event of this attempt
@@ -270,8 +287,8 @@ func (a *Attempt) Observe(m claude.Message) []Event {
 // a message).
 func (a *Attempt) Fold(e Event) {
 	r := a.r
-	if c := e.Int("context"); c > r.Context && !e.Subagent() {
-		r.Context = c
+	if _, ok := e.Payload["context"]; ok && !e.Subagent() {
+		r.Context = e.Int("context")
 	}
 	switch e.Kind {
 	case event.Text:
@@ -313,13 +330,16 @@ func (a *Attempt) Finish(err error) {
 	}
 	if !r.OK && r.Error == "" {
 		a.mainError = firstNonEmpty(errorText(err), last(a.mainErrs), resultText(a.last))
-		r.Error = firstNonEmpty(a.mainError, last(a.errs), "claude: error result")
+		r.Error = firstNonEmpty(a.mainError, last(a.errs), "claude: "+textsFor(a.Lang).errorResult)
 	}
 	if r.OK {
 		r.Error = ""
 	}
-	if t := strings.TrimSpace(strings.Join(a.texts, "\n")); t != "" {
+	switch t := strings.TrimSpace(strings.Join(a.texts, "\n")); {
+	case t != "":
 		r.Text = t
+	case r.OK:
+		r.Text = "" // a success speaks for itself: an old attempt's prose is not its answer
 	}
 }
 

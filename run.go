@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,9 @@ func (e *StepError) Error() string { return fmt.Sprintf("flower: step %s: %s", e
 // mend, or a stop (interrupt without a session, budget, generations). The
 // StepResult is always filled and recorded in the manifest; the error is a
 // *StepError when the step did not succeed, or says why it could not start.
+//
+// Words a human gave Interrupt while no step ran are added to this step's
+// prompt, after it.
 func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro RunOptions) (StepResult, error) {
 	if (ro.Fork || ro.ResumeAt != "") && ro.Resume == "" {
 		return StepResult{}, fmt.Errorf("%w: Fork and ResumeAt need Resume (the session to fork or cut)", ErrInvalidSpec)
@@ -63,11 +67,17 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 		rt.mu.Unlock()
 		return StepResult{}, errors.New("flower: a step is already running on this Runtime; use one Runtime per concurrent step")
 	}
-	rt.running, rt.inflight, rt.words = true, r, nil
+	snap := r.clone()
+	rt.running, rt.inflight, rt.rescuedRow = true, &snap, -1
+	carried := strings.Join(rt.words, "\n\n")
+	rt.words = nil
 	rt.mu.Unlock()
 	select { // an interrupt of an earlier step must not hit this one
 	case <-rt.interrupts:
 	default:
+	}
+	if carried != "" {
+		prompt += "\n\n" + fmt.Sprintf(textsFor(rt.lang).betweenSteps, carried)
 	}
 
 	s := &stepRun{rt: rt, spec: spec, r: r, step: step, prompt: prompt, ro: ro}
@@ -76,10 +86,14 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 	r.EndedAt = time.Now()
 	rt.mu.Lock()
 	rt.running = false
-	if rt.inflight == r { // else Rescue already recorded it
-		rt.inflight = nil
-		rt.results = append(rt.results, *r)
+	// A step that Rescue recorded and that ended after all replaces its
+	// rescued row: the real end is the better record.
+	if rt.rescuedRow >= 0 {
+		rt.results[rt.rescuedRow] = r.clone()
+	} else {
+		rt.results = append(rt.results, r.clone())
 	}
+	rt.inflight, rt.rescuedRow = nil, -1
 	rt.mu.Unlock()
 	rt.writeManifest()
 	if !r.OK {
@@ -88,7 +102,8 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 	return *r, nil
 }
 
-// stepRun is one Run in progress.
+// stepRun is one Run in progress. Its StepResult belongs to the loop's
+// goroutine; others read the copy publish keeps under the Runtime's lock.
 type stepRun struct {
 	rt     *Runtime
 	spec   AgentSpec
@@ -103,10 +118,22 @@ type stepRun struct {
 	runCapped bool
 }
 
+// publish copies the step's result to the Runtime's in-flight snapshot,
+// which TotalCost and Rescue read from other goroutines.
+func (s *stepRun) publish() {
+	snap := s.r.clone()
+	s.rt.mu.Lock()
+	if s.rt.inflight != nil {
+		*s.rt.inflight = snap
+	}
+	s.rt.mu.Unlock()
+}
+
 func (s *stepRun) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
+	s.publish()
 	s.rt.logEvent(s.step, e)
 	if s.ro.OnEvent == nil {
 		return
@@ -123,11 +150,20 @@ func (s *stepRun) retryEvent(text string, attempt int) {
 	s.emit(event.New(event.Retry, text, map[string]any{"step": s.step, "attempt": attempt}))
 }
 
+// opening is how a generation starts: the prompt and what it resumes. A
+// retry before the generation has a session of its own reruns it.
+type opening struct {
+	prompt, resume, resumeAt string
+	fork                     bool
+}
+
 // loop is the seed's loop with its four exits.
 func (s *stepRun) loop(ctx context.Context) {
-	rt, r := s.rt, s.r
-	resume, fork, resumeAt := s.ro.Resume, s.ro.Fork, s.ro.ResumeAt
-	prompt := s.prompt
+	rt, r, t := s.rt, s.r, s.texts()
+	// gen is the current generation's opening: the step's own until a
+	// handoff, then the handoff block on a new session.
+	gen := opening{prompt: s.prompt, resume: s.ro.Resume, fork: s.ro.Fork, resumeAt: s.ro.ResumeAt}
+	cur := gen
 	degradedInARow := 0
 	for attempt := 1; ; attempt++ {
 		r.Attempts = attempt
@@ -135,26 +171,29 @@ func (s *stepRun) loop(ctx context.Context) {
 			s.budgetStop()
 			return
 		}
-		out := s.attempt(ctx, prompt, resume, fork, resumeAt)
+		out := s.attempt(ctx, cur.prompt, cur.resume, cur.fork, cur.resumeAt)
 		switch {
 		case r.OK:
 			return
+		case out.invalid:
+			// A spec that cannot be compiled stays so: no retry.
+			return
 		case ctx.Err() != nil:
-			r.Error = "cancelled: " + context.Cause(ctx).Error()
+			r.Error = fmt.Sprintf(t.cancelled, context.Cause(ctx))
 			return
 		case r.Error == ErrInterrupted:
 			words := rt.takeWords()
 			if r.SessionID == "" {
+				rt.keepWords(words) // nothing to resume: the next step gets them
 				return
 			}
-			s.retryEvent(s.texts().interrupted(words != ""), attempt)
-			resume, fork, resumeAt = r.SessionID, false, ""
-			prompt = s.texts().interruptPrompt(words) + "\n\n" + rt.prompts.InterruptNote
+			s.retryEvent(t.interrupted(words != ""), attempt)
+			cur = opening{resume: r.SessionID, prompt: t.interruptPrompt(words) + "\n\n" + rt.prompts.InterruptNote}
 			r.Resumed = true
 			attempt--
 			continue
 		case r.Error == ErrHandoffDue || (rt.handoff.Enabled() && r.SessionID != "" && out.overflowed):
-			if reason := rt.handoff.StopReason(len(r.Retired), degradedInARow); reason != "" {
+			if reason := rt.handoff.StopReason(rt.lang, len(r.Retired), degradedInARow); reason != "" {
 				r.Error = reason
 				return
 			}
@@ -164,14 +203,24 @@ func (s *stepRun) loop(ctx context.Context) {
 			} else {
 				degradedInARow = 0
 			}
-			r.Retire()
-			if reason := rt.handoff.StopReason(len(r.Retired), degradedInARow); degradedInARow >= MaxDegradedInARow && reason != "" {
+			// Stopping here keeps the session: it is the step's last real
+			// one, which a later run (and the lineage) continues from.
+			if reason := rt.handoff.StopReason(rt.lang, len(r.Retired)+1, degradedInARow); degradedInARow >= MaxDegradedInARow && reason != "" {
 				r.Error = reason
 				return
 			}
-			resume, fork, resumeAt = "", false, ""
-			prompt = h.PromptBlock(rt.lang)
+			r.Retire()
+			gen = opening{prompt: h.PromptBlock(rt.lang)}
+			// An interrupt that landed while the handoff came due or was
+			// being written is for the work, not for the handoff turn: its
+			// words follow the handoff block in the successor's prompt.
+			s.drainInterrupt()
+			if words := rt.takeWords(); words != "" {
+				gen.prompt += "\n\n" + t.interruptPrompt(words)
+			}
+			cur = gen
 			s.watermark, s.warned = 0, false
+			s.publish()
 			attempt--
 			continue
 		}
@@ -182,16 +231,12 @@ func (s *stepRun) loop(ctx context.Context) {
 		kind := ClassifyFailure(out.failure)
 		if kind == ErrorUsageLimit && rt.resilience.Enabled() {
 			if wait, ok := rt.resilience.UsageLimitWait(out.failure.ResetsAt(), time.Now()); ok {
-				s.retryEvent(s.texts().usageWait(time.Now().Add(wait)), attempt)
+				s.retryEvent(t.usageWait(time.Now().Add(wait)), attempt)
 				if !sleepCtx(ctx, wait) {
-					r.Error = "cancelled while waiting for the usage limit to reset"
+					r.Error = fmt.Sprintf(t.cancelledUsage, context.Cause(ctx))
 					return
 				}
-				if r.SessionID != "" {
-					resume, fork, resumeAt = r.SessionID, false, ""
-					prompt = rt.resilience.ResumePromptFor(rt.lang)
-					r.Resumed = true
-				}
+				cur = s.retryOpening(gen)
 				attempt-- // waiting out a usage limit spends no attempt
 				continue
 			}
@@ -199,22 +244,41 @@ func (s *stepRun) loop(ctx context.Context) {
 		if !rt.resilience.Enabled() || attempt >= rt.resilience.MaxAttempts || !rt.resilience.ShouldRetry(kind) {
 			return
 		}
-		s.retryEvent(fmt.Sprintf(s.texts().failed, attempt, kind), attempt)
+		s.retryEvent(fmt.Sprintf(t.failed, attempt, kind), attempt)
 		if err := rt.waitOnline(ctx, func(note string) { s.retryEvent(note, attempt) }); err != nil {
-			r.Error += " | " + rt.resilience.OfflineNote()
+			if ctx.Err() != nil {
+				r.Error += " | " + fmt.Sprintf(t.cancelledOffline, context.Cause(ctx))
+			} else {
+				r.Error += " | " + rt.resilience.OfflineNote()
+			}
 			return
 		}
 		if !sleepCtx(ctx, rt.resilience.DelayFor(attempt)) {
-			r.Error = "cancelled: " + context.Cause(ctx).Error()
+			r.Error = fmt.Sprintf(t.cancelled, context.Cause(ctx))
 			return
 		}
-		if r.SessionID != "" {
-			resume, fork, resumeAt = r.SessionID, false, ""
-			prompt = rt.resilience.ResumePromptFor(rt.lang)
-			r.Resumed = true
-		} else {
-			resume, fork, resumeAt, prompt = s.ro.Resume, s.ro.Fork, s.ro.ResumeAt, s.prompt
-		}
+		cur = s.retryOpening(gen)
+	}
+}
+
+// retryOpening is what a retry runs: the generation's live session resumed
+// with the resume prompt, or, before the generation has a session, its
+// opening again (after a handoff, the handoff block on a new session; never
+// the step's original task).
+func (s *stepRun) retryOpening(gen opening) opening {
+	if sid := s.r.SessionID; sid != "" {
+		s.r.Resumed = true
+		return opening{resume: sid, prompt: s.rt.resilience.ResumePromptFor(s.rt.lang)}
+	}
+	return gen
+}
+
+// drainInterrupt takes a pending interrupt signal, so that it does not cut
+// the next session short: its words are delivered by other means.
+func (s *stepRun) drainInterrupt() {
+	select {
+	case <-s.rt.interrupts:
+	default:
 	}
 }
 
@@ -233,19 +297,28 @@ func (s *stepRun) remaining() float64 {
 	if s.rt.budget <= 0 {
 		return math.Inf(1)
 	}
+	return s.rt.budget - s.spent()
+}
+
+// spent is what this process spent so far, this step's latest cost
+// included (read from the loop's own result, not the published copy).
+func (s *stepRun) spent() float64 {
 	s.rt.mu.Lock()
 	defer s.rt.mu.Unlock()
-	return s.rt.budget - s.rt.spentLocked()
+	return s.rt.finishedLocked() + s.r.CostUSD
 }
 
 func (s *stepRun) budgetStop() {
 	s.r.OK = false
-	s.r.Error = fmt.Sprintf(s.texts().budget, s.rt.budget, s.rt.TotalCost(), s.r.SessionID)
+	s.r.Error = fmt.Sprintf(s.texts().budget, s.rt.budget, math.Round(s.spent()*1e4)/1e4, s.r.SessionID)
 }
 
 // attemptOut is what the loop needs to know of one attempt beyond the
 // StepResult.
 type attemptOut struct {
+	// invalid says the session's options could not be built (an invalid
+	// spec): retrying cannot mend it.
+	invalid    bool
 	failure    Failure
 	overflowed bool
 	budgetStop bool
@@ -254,6 +327,7 @@ type attemptOut struct {
 // attempt runs one CLI session turn: a new session, or a resumed one.
 func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool, resumeAt string) attemptOut {
 	a := s.r.BeginAttempt()
+	a.Lang = s.rt.lang
 	spec := s.spec
 	s.runCapped = false
 	if left := s.remaining(); !math.IsInf(left, 1) && (spec.MaxBudgetUSD <= 0 || left < spec.MaxBudgetUSD) {
@@ -262,7 +336,7 @@ func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool,
 	opts, err := s.options(spec, resume, fork, resumeAt)
 	if err != nil {
 		a.Finish(err)
-		return attemptOut{failure: a.Failure()}
+		return attemptOut{invalid: true, failure: a.Failure()}
 	}
 	if resume == "" {
 		prompt = FirstMessage(s.rt.workbench, spec, prompt)
@@ -334,7 +408,7 @@ func (s *stepRun) watch(e Event) {
 	h := s.rt.handoff
 	if h.Enabled() && !s.warned && c >= h.WarnAt() {
 		s.warned = true
-		s.emit(event.New(event.Handoff, fmt.Sprintf("上下文 %s/%s · 还有约 %s 到换代", kilo(c), kilo(h.Window), kilo(max(0, h.At()-c))),
+		s.emit(event.New(event.Handoff, fmt.Sprintf(s.texts().near, kilo(c), kilo(h.Window), kilo(max(0, h.At()-c))),
 			map[string]any{"phase": "near", "step": s.step, "context": c, "window": h.Window, "at": h.At()}))
 	}
 }

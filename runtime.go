@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/guard"
+	"github.com/flowerrun/flower/internal/lang"
 	"github.com/flowerrun/flower/store"
 	"github.com/flowerrun/flower/workbench"
 )
@@ -49,12 +52,20 @@ type Runtime struct {
 
 	interrupts chan struct{}
 
-	mu       sync.Mutex
-	results  []StepResult
+	mu      sync.Mutex
+	results []StepResult
+	// inflight is a copy of the running step's result, refreshed by the
+	// loop at every event: what TotalCost and Rescue read, so that they
+	// never touch the result the loop is writing.
 	inflight *StepResult
-	words    []string
-	running  bool
-	events   *os.File
+	// rescuedRow is the index in results of the row Rescue wrote for the
+	// step in flight, -1 if none: the step's real end replaces it.
+	rescuedRow int
+	// words are a human's interrupt words not yet delivered: for the
+	// running step, or kept for the next one.
+	words   []string
+	running bool
+	events  *os.File
 }
 
 // Option configures a Runtime.
@@ -63,6 +74,7 @@ type Option func(*config)
 type config struct {
 	runDir      string
 	lang        Lang
+	langSet     bool
 	notPortable bool
 	trim        store.TrimPolicy
 	ephemeral   store.EphemeralPolicy
@@ -80,16 +92,19 @@ type config struct {
 }
 
 // WithRunDir puts the run directory (sessions.db, manifest.json,
-// events.jsonl, the default workbench) at dir, resolved against the
-// current directory. Default "runs". The files flower creates there are
-// this user's only (0600); a directory New creates is 0700 and holds a
-// .gitignore that keeps it out of git.
+// events.jsonl) at dir, resolved against the current directory. Default
+// "runs". The files flower creates there are this user's only (0600); a
+// directory New creates is 0700 and holds a .gitignore that keeps it out of
+// git.
 func WithRunDir(dir string) Option { return func(c *config) { c.runDir = dir } }
 
-// WithLanguage chooses the runtime's language: prompts, documents and file
-// names (roles take theirs from WithLang).
-// Default Chinese, the original's.
-func WithLanguage(l Lang) Option { return func(c *config) { c.lang = l } }
+// WithLanguage chooses the runtime's language: prompts, documents, file
+// names, events and errors (roles take theirs from WithLang). Default
+// Chinese, the original's. "en…" means English, "" and "zh…" Chinese; New
+// refuses any other tag. A run directory keeps the language of its first
+// run (see RunDirLanguage): a later Runtime on it speaks that language,
+// whatever it asks for, so its step and file names do not change.
+func WithLanguage(l Lang) Option { return func(c *config) { c.lang, c.langSet = l, true } }
 
 // NotPortable lets sessions read the project's .claude/ settings. By
 // default they read no settings at all, so a run behaves the same on any
@@ -107,10 +122,10 @@ func WithTrim(p store.TrimPolicy) Option {
 func WithEphemeral(p store.EphemeralPolicy) Option { return func(c *config) { c.ephemeral = p } }
 
 // WithKeepDenials keeps the newest n permission denials on resume (default
-// 1; 0 keeps none).
+// 1; 0 or less keeps none).
 func WithKeepDenials(n int) Option {
 	return func(c *config) {
-		if n == 0 {
+		if n <= 0 {
 			n = -1 // the store's spelling of "none"
 		}
 		c.keepDenials = n
@@ -118,16 +133,22 @@ func WithKeepDenials(n int) Option {
 }
 
 // WithWorkbench gives every agent the workbench wb (scripts/, artifacts/,
-// notes/ and its INDEX). Off by default.
+// notes/ and its INDEX). Off by default. The Runtime works on its own copy
+// and never changes wb: a wb with no Texts gets the run's language in the
+// copy only. For isolated workers, pass workbench.At(workspace, true).
 func WithWorkbench(wb *workbench.Workbench) Option { return func(c *config) { c.workbench = wb } }
 
-// WithDefaultWorkbench puts the workbench at <run dir>/workbench, outside
-// the workspace.
+// WithDefaultWorkbench gives every agent the workspace's workbench, at
+// workbench.Location(workspace, false): <workspace>/.flower. (The original
+// put it in <run dir>/workbench; one place decides it now, as for the
+// command's -W.)
 func WithDefaultWorkbench() Option { return func(c *config) { c.defaultWB = true } }
 
 // WithSpillThreshold spills tool results longer than n characters to the
-// workbench (default 4000; negative turns spilling off).
-func WithSpillThreshold(n int) Option { return func(c *config) { c.spill = n } }
+// workbench's spill/ folder (it needs a workbench). Default 4000 when the
+// option is not given; 0 or a negative n means no spill guard, the seed's
+// None/0.
+func WithSpillThreshold(n int) Option { return func(c *config) { c.spill = max(n, 0) } }
 
 // WithResilience sets the retry policy (on by default).
 func WithResilience(r Resilience) Option { return func(c *config) { c.resilience = r } }
@@ -141,11 +162,12 @@ func WithHandoff(h HandoffPolicy) Option { return func(c *config) { c.handoff = 
 func WithBudget(usd float64) Option { return func(c *config) { c.budget = usd } }
 
 // WithStore replaces the session store (by default the pruning SQLite
-// store at <run dir>/sessions.db).
+// store at <run dir>/sessions.db). The Runtime does not close it.
 func WithStore(s claude.SessionStore) Option { return func(c *config) { c.store = s } }
 
 // WithEnv adds variables to every session's environment (under each
-// spec's own); credentials given here count for CheckCredentials.
+// spec's own); credentials given here count for CheckCredentials, and a key
+// given here, even empty, is never filled from a .env file.
 func WithEnv(env map[string]string) Option {
 	return func(c *config) {
 		for k, v := range env {
@@ -167,13 +189,26 @@ func WithSessionOptions(f func(*claude.Options)) Option {
 	return func(c *config) { c.sessionOpts = f }
 }
 
-// New builds a Runtime for workspace. It loads .env files (LoadDotenv) and
-// checks the credentials before anything is spent: missing ones are an
-// error naming what to set.
+// New builds a Runtime for workspace. It reads the .env chain and checks
+// the credentials before anything is spent: missing ones are an error, in
+// the run's language, naming what to set.
+//
+// New never changes the process environment. What the .env chain gives is
+// kept in the Runtime's own environment, which every session's CLI gets on
+// top of the process's. Per key the first source wins, in the seed's
+// order: the spec's Env; WithEnv; the process environment; $FLOWER_ENV;
+// ./.env of the current directory; the per-user file `flower setup` writes
+// (UserEnvPath); the .env beside the executable; and last, for the nine
+// CredentialKeys only, the env blocks of ~/.claude/settings.json and
+// settings.local.json.
 func New(workspace string, opts ...Option) (*Runtime, error) {
-	c := config{runDir: "runs", lang: Chinese, env: map[string]string{}, trim: store.TrimPolicy{Disabled: true}}
+	c := config{runDir: "runs", lang: Chinese, env: map[string]string{}, trim: store.TrimPolicy{Disabled: true},
+		spill: guard.DefaultSpillThreshold}
 	for _, o := range opts {
 		o(&c)
+	}
+	if err := lang.Check(string(c.lang)); err != nil {
+		return nil, fmt.Errorf("flower: WithLanguage: %w", err)
 	}
 	ws, err := filepath.Abs(workspace)
 	if err != nil {
@@ -200,40 +235,63 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	if err := c.handoff.Validate(); err != nil {
 		return nil, err
 	}
-	report, err := LoadDotenv()
+	runLang, err := recordLanguage(runDir, c.lang)
+	if err != nil {
+		return nil, err
+	}
+	if c.langSet && isEnglish(runLang) != isEnglish(c.lang) {
+		slog.Warn("flower: the run directory keeps the language of its first run", "dir", runDir, "asked", c.lang, "kept", runLang)
+	}
+	c.lang = runLang
+
+	env, report, err := loadEnv(c.env)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range report.Warnings {
 		slog.Warn("flower: .env", "warning", w)
 	}
-	creds := Environment{LookupEnv: func(k string) (string, bool) {
-		if v, ok := c.env[k]; ok {
+	lookup := func(k string) (string, bool) {
+		if v, ok := env[k]; ok {
 			return v, true
 		}
 		return os.LookupEnv(k)
-	}}
-	if err := creds.CheckCredentials(); err != nil {
+	}
+	if err := (Environment{LookupEnv: lookup, Lang: c.lang}).CheckCredentials(); err != nil {
 		return nil, err
+	}
+	if c.handoff.Window == 0 {
+		c.handoff.Window = defaultWindow(func(k string) string { v, _ := lookup(k); return v })
+	}
+	res := c.resilience.Resolved()
+	if res.Lang == "" {
+		res.Lang = c.lang
 	}
 	rt := &Runtime{
 		workspace: ws, runDir: runDir, lang: c.lang, portable: !c.notPortable,
-		resilience: c.resilience.Resolved(), handoff: c.handoff.Resolved(), spill: c.spill,
-		budget: c.budget, env: c.env, sessionOpts: c.sessionOpts, pluginDirs: c.pluginDirs, prompts: PromptsFor(c.lang),
-		runID: newRunID(time.Now()), interrupts: make(chan struct{}, 1),
+		resilience: res, handoff: c.handoff.Resolved(), spill: c.spill,
+		budget: c.budget, env: env, sessionOpts: c.sessionOpts, pluginDirs: c.pluginDirs, prompts: PromptsFor(c.lang),
+		runID: newRunID(time.Now()), interrupts: make(chan struct{}, 1), rescuedRow: -1,
 	}
+	var wb *workbench.Workbench
 	switch {
 	case c.workbench != nil:
-		rt.workbench = c.workbench
+		own := *c.workbench // the caller's stays as given: others share it
+		wb = &own
 	case c.defaultWB:
-		rt.workbench = workbench.New(ws)
-		rt.workbench.Home = filepath.Join(runDir, "workbench")
+		wb = workbench.At(ws, false)
 	}
-	if rt.workbench != nil {
-		rt.workbench.Texts = workbench.TextsFor(string(c.lang))
-		if _, err := rt.workbench.Refresh(); err != nil {
+	if wb != nil {
+		if wb.Texts == (workbench.Texts{}) {
+			wb.Texts = workbench.TextsFor(string(c.lang))
+		}
+		if err := wb.CheckWritable(); err != nil {
+			return nil, fmt.Errorf("flower: the workbench cannot be used (give a folder you can write, or none): %w", err)
+		}
+		if _, err := wb.Refresh(); err != nil {
 			return nil, fmt.Errorf("flower: workbench: %w", err)
 		}
+		rt.workbench = wb
 	}
 	rt.store = c.store
 	if rt.store == nil {
@@ -252,6 +310,34 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	return rt, nil
 }
 
+// loadEnv reads the .env chain into a map of its own, never into the
+// process environment: given's keys (WithEnv) and the process's claim
+// theirs first. The result is what sessions get on top of the process's
+// environment: given over what was loaded.
+func loadEnv(given map[string]string) (map[string]string, DotenvReport, error) {
+	loaded := map[string]string{}
+	e := Environment{
+		LookupEnv: func(k string) (string, bool) {
+			if v, ok := given[k]; ok {
+				return v, true
+			}
+			if v, ok := loaded[k]; ok {
+				return v, true
+			}
+			return os.LookupEnv(k)
+		},
+		Setenv: func(k, v string) error { loaded[k] = v; return nil },
+	}
+	report, err := e.LoadDotenv()
+	if err != nil {
+		return nil, report, err
+	}
+	env := make(map[string]string, len(loaded)+len(given))
+	maps.Copy(env, loaded)
+	maps.Copy(env, given)
+	return env, report, nil
+}
+
 // newRunID is YYYYmmdd-HHMMSS-<6 hex>: unique per Runtime, since the
 // manifest tells runs apart by it.
 func newRunID(now time.Time) string {
@@ -262,6 +348,10 @@ func newRunID(now time.Time) string {
 
 // RunID identifies this Runtime's rows in the manifest.
 func (rt *Runtime) RunID() string { return rt.runID }
+
+// Language is the runtime's language: the run directory's, recorded on its
+// first run.
+func (rt *Runtime) Language() Lang { return rt.lang }
 
 // Workspace is the absolute workspace directory.
 func (rt *Runtime) Workspace() string { return rt.workspace }
@@ -289,20 +379,25 @@ func (rt *Runtime) Results() []StepResult {
 }
 
 // TotalCost is what this process spent, finished steps and the one in
-// flight, rounded to 1/10000 USD.
+// flight, rounded to 1/10000 USD. It is safe from any goroutine.
 func (rt *Runtime) TotalCost() float64 {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return math.Round(rt.spentLocked()*1e4) / 1e4
-}
-
-func (rt *Runtime) spentLocked() float64 {
-	var sum float64
-	for _, r := range rt.results {
-		sum += r.CostUSD
-	}
+	sum := rt.finishedLocked()
 	if rt.inflight != nil {
 		sum += rt.inflight.CostUSD
+	}
+	return math.Round(sum*1e4) / 1e4
+}
+
+// finishedLocked sums the finished steps' cost; a row Rescue wrote for the
+// step still in flight does not count, the step's own cost does.
+func (rt *Runtime) finishedLocked() float64 {
+	var sum float64
+	for i, r := range rt.results {
+		if i != rt.rescuedRow {
+			sum += r.CostUSD
+		}
 	}
 	return sum
 }
@@ -327,17 +422,25 @@ func (rt *Runtime) ContextOf(ctx context.Context, id string) (int, error) {
 // Interrupt stops the running step at its next message boundary (the CLI
 // is interrupted at once, so a long tool call does not hold it up) and
 // resumes the same session with words. It is safe from any goroutine and
-// reports whether a step was running to take it.
+// reports whether a running step took it.
+//
+// A human's words are never dropped. An interrupt that lands while a
+// handoff is due or being written is delivered to the successor, after the
+// handoff block. With no step running (between steps), or when the
+// interrupted step has no session to resume, non-empty words are kept and
+// added to the next Run's prompt on this Runtime; Interrupt then reports
+// false, so a front end can say the words wait for the next step.
 func (rt *Runtime) Interrupt(words string) bool {
+	w := strings.TrimSpace(words)
 	rt.mu.Lock()
-	if !rt.running {
-		rt.mu.Unlock()
-		return false
-	}
-	if w := strings.TrimSpace(words); w != "" {
+	if w != "" {
 		rt.words = append(rt.words, w)
 	}
+	running := rt.running
 	rt.mu.Unlock()
+	if !running {
+		return false
+	}
 	select {
 	case rt.interrupts <- struct{}{}:
 	default:
@@ -353,23 +456,40 @@ func (rt *Runtime) takeWords() string {
 	return w
 }
 
+// keepWords puts words back for the next step.
+func (rt *Runtime) keepWords(words string) {
+	if words == "" {
+		return
+	}
+	rt.mu.Lock()
+	rt.words = append([]string{words}, rt.words...)
+	rt.mu.Unlock()
+}
+
 // Rescue records the step in flight as ended (its error kept, else
 // killed-by-signal) and writes the manifest: what a signal handler calls
-// before the process exits. It never fails; problems are logged.
+// before the process exits. It is safe from any goroutine, never fails
+// (problems are logged), and reads only the copy of the step the loop
+// publishes. Should the step end after all, its real row replaces the
+// rescued one.
 func (rt *Runtime) Rescue() {
 	rt.mu.Lock()
 	if rt.inflight == nil {
 		rt.mu.Unlock()
 		return
 	}
-	r := *rt.inflight
-	rt.inflight = nil
+	r := rt.inflight.clone()
 	r.EndedAt = time.Now()
 	if r.Error == "" {
 		r.Error = KilledBySignal
 	}
 	r.OK = false
-	rt.results = append(rt.results, r)
+	if rt.rescuedRow >= 0 {
+		rt.results[rt.rescuedRow] = r
+	} else {
+		rt.rescuedRow = len(rt.results)
+		rt.results = append(rt.results, r)
+	}
 	rt.mu.Unlock()
 	rt.writeManifest()
 }

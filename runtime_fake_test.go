@@ -20,11 +20,17 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/event"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("FLOWER_FAKE_CLI") != "" {
+	switch os.Getenv("FLOWER_FAKE_CLI") {
+	case "":
+	case "handoff-blip":
+		fakeHandoffBlipCLI()
+		return
+	default:
 		fakeUsageLimitCLI()
 		return
 	}
@@ -125,5 +131,129 @@ func TestFakeUsageLimitWaitsForTheResetWithoutSpendingAnAttempt(t *testing.T) {
 	}
 	if !said {
 		t.Error("no retry event told the human about the wait")
+	}
+}
+
+// fakeCall is one run of the scripted CLI: its arguments and the prompt it
+// was sent, kept in FLOWER_FAKE_DIR as call-<n>.json.
+type fakeCall struct {
+	Args   []string `json:"args"`
+	Prompt string   `json:"prompt"`
+}
+
+// fakeHandoffBlipCLI scripts a handoff whose successor dies in a network
+// blip before it has a session id: the first call overflows the context
+// (prompt_too_long, a forced degraded handoff), the second exits before any
+// message, every later one succeeds. Each call is recorded.
+func fakeHandoffBlipCLI() {
+	for _, a := range os.Args[1:] {
+		if a == "-v" {
+			fmt.Println("2.1.332 (Claude Code)")
+			os.Exit(0)
+		}
+	}
+	in := bufio.NewReader(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	read := func() map[string]any {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return nil
+		}
+		var m map[string]any
+		json.Unmarshal(line, &m)
+		return m
+	}
+	init := read()
+	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
+	prompt := read()
+	text := ""
+	if msg, ok := prompt["message"].(map[string]any); ok {
+		switch c := msg["content"].(type) {
+		case string:
+			text = c
+		case []any:
+			for _, b := range c {
+				if b, ok := b.(map[string]any); ok {
+					t, _ := b["text"].(string)
+					text += t
+				}
+			}
+		}
+	}
+	dir := os.Getenv("FLOWER_FAKE_DIR")
+	n := 1
+	for ; ; n++ {
+		f, err := os.OpenFile(fmt.Sprintf("%s/call-%d.json", dir, n), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			json.NewEncoder(f).Encode(fakeCall{Args: os.Args[1:], Prompt: text})
+			f.Close()
+			break
+		}
+		if !os.IsExist(err) {
+			os.Exit(3)
+		}
+	}
+	sid := fmt.Sprintf("aaaaaaaa-bbbb-cccc-dddd-%012d", n)
+	switch n {
+	case 1:
+		out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+		out.Encode(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
+			"duration_api_ms": 1, "num_turns": 1, "result": "Prompt is too long", "session_id": sid,
+			"api_error_status": 400, "terminal_reason": "prompt_too_long", "total_cost_usd": 0.01})
+	case 2:
+		os.Exit(1) // the blip: no message, no session id
+	default:
+		out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+		out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a", "parent_tool_use_id": nil,
+			"message": map[string]any{"id": "m", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "carried on"}}}})
+		out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+			"num_turns": 1, "result": "carried on", "session_id": sid, "total_cost_usd": 0.01})
+	}
+	for read() != nil {
+	}
+	os.Exit(0)
+}
+
+func TestFakeRetryAfterAHandoffRerunsTheSuccessorsOpening(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := t.TempDir()
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
+		WithResilience(fastResilience),
+		WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath = exe
+			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=handoff-blip", "FLOWER_FAKE_DIR=" + calls}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	res, err := rt.Run(context.Background(), testSpec(), "ORIGINAL TASK", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Text != "carried on" || len(res.Retired) != 1 {
+		t.Fatalf("result = %+v", res)
+	}
+	var third fakeCall
+	b, err := os.ReadFile(calls + "/call-3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &third); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range third.Args {
+		if strings.HasPrefix(a, "--resume") {
+			t.Errorf("the retry resumed a session (%s); the successor had none", a)
+		}
+	}
+	if !strings.Contains(third.Prompt, doc.DegradedMarker) {
+		t.Errorf("the retry's prompt is not the handoff block:\n%s", third.Prompt)
 	}
 }

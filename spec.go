@@ -184,7 +184,7 @@ func (s AgentSpec) validate() error {
 // BuildConfig is the per-session part of BuildOptions: where the session
 // runs, what it resumes, where its transcript goes and what surrounds it.
 // The zero value starts a new, portable session in the current directory
-// with no store, no workbench and the default spill threshold.
+// with no store, no workbench and no spill guard.
 type BuildConfig struct {
 	// Cwd is the session's working directory; "" inherits the process's.
 	Cwd string
@@ -228,8 +228,10 @@ type BuildConfig struct {
 	// and spill guards are installed and an external root is reachable.
 	Workbench *workbench.Workbench
 	// SpillThreshold is the length above which a tool result's string is
-	// moved to the workbench's spill/; 0 means guard.DefaultSpillThreshold
-	// (4000), a negative value turns spilling off. It needs a Workbench.
+	// moved to the workbench's spill/. 0 or a negative value means no spill
+	// guard, as in the seed (None/0) and guard.WorkbenchHooks; the Runtime
+	// passes guard.DefaultSpillThreshold (4000) unless told otherwise. It
+	// needs a Workbench.
 	SpillThreshold int
 	// Handoff says the runtime hands off to a new session instead of
 	// letting the CLI compact: when the spec has no Compact policy, the
@@ -468,10 +470,7 @@ func readable(dir string) error {
 // workbench). Events left without a matcher are dropped.
 func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
 	texts := guard.TextsFor(string(cfg.Lang))
-	spill := cfg.SpillThreshold
-	if spill == 0 {
-		spill = guard.DefaultSpillThreshold
-	}
+	spill := max(cfg.SpillThreshold, 0) // 0: no spill guard
 	hooks := guard.MergeHooks(
 		spec.Hooks,
 		map[string][]claude.HookMatcher{claude.PreToolUse: {texts.Wall(spec.wall(cfg.Workbench))}},

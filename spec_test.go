@@ -130,7 +130,7 @@ func TestGuardMatrix(t *testing.T) {
 							"plain": Worker("reads", "read"),
 						},
 					}
-					o := build(t, spec, BuildConfig{Workbench: wb})
+					o := build(t, spec, BuildConfig{Workbench: wb, SpillThreshold: guard.DefaultSpillThreshold})
 
 					// Matchers per event: delegate or whitelist, isolate;
 					// index and spill with a workbench.
@@ -265,7 +265,7 @@ func TestBuildOptionsForEveryRole(t *testing.T) {
 			t.Run(string(lang)+"/"+c.name, func(t *testing.T) {
 				wb := newWorkbench(t, true)
 				store := claudetest.NewMemoryStore()
-				cfg := BuildConfig{Cwd: wb.Workspace, Store: store, Workbench: wb, Handoff: true, Lang: lang}
+				cfg := BuildConfig{Cwd: wb.Workspace, Store: store, Workbench: wb, SpillThreshold: guard.DefaultSpillThreshold, Handoff: true, Lang: lang}
 				o := build(t, c.spec, cfg)
 
 				if !slices.Equal(o.AllowedTools, c.allowed) {
@@ -611,8 +611,9 @@ func TestSpillThreshold(t *testing.T) {
 		threshold, size int
 		spilled         bool
 	}{
-		{0, guard.DefaultSpillThreshold, false},
-		{0, guard.DefaultSpillThreshold + 1, true},
+		// 0 is no spill guard, as in the seed and guard.WorkbenchHooks.
+		{0, guard.DefaultSpillThreshold + 1, false},
+		{guard.DefaultSpillThreshold, guard.DefaultSpillThreshold + 1, true},
 		{100, 101, true},
 		{100, 100, false},
 		{-1, 100000, false},
@@ -624,7 +625,7 @@ func TestSpillThreshold(t *testing.T) {
 		if (len(outs) == 1) != c.spilled {
 			t.Errorf("threshold %d, %d chars: %d answers, want spilled=%v", c.threshold, c.size, len(outs), c.spilled)
 		}
-		if c.threshold < 0 && len(o.Hooks[claude.PostToolUse]) != 1 {
+		if c.threshold <= 0 && len(o.Hooks[claude.PostToolUse]) != 1 {
 			t.Errorf("spill off: %d PostToolUse matchers, want the index guard alone", len(o.Hooks[claude.PostToolUse]))
 		}
 	}
