@@ -95,4 +95,3 @@ func recordLanguage(runDir string, want Lang) (Lang, error) {
 	}
 	return got, nil
 }
-

@@ -276,7 +276,7 @@ func (a *Attempt) Observe(m claude.Message) []Event {
 			a.apiError = m.Error
 		}
 	}
-	evs := event.Normalize(m)
+	evs := event.NormalizeIn(string(a.Lang), m)
 	for _, e := range evs {
 		a.Fold(e)
 	}

@@ -240,3 +240,39 @@ func TestTheRootAliasesTheEventType(t *testing.T) {
 		t.Errorf("%v", e)
 	}
 }
+
+func TestContextIsTheLatestMainThreadTurn(t *testing.T) {
+	r := NewStepResult("s")
+	a := r.BeginAttempt()
+	a.Fold(event.New(event.Text, "big turn", map[string]any{"context": 90_000}))
+	a.Fold(event.New(event.Text, "sub", map[string]any{"context": 150_000, "subagent": true}))
+	a.Fold(event.New(event.ToolCall, "no usage", map[string]any{}))
+	a.Fold(event.New(event.Text, "after a reset", map[string]any{"context": 40_000}))
+	a.Finish(nil)
+	if r.Context != 40_000 {
+		t.Errorf("Context = %d, want the latest main-thread turn's 40000 (not the maximum, not a subagent's)", r.Context)
+	}
+}
+
+func TestTextIsKeptOnlyWhenTheLastAttemptFailedWithNone(t *testing.T) {
+	ok := event.New(event.Result, "success", map[string]any{"is_error": false})
+	failed := event.New(event.Result, "error", map[string]any{"is_error": true})
+
+	r := NewStepResult("s")
+	a := r.BeginAttempt()
+	a.Fold(event.New(event.Text, "first answer", nil))
+	a.Fold(failed)
+	a.Finish(nil)
+	a = r.BeginAttempt() // fails again, saying nothing
+	a.Fold(failed)
+	a.Finish(nil)
+	if r.Text != "first answer" {
+		t.Errorf("after a silent failure Text = %q, want the earlier attempt's", r.Text)
+	}
+	a = r.BeginAttempt() // succeeds, saying nothing
+	a.Fold(ok)
+	a.Finish(nil)
+	if !r.OK || r.Text != "" {
+		t.Errorf("after a silent success Text = %q, want none: an old attempt's prose is not its answer", r.Text)
+	}
+}

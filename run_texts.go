@@ -3,6 +3,8 @@ package flower
 import (
 	"fmt"
 	"time"
+
+	"github.com/flowerrun/flower/store"
 )
 
 // runtimeTexts are the runtime's own words in one language: every text of
@@ -30,6 +32,9 @@ type runtimeTexts struct {
 	unreachable                  string // host, port, wait
 	reachable                    string // host, port
 	seconds, minutes             string // count
+	// What the session store writes into a resumed history, which the
+	// model reads: placeholders as the store's policies document them.
+	trimStub, expired, interruptedResult, orphan string
 }
 
 var zhTexts = runtimeTexts{
@@ -59,6 +64,11 @@ var zhTexts = runtimeTexts{
 	reachable:        "%s:%d 恢复,继续",
 	seconds:          "%.0f 秒",
 	minutes:          "%.0f 分钟",
+
+	trimStub:          store.DefaultTrimStub,
+	expired:           store.DefaultExpiryText,
+	interruptedResult: store.DefaultInterruptText,
+	orphan:            store.DefaultOrphanText,
 }
 
 var enTexts = runtimeTexts{
@@ -88,6 +98,11 @@ var enTexts = runtimeTexts{
 	reachable:        "%s:%d is back, carrying on",
 	seconds:          "%.0f seconds",
 	minutes:          "%.0f minutes",
+
+	trimStub:          "[Tool result archived: {chars} characters. The full content is in {path}; Read it when you need it]",
+	expired:           "[The result of {cmd} has expired ({age} rounds ago); the current state may have changed. Run it again if you need it]",
+	interruptedResult: "[The previous round was interrupted here; this tool result was never produced]",
+	orphan:            "[This step was interrupted and has no result. Redo it if needed.]",
 }
 
 // textsFor is the runtime's texts in lang.

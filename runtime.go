@@ -299,8 +299,17 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 		if err != nil {
 			return nil, err
 		}
-		keep := c.keepDenials
-		p, err := store.NewPruning(db, ws, c.trim, store.PrunePolicy{KeepDenials: keep}, c.ephemeral)
+		// What the store writes into a resumed history speaks the run's
+		// language unless the caller chose its own words.
+		t := textsFor(c.lang)
+		if c.trim.Stub == "" {
+			c.trim.Stub = t.trimStub
+		}
+		if c.ephemeral.Text == "" {
+			c.ephemeral.Text = t.expired
+		}
+		prune := store.PrunePolicy{KeepDenials: c.keepDenials, InterruptText: t.interruptedResult, OrphanText: t.orphan}
+		p, err := store.NewPruning(db, ws, c.trim, prune, c.ephemeral)
 		if err != nil {
 			db.Close()
 			return nil, err

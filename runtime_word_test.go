@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/workbench"
@@ -229,3 +230,129 @@ func TestRealTotalCostAndRescueDuringARun(t *testing.T) {
 }
 
 var _ = errors.New
+
+// TestRealNewKeepsTheDotenvInTheRuntime: not parallel, it owns the
+// process environment for its duration.
+func TestRealNewKeepsTheDotenvInTheRuntime(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	envFile := filepath.Join(t.TempDir(), "flower.env")
+	if err := os.WriteFile(envFile, []byte("ANTHROPIC_API_KEY=sk-from-dotenv\nFLOWER_TEST_DOTENV_MARK=seen\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FLOWER_ENV", envFile)
+	for _, k := range []string{"ANTHROPIC_API_KEY", "FLOWER_TEST_DOTENV_MARK"} {
+		t.Setenv(k, "") // restored afterwards
+		os.Unsetenv(k)
+	}
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		return bashReply("echo mark=$FLOWER_TEST_DOTENV_MARK")
+	})
+	env := claudetest.Env(t, srv)
+	delete(env, "ANTHROPIC_API_KEY") // the .env file must supply it
+	cli := claudetest.CLIPath(t)
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithEnv(env), WithResilience(fastResilience),
+		WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = cli, claudetest.BaseEnv() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	for _, k := range []string{"ANTHROPIC_API_KEY", "FLOWER_TEST_DOTENV_MARK"} {
+		if v, ok := os.LookupEnv(k); ok {
+			t.Errorf("New set %s=%q in the process environment", k, v)
+		}
+	}
+	spec := testSpec()
+	spec.MaxTurns = 2
+	rt.Run(runCtx(t), spec, "SCENARIO:dotenv", RunOptions{})
+	reqs := srv.Requests()
+	if len(reqs) == 0 || reqs[0].Header.Get("x-api-key") != "sk-from-dotenv" {
+		t.Fatalf("the CLI did not authenticate with the .env key")
+	}
+	if len(reqs) < 2 || !reqs[1].HasText("mark=seen") {
+		t.Error("the CLI's tools did not see the .env variable")
+	}
+}
+
+func TestNewRefusesALanguageItDoesNotSpeak(t *testing.T) {
+	t.Parallel()
+	for _, tag := range []Lang{"ko", "english", "fr-FR"} {
+		_, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithLanguage(tag), WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}))
+		if err == nil || !strings.Contains(err.Error(), `"en"`) || !strings.Contains(err.Error(), `"zh"`) {
+			t.Errorf("WithLanguage(%q): %v, want an error listing en and zh", tag, err)
+		}
+	}
+	for _, tag := range []Lang{"", "zh-CN", "en_GB"} {
+		rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithLanguage(tag), WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}))
+		if err != nil {
+			t.Errorf("WithLanguage(%q): %v", tag, err)
+			continue
+		}
+		rt.Close()
+	}
+}
+
+func TestTheRunDirectoryKeepsTheLanguageOfItsFirstRun(t *testing.T) {
+	t.Parallel()
+	runDir, ws := t.TempDir(), t.TempDir()
+	key := WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"})
+	if _, ok, err := RunDirLanguage(runDir); ok || err != nil {
+		t.Fatalf("a new run directory records %v, %v", ok, err)
+	}
+	first, err := New(ws, WithRunDir(runDir), WithLanguage("en-US"), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	if l, ok, err := RunDirLanguage(runDir); l != English || !ok || err != nil {
+		t.Fatalf("RunDirLanguage = %q, %v, %v", l, ok, err)
+	}
+	later, err := New(ws, WithRunDir(runDir), WithLanguage(Chinese), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	if later.Language() != English {
+		t.Errorf("a continuing run switched to %q", later.Language())
+	}
+	if err := os.WriteFile(filepath.Join(runDir, RunInfoName), []byte(`{"language":"ko"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(ws, WithRunDir(runDir), key); err == nil || !strings.Contains(err.Error(), RunInfoName) {
+		t.Errorf("a broken record: %v, want an error naming %s", err, RunInfoName)
+	}
+}
+
+func TestNewRefusesAWorkbenchItCannotWriteBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		return claudetest.Say("never")
+	})
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wb := &workbench.Workbench{Workspace: t.TempDir(), Home: filepath.Join(file, "wb")}
+	_, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithEnv(claudetest.Env(t, srv)), WithWorkbench(wb))
+	if err == nil || !strings.Contains(err.Error(), "workbench") {
+		t.Fatalf("err = %v, want the workbench named", err)
+	}
+	if srv.Count() != 0 {
+		t.Errorf("%d requests before the error", srv.Count())
+	}
+}
+
+func TestMissingCredentialsSpeakTheRunsLanguage(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("FLOWER_ENV", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	_, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithLanguage(English))
+	var me *MissingCredentialsError
+	if !errors.As(err, &me) || !strings.Contains(err.Error(), "flower setup") || hasHan(err.Error()) {
+		t.Fatalf("err = %v, want the English message naming `flower setup`", err)
+	}
+}

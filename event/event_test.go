@@ -266,3 +266,21 @@ func TestNewStampsTheTime(t *testing.T) {
 		t.Errorf("New = %#v", e)
 	}
 }
+
+func TestNormalizeInWritesItsOwnWordsInTheLanguage(t *testing.T) {
+	m := parse(t, `{"type":"system","subtype":"compact_boundary","session_id":"s1","compact_metadata":{"trigger":"manual","pre_tokens":5000,"post_tokens":900}}`)
+	for lang, want := range map[string]string{
+		"":      "压缩(manual) 5000 → 900 tokens",
+		"zh":    "压缩(manual) 5000 → 900 tokens",
+		"en":    "compaction(manual) 5000 → 900 tokens",
+		"en-US": "compaction(manual) 5000 → 900 tokens",
+	} {
+		if evs := NormalizeIn(lang, m); len(evs) != 1 || evs[0].Text != want {
+			t.Errorf("NormalizeIn(%q) = %+v, want %q", lang, evs, want)
+		}
+	}
+	micro := parse(t, `{"type":"system","subtype":"microcompact_boundary","session_id":"s1","microcompactMetadata":{"trigger":"auto","preTokens":90000}}`)
+	if evs := NormalizeIn("en", micro); len(evs) != 1 || evs[0].Text != "micro-compaction(auto) 90000 → ? tokens" {
+		t.Errorf("micro: %+v", evs)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower/claude"
+	ilang "github.com/flowerrun/flower/internal/lang"
 )
 
 // Limits of the one-line texts, in characters (runes).
@@ -32,8 +33,22 @@ const (
 //     Unknown with the type as its text.
 //
 // Unknown content blocks are skipped.
-func Normalize(m claude.Message) []Event {
-	evs := normalize(m)
+//
+// The one text Normalize writes itself, the compaction label, is Chinese,
+// the original's; NormalizeIn chooses the language.
+func Normalize(m claude.Message) []Event { return NormalizeIn("", m) }
+
+// labels are the words Normalize writes itself.
+type labels struct{ compact, micro string }
+
+// NormalizeIn is Normalize with its own words in lang: "en" and its
+// regional forms mean English, anything else Chinese ("压缩(auto) …").
+func NormalizeIn(lang string, m claude.Message) []Event {
+	l := labels{compact: "压缩", micro: "微压缩"}
+	if ilang.IsEnglish(lang) {
+		l = labels{compact: "compaction", micro: "micro-compaction"}
+	}
+	evs := normalize(m, l)
 	now := time.Now()
 	for i := range evs {
 		evs[i].Time = now
@@ -41,7 +56,7 @@ func Normalize(m claude.Message) []Event {
 	return evs
 }
 
-func normalize(m claude.Message) []Event {
+func normalize(m claude.Message, l labels) []Event {
 	switch m := m.(type) {
 	case *claude.AssistantMessage:
 		if m.Synthetic() {
@@ -64,7 +79,7 @@ func normalize(m claude.Message) []Event {
 	case *claude.ResultMessage:
 		return []Event{resultEvent(m)}
 	case *claude.SystemMessage:
-		return []Event{systemEvent(m)}
+		return []Event{systemEvent(m, l)}
 	case *claude.RateLimitEvent:
 		return []Event{{Kind: System, Text: "rate_limit_event", Payload: map[string]any{
 			"subtype":         "rate_limit_event",
@@ -212,10 +227,10 @@ func resultEvent(m *claude.ResultMessage) Event {
 	return Event{Kind: Result, Text: m.Subtype, Payload: p, Raw: m.Raw}
 }
 
-func systemEvent(m *claude.SystemMessage) Event {
+func systemEvent(m *claude.SystemMessage, l labels) Event {
 	switch {
 	case m.Subtype == "compact_boundary" || m.Subtype == "microcompact_boundary":
-		return compactReset(m)
+		return compactReset(m, l)
 	case m.Subtype == "conversation_reset":
 		return conversationReset(m.Raw)
 	case strings.HasPrefix(m.Subtype, "task_"):
@@ -242,7 +257,7 @@ func systemEvent(m *claude.SystemMessage) Event {
 
 // compactReset reads the compaction's metadata from the raw message, under
 // the snake_case or camelCase names the CLI has used.
-func compactReset(m *claude.SystemMessage) Event {
+func compactReset(m *claude.SystemMessage, l labels) Event {
 	var w map[string]json.RawMessage
 	_ = json.Unmarshal(m.Raw, &w)
 	var meta map[string]any
@@ -265,9 +280,9 @@ func compactReset(m *claude.SystemMessage) Event {
 	}
 	pre, post := tokens(pick("pre_tokens", "preTokens")), tokens(pick("post_tokens", "postTokens"))
 	micro := strings.HasPrefix(m.Subtype, "micro")
-	word := "压缩"
+	word := l.compact
 	if micro {
-		word = "微压缩"
+		word = l.micro
 	}
 	return Event{
 		Kind: Reset,

@@ -36,6 +36,9 @@ const (
 	// DefaultOrphanText is the content of the tool result inserted for a
 	// tool_use that never got one.
 	DefaultOrphanText = "[这一步被打断了,没有结果。需要的话重做。]"
+	// DefaultTrimStub replaces a trimmed result: {chars} becomes its length
+	// in characters, {path} the spill file, relative to the workspace.
+	DefaultTrimStub = "[工具结果已归档:{chars} 字符。完整内容在 {path},需要时用 Read 读取]"
 )
 
 // TrimPolicy trims by size at load time: old tool results of at least
@@ -54,6 +57,9 @@ type TrimPolicy struct {
 	// stay inside it (checked lexically). Empty means ".flower/spill". It is
 	// not the spill guard's <workbench root>/spill: the two differ on purpose.
 	SpillDirname string
+	// Stub replaces a trimmed result; {chars} and {path} are filled in.
+	// Empty means DefaultTrimStub.
+	Stub string
 }
 
 // DefaultTrimPolicy returns the default trim policy with every field spelled
@@ -69,6 +75,9 @@ func (p TrimPolicy) withDefaults() TrimPolicy {
 	}
 	if p.SpillDirname == "" {
 		p.SpillDirname = DefaultSpillDirname
+	}
+	if p.Stub == "" {
+		p.Stub = DefaultTrimStub
 	}
 	return p
 }

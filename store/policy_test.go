@@ -7,7 +7,8 @@ import (
 )
 
 func TestPolicyZeroValuesAreTheDefaults(t *testing.T) {
-	if got, want := DefaultTrimPolicy(), (TrimPolicy{KeepRecent: 20, MinChars: 2000, SpillDirname: ".flower/spill"}); got != want {
+	if got, want := DefaultTrimPolicy(), (TrimPolicy{KeepRecent: 20, MinChars: 2000, SpillDirname: ".flower/spill",
+		Stub: "[工具结果已归档:{chars} 字符。完整内容在 {path},需要时用 Read 读取]"}); got != want {
 		t.Errorf("DefaultTrimPolicy() = %+v, want %+v", got, want)
 	}
 	if got, want := DefaultEphemeralPolicy(), (EphemeralPolicy{KeepRecent: 6, MaxChars: 2000,

@@ -275,7 +275,7 @@ func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*t
 			continue
 		}
 		rel, abs := t.spillPath(s.text)
-		stub := fmt.Sprintf("[工具结果已归档:%d 字符。完整内容在 %s,需要时用 Read 读取]", n, rel)
+		stub := strings.NewReplacer("{chars}", strconv.Itoa(n), "{path}", rel).Replace(t.trim.Stub)
 		saved := n - utf8.RuneCountInString(stub)
 		if saved <= 0 {
 			continue
