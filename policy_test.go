@@ -168,7 +168,7 @@ func TestDefaultWindowGuessesFromTheModelName(t *testing.T) {
 // The trim policy lives in store; the runtime takes it as is, so its zero
 // value must be the documented defaults too.
 func TestZeroTrimPolicyIsTheDocumentedDefault(t *testing.T) {
-	want := store.TrimPolicy{KeepRecent: 20, MinChars: 2000, SpillDirname: ".flower/spill"}
+	want := store.TrimPolicy{KeepRecent: 20, MinChars: 2000, SpillDirname: ".flower/spill", Stub: store.DefaultTrimStub}
 	if got := store.DefaultTrimPolicy(); got != want {
 		t.Errorf("store.DefaultTrimPolicy() = %+v, want %+v", got, want)
 	}
