@@ -21,6 +21,11 @@ type alias struct {
 	name  string
 	key   string
 	latin bool // matched case-insensitively and only as a whole word
+	// han says the name is written in Chinese characters. Chinese puts no
+	// space between words, so such a name followed by a blank and text
+	// ("边界 不做X") is a heading with its body on the line, as the seed
+	// allows; in English or Korean that is how prose reads.
+	han bool
 }
 
 // layout is one document's sections with their headings compiled into a
@@ -35,7 +40,7 @@ func newLayout(sections ...section) *layout {
 	for _, s := range sections {
 		for _, name := range append([]string{s.zh, s.en, s.ko}, s.aliases...) {
 			if name != "" {
-				l.heads = append(l.heads, alias{name: name, key: s.key, latin: isLatin(name)})
+				l.heads = append(l.heads, alias{name: name, key: s.key, latin: isLatin(name), han: isHan(name)})
 			}
 		}
 	}
@@ -111,9 +116,12 @@ func (l *layout) parse(text string) parsed {
 // heading reports whether line is a heading of this layout, and returns its
 // section key and any body text on the same line. Accepted forms: "## 目标",
 // "**目标**", "目标:", "目标：", "3. 边界", "3、边界", "3) 边界", "1. **Goal**",
-// each optionally followed by body text. A bare name followed by text but no
-// colon ("下一步是跑测试", "Next step is…") is prose, not a heading: the
-// original took it for one and split sections in the middle of a body.
+// each optionally followed by body text. A Chinese name, bare or numbered,
+// takes body text after a blank without a colon ("3、边界 不做X", "目标 做X").
+// A name running straight into text ("下一步是跑测试"), or a Latin or Korean
+// name followed by text without a colon ("Next step is…"), is prose, not a
+// heading: the original took it for one and split sections in the middle
+// of a body.
 func (l *layout) heading(line string) (key, rest string, ok bool) {
 	s := trimBlank(line)
 	hashes := 0
@@ -159,6 +167,9 @@ func (l *layout) heading(line string) (key, rest string, ok bool) {
 			t = ""
 		}
 		if colon || t == "" || hashes > 0 || closed {
+			return a.key, t, true
+		}
+		if a.han && after != "" && unicode.IsSpace([]rune(after)[0]) {
 			return a.key, t, true
 		}
 		// The longest alias that fits decides; a shorter one would only
@@ -371,6 +382,16 @@ func isLatin(word string) bool {
 		}
 	}
 	return false
+}
+
+// isHan reports whether a word is written in Chinese characters.
+func isHan(word string) bool {
+	for _, r := range word {
+		if !unicode.Is(unicode.Han, r) {
+			return false
+		}
+	}
+	return word != ""
 }
 
 // isWordRune reports whether r continues a word. The underscore does not:

@@ -95,11 +95,35 @@ func TestProseThatStartsWithASectionNameIsNotAHeading(t *testing.T) {
 		{"english word that only starts with a name", "## Doing now\nwriting\nProgressive enhancement: done\n## Next step\nx", "writing\nProgressive enhancement: done"},
 		{"bold sentence that starts with a name", "## 现在在做什么\n写解析器\n**进度落后了一天**\n## 下一步\nx", "写解析器\n**进度落后了一天**"},
 		{"list item that starts with a name", "## 现在在做什么\n- 进度: 一半\n## 下一步\nx", "- 进度: 一半"},
+		{"chinese name running into prose", "## 现在在做什么\n写解析器\n下一步是跑测试\n## 下一步\nx", "写解析器\n下一步是跑测试"},
+		{"english name, a blank, prose", "## Doing now\nwriting\nNext step is to run tests\n## Next step\nx", "writing\nNext step is to run tests"},
+		{"numbered english name, a blank, prose", "## Doing now\nwriting\n1. Next step is to run tests\n## Next step\nx", "writing\n1. Next step is to run tests"},
+		{"korean name, a blank, prose", "## 지금 하는 일\nwriting\n다음 단계 는 테스트\n## 다음 단계\nx", "writing\n다음 단계 는 테스트"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if got := ParseHandoff(c.text).Doing; got != c.wantDoing {
 				t.Errorf("Doing = %q, want %q", got, c.wantDoing)
+			}
+		})
+	}
+}
+
+// The seed lets a heading carry its body on its line; in Chinese, with no
+// spaces between words, a blank after the name is enough to tell it.
+func TestAChineseHeadingTakesItsBodyAfterABlank(t *testing.T) {
+	cases := []struct{ name, text, goal, bounds string }{
+		{"numbered, ideographic comma", "1、目标 做X\n2、验收标准 跑通\n3、边界 不做X\n4、未知与假设 无", "做X", "不做X"},
+		{"numbered, dot", "1. 目标 做X\n2. 验收标准 跑通\n3. 边界 不做X\n4. 未知与假设 无", "做X", "不做X"},
+		{"bare", "目标 做X\n验收标准 跑通\n边界 不做X\n未知与假设 无", "做X", "不做X"},
+		{"ideographic space", "目标\u3000做X\n验收标准 跑通\n边界\t不做X\n未知与假设 无", "做X", "不做X"},
+		{"body continues below", "1. 目标 做X\n再做Y\n2. 验收标准 跑通\n3. 边界 不做X\n4. 未知与假设 无", "做X\n再做Y", "不做X"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := ParseBrief(c.text)
+			if b.Goal != c.goal || b.Bounds != c.bounds || !b.Complete() {
+				t.Errorf("brief = %+v, want goal %q, bounds %q, complete", b, c.goal, c.bounds)
 			}
 		})
 	}
