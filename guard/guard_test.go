@@ -107,7 +107,7 @@ func TestSpill(t *testing.T) {
 		{"no response", "Bash", "", `{}`, ``, ""},
 		{"tool input not JSON", "Bash", "", `{command`, `{"stdout":` + q(long) + `}`, ""},
 	}
-	runSpill(t, Spill(wb, 0, "", false), wb, tests, long, wide+"x")
+	runSpill(t, Spill(wb, DefaultSpillThreshold, "", false), wb, tests, long, wide+"x")
 }
 
 // runSpill runs cases against the hook of m, checking answers and files.
@@ -184,7 +184,7 @@ func TestSpillMainOnlyAndExternal(t *testing.T) {
 	if out == nil || !strings.Contains(string(out.HookSpecificOutput.UpdatedToolOutput), "已落盘到 "+abs+" ") {
 		t.Errorf("external pointer does not name %s: %s", abs, mustJSON(out))
 	}
-	if def := Spill(wb, 0, "", false); def.Matcher != Bulky {
+	if def := Spill(wb, DefaultSpillThreshold, "", false); def.Matcher != Bulky {
 		t.Errorf("default Matcher = %q, want %q", def.Matcher, Bulky)
 	}
 }
@@ -200,7 +200,7 @@ func TestSpillKeepsExistingFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("already here"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := call(t, Spill(wb, 0, "", false), &claude.HookInput{ToolName: "Bash", ToolResponse: json.RawMessage(`{"stdout":"` + long + `"}`)})
+	out := call(t, Spill(wb, DefaultSpillThreshold, "", false), &claude.HookInput{ToolName: "Bash", ToolResponse: json.RawMessage(`{"stdout":"` + long + `"}`)})
 	if out == nil {
 		t.Fatal("no answer")
 	}
@@ -239,7 +239,7 @@ func TestSpillLogsWhy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logs := captureLog(t)
-			out := call(t, Spill(wb, 0, "", false), &claude.HookInput{ToolName: "Bash",
+			out := call(t, Spill(wb, DefaultSpillThreshold, "", false), &claude.HookInput{ToolName: "Bash",
 				ToolInput: json.RawMessage(tt.input), ToolResponse: json.RawMessage(tt.response)})
 			if out != nil {
 				t.Errorf("answer %s, want none", mustJSON(out))
@@ -546,9 +546,20 @@ func TestTexts(t *testing.T) {
 
 func TestNilInputIsNoOpinion(t *testing.T) {
 	wb := &workbench.Workbench{Workspace: t.TempDir()}
-	for _, m := range []claude.HookMatcher{Spill(wb, 0, "", false), Index(wb), Isolate(map[string]claude.AgentDefinition{"c": {Isolated: true}}, nil), Spill(nil, 0, "", false), Index(nil)} {
+	for _, m := range []claude.HookMatcher{Spill(wb, DefaultSpillThreshold, "", false), Index(wb), Isolate(map[string]claude.AgentDefinition{"c": {Isolated: true}}, nil), Spill(nil, DefaultSpillThreshold, "", false), Index(nil)} {
 		if out := call(t, m, nil); out != nil {
 			t.Errorf("%s: answer %s for a nil input", m.Matcher, mustJSON(out))
+		}
+	}
+}
+
+func TestSpillThresholdZeroSpillsNothing(t *testing.T) {
+	wb := &workbench.Workbench{Workspace: t.TempDir()}
+	long := strings.Repeat("x", 10*DefaultSpillThreshold)
+	for _, threshold := range []int{0, -1} {
+		out := call(t, Spill(wb, threshold, "", false), &claude.HookInput{ToolName: "Bash", ToolResponse: json.RawMessage(`{"stdout":"` + long + `"}`)})
+		if out != nil {
+			t.Errorf("threshold %d spilled: %.200s", threshold, mustJSON(out))
 		}
 	}
 }

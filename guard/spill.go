@@ -21,7 +21,7 @@ func Spill(wb *workbench.Workbench, threshold int, tools string, mainOnly bool) 
 // Spill moves big tool results to disk the moment they arrive, instead of
 // compacting a full context later. This PostToolUse guard, for the tools
 // matched by tools ("" means Bulky), writes each string of the result longer
-// than threshold characters (zero or less means DefaultSpillThreshold) to
+// than threshold characters to
 // the workbench's spill/ folder (see Workbench.Spill) and puts in its place
 // a pointer line and the string's first 400 characters.
 //
@@ -35,12 +35,11 @@ func Spill(wb *workbench.Workbench, threshold int, tools string, mainOnly bool) 
 // is never spilled: that would loop forever. With mainOnly, subagents'
 // results pass unchanged. Whatever goes wrong (unreadable input or result,
 // an unexpected shape, an unwritable workbench) leaves the result unchanged
-// and is logged.
+// and is logged. A threshold of zero or less spills nothing, the meaning
+// it has everywhere in flower (WorkbenchHooks, BuildConfig, the Runtime);
+// DefaultSpillThreshold is the usual one.
 func (t Texts) Spill(wb *workbench.Workbench, threshold int, tools string, mainOnly bool) claude.HookMatcher {
 	t = t.withDefaults()
-	if threshold <= 0 {
-		threshold = DefaultSpillThreshold
-	}
 	if tools == "" {
 		tools = Bulky
 	}
@@ -56,7 +55,7 @@ type spiller struct {
 }
 
 func (s *spiller) hook(ctx context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
-	if in == nil || s.wb == nil || ctx.Err() != nil || (s.mainOnly && !in.IsMainThread()) {
+	if in == nil || s.wb == nil || s.threshold <= 0 || ctx.Err() != nil || (s.mainOnly && !in.IsMainThread()) {
 		return nil, nil
 	}
 	if len(bytes.TrimSpace(in.ToolResponse)) == 0 {
