@@ -1,0 +1,95 @@
+package human
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MCPServers returns the channel's in-process server under its name
+// ("human"), for claude.Options.MCPServers or an AgentSpec. Every call
+// returns the same server, so all sessions share one channel.
+func (c *Channel) MCPServers() map[string]claude.MCPServer {
+	return map[string]claude.MCPServer{Server: claude.SDKServer{Server: c.srv}}
+}
+
+// newServer builds the MCP server. Both tools take raw arguments and read
+// them leniently: a model that sends a number for the question or objects
+// among the options gets a settled ask, never a protocol error.
+func (c *Channel) newServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: Server, Version: "1.0.0"}, nil)
+	s.AddTool(&mcp.Tool{
+		Name:        "ask",
+		Description: c.texts.AskDescription,
+		InputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"question": map[string]any{"type": "string", "description": c.texts.QuestionDescription},
+				"options": map[string]any{
+					"type": "array", "items": map[string]any{"type": "string"},
+					"description": c.texts.OptionsDescription,
+				},
+			},
+			"required": []string{"question"},
+		},
+	}, c.handleAsk)
+	// No parameters, but a full schema: the CLI wants type and properties.
+	s.AddTool(&mcp.Tool{
+		Name:        "inbox",
+		Description: c.texts.InboxDescription,
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+	}, c.handleInbox)
+	return s
+}
+
+func (c *Channel) handleAsk(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args map[string]any
+	if req != nil && req.Params != nil {
+		// Unreadable arguments leave args empty: the ask settles Invalid.
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+	}
+	question, _ := scalar(args["question"])
+	var options []string
+	switch v := args["options"].(type) {
+	case []any:
+		for _, o := range v {
+			if s, ok := scalar(o); ok {
+				options = append(options, s)
+			}
+		}
+	default:
+		if s, ok := scalar(v); ok {
+			options = []string{s}
+		}
+	}
+	a, err := c.Ask(ctx, question, options)
+	if err != nil {
+		return nil, err
+	}
+	return textResult(a.Answer), nil
+}
+
+func (c *Channel) handleInbox(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return textResult(c.TakeInbox()), nil
+}
+
+// scalar renders a JSON string, number or bool as text; other values (null,
+// objects, arrays) are not text.
+func scalar(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), true
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	return "", false
+}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
