@@ -538,11 +538,21 @@ const cliMaxToolTimeout = math.MaxInt32 * time.Millisecond
 // 100 000 000 ms (about 27.8 hours) and clamps it to [1 s, 2^31-1 ms].
 const ToolTimeoutEnv = "MCP_TOOL_TIMEOUT"
 
+// AutoBackgroundEnv is the variable that sets after how many milliseconds
+// the CLI moves a still-running MCP call to a background task and lets the
+// model go on without its result. The pinned CLI does that only when
+// CLAUDE_AUTO_BACKGROUND_TASKS is set (then after 120 s by default); 0
+// turns it off.
+const AutoBackgroundEnv = "CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS"
+
 // Env returns the variables the CLI needs so that it never cuts an ask
 // short: MCP_TOOL_TIMEOUT set to the ask timeout plus a minute (the CLI's
-// largest value, about 24.8 days, for Forever or anything longer). With a
-// timeout of zero or less no ask blocks and Env is empty. Merge it into the
-// session's environment.
+// largest value, about 24.8 days, for Forever or anything longer), and
+// CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS=0, so that a user's
+// CLAUDE_AUTO_BACKGROUND_TASKS cannot move a waiting ask to the background
+// (the model would carry on without the answer). Both apply to every MCP
+// server of the session. With a timeout of zero or less no ask blocks and
+// Env is empty. Merge it into the session's environment, over the user's.
 func (c *Channel) Env() map[string]string {
 	if c.timeout <= 0 {
 		return map[string]string{}
@@ -551,7 +561,10 @@ func (c *Channel) Env() map[string]string {
 	if c.timeout < cliMaxToolTimeout-cliTimeoutMargin {
 		d = c.timeout + cliTimeoutMargin
 	}
-	return map[string]string{ToolTimeoutEnv: strconv.FormatInt(d.Milliseconds(), 10)}
+	return map[string]string{
+		ToolTimeoutEnv:    strconv.FormatInt(d.Milliseconds(), 10),
+		AutoBackgroundEnv: "0",
+	}
 }
 
 func copyAsk(a *Ask) Ask {

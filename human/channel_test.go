@@ -527,6 +527,9 @@ func TestEnvSetsTheCLIToolTimeoutAboveTheAsks(t *testing.T) {
 		{[]human.Option{human.WithTimeout(0)}, ""},
 	} {
 		env := human.New(tc.opts...).Env()
+		if tc.want != "" && (len(env) != 2 || env[human.AutoBackgroundEnv] != "0") {
+			t.Errorf("env = %v, want auto-background off", env)
+		}
 		if got := env[human.ToolTimeoutEnv]; got != tc.want || (tc.want == "" && len(env) != 0) {
 			t.Errorf("%v: env = %v, want %s=%s", human.New(tc.opts...).Timeout(), env, human.ToolTimeoutEnv, tc.want)
 		}
