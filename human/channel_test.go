@@ -420,6 +420,19 @@ func TestAmend(t *testing.T) {
 	if !regexp.MustCompile(`^# Brief\n\n## Added during the run \(\d\d:\d\d:\d\d\)\nmore\n$`).Match(b) {
 		t.Fatalf("existing brief:\n%s", b)
 	}
+	// AmendOnce writes words the file does not hold yet, once.
+	if !en.AmendOnce("wake words", en.Texts().WakeLabel) || en.AmendOnce(" wake words ", en.Texts().WakeLabel) ||
+		en.AmendOnce("more", "") {
+		t.Error("AmendOnce wrote twice or not at all")
+	}
+	b, _ = os.ReadFile(existing)
+	if strings.Count(string(b), "wake words") != 1 || !strings.Contains(string(b), "## Added on waking (") {
+		t.Fatalf("after AmendOnce:\n%s", b)
+	}
+	fresh := human.New(human.WithAmendPath(filepath.Join(dir, "new.md")))
+	if !fresh.AmendOnce("first words", "") {
+		t.Error("AmendOnce into a new file reported false")
+	}
 	// An I/O error reports false: the path is a directory.
 	if human.New(human.WithAmendPath(dir)).Amend("x", "") {
 		t.Error("Amend into a directory reported true")

@@ -19,6 +19,18 @@ import (
 // text, or when the file cannot be written (logged; the run goes on).
 func (c *Channel) Amend(text, label string) bool {
 	text = strings.TrimSpace(text)
+	return c.amend(text, label, false)
+}
+
+// AmendOnce is Amend, except that it writes nothing and reports false when
+// the amend file already holds text: a run started again with the same
+// words (a wake) amends the brief once, and the caller learns whether the
+// brief changed (and so whether the goal must be derived again).
+func (c *Channel) AmendOnce(text, label string) bool {
+	return c.amend(strings.TrimSpace(text), label, true)
+}
+
+func (c *Channel) amend(text, label string, once bool) bool {
 	if c.amendPath == "" || text == "" {
 		return false
 	}
@@ -31,7 +43,14 @@ func (c *Channel) Amend(text, label string) bool {
 	if c.english {
 		block = "\n## " + label + " (" + stamp + ")\n" + text + "\n"
 	}
-	if err := c.appendFile(c.amendPath, c.texts.AmendHeader, block); err != nil {
+	unless := ""
+	if once {
+		unless = text
+	}
+	if err := c.appendFile(c.amendPath, c.texts.AmendHeader, block, unless); err != nil {
+		if errors.Is(err, errPresent) {
+			return false
+		}
 		slog.Warn("human: could not amend the brief", "path", c.amendPath, "err", err)
 		return false
 	}
@@ -61,17 +80,22 @@ func (c *Channel) logMail(m Mail) {
 }
 
 func (c *Channel) log(s string) {
-	if err := c.appendFile(c.logPath, c.texts.LogHeader, s); err != nil {
+	if err := c.appendFile(c.logPath, c.texts.LogHeader, s, ""); err != nil {
 		// The log is an archive; losing a line must not stop the run.
 		slog.Warn("human: could not append to the Q&A log", "path", c.logPath, "err", err)
 	}
 }
 
+// errPresent says appendFile found the text it was told to look for.
+var errPresent = errors.New("already in the file")
+
 // appendFile appends s to path, creating it and its parents; a new file
-// gets header first. The file is created exclusively, so of two writers
+// gets header first. With unless set, an existing file that contains
+// unless is left alone (errPresent); the check and the write are one step
+// for this channel's writers. The file is created exclusively, so of two writers
 // (goroutines or processes) only one writes the header; each append is one
 // O_APPEND write, so lines never interleave.
-func (c *Channel) appendFile(path, header, s string) error {
+func (c *Channel) appendFile(path, header, s, unless string) error {
 	c.fileMu.Lock()
 	defer c.fileMu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -81,6 +105,15 @@ func (c *Channel) appendFile(path, header, s string) error {
 	if err == nil {
 		s = header + s
 	} else if errors.Is(err, fs.ErrExist) {
+		if unless != "" {
+			old, rerr := os.ReadFile(path)
+			if rerr != nil {
+				return fmt.Errorf("read %s: %w", path, rerr)
+			}
+			if strings.Contains(string(old), unless) {
+				return errPresent
+			}
+		}
 		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	}
 	if err != nil {
