@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,6 +58,16 @@ func (r *recorder) states() []string {
 		out = append(out, e.Str("id")+":"+e.Str("state"))
 	}
 	return out
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10 s")
+		}
+	}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -307,9 +318,7 @@ func TestNextAskGivesEachWaitingAskOnceOldestFirst(t *testing.T) {
 	results := make([]human.Ask, 2)
 	for i, q := range []string{"first", "second"} {
 		wg.Go(func() { results[i], _ = ch.Ask(ctx, q, nil) })
-		for len(ch.Pending()) != i+1 {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, func() bool { return len(ch.Pending()) == i+1 })
 	}
 	p1, err1 := ch.NextAsk(ctxT(t))
 	p2, err2 := ch.NextAsk(ctxT(t))
@@ -575,11 +584,12 @@ func TestConcurrentAskersAnswerersAndSenders(t *testing.T) {
 		helpers.Go(func() { ch.Send(fmt.Sprintf("mail %d", i)) })
 	}
 	var delivered sync.Map
+	var turn atomic.Int32
 	for range 4 {
 		helpers.Go(func() { // answerers: pull or grab from Pending, racing each other
 			for ctx.Err() == nil {
 				if a, err := ch.NextAsk(ctx); err == nil {
-					if i := len(a.ID) % 2; i == 0 {
+					if turn.Add(1)%2 == 0 {
 						ch.Answer(a.ID, "ok")
 					} else {
 						ch.Decline(a.ID, "no")
@@ -606,9 +616,7 @@ func TestConcurrentAskersAnswerersAndSenders(t *testing.T) {
 		})
 	}
 	askers.Wait()
-	for len(ch.PendingMail()) > 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { return len(ch.PendingMail()) == 0 })
 	cancel()
 	helpers.Wait()
 	ids := map[string]bool{}
