@@ -155,6 +155,14 @@ func WithTexts(t Texts) Option { return func(c *Channel) { c.custom = t } }
 // so the callback must not block (queue slow work). It may call the
 // channel's methods. A panic in it is recovered and recorded in UIErrors,
 // never propagated.
+//
+// An event is a question's or a mail's; a UI checks payload "kind" first.
+// A question's has no kind: Text is the question, payload id, options,
+// state, answer, remaining, asked_at (Unix seconds); a waited question
+// emits two (asked, then its outcome), one settled at once emits one. A
+// mail's has kind "mail": Text is the message, payload state ("queued",
+// "delivered"), id, amended (the amend file's path, "" when not appended),
+// and no options or remaining.
 type Channel struct {
 	onEvent   func(event.Event)
 	maxAsks   int
@@ -337,8 +345,9 @@ func (c *Channel) settle(a *Ask, state State, text string) Ask {
 	return snap
 }
 
-// Answer answers a waiting ask with text; false when id is not waiting
-// (unknown, answered, declined, timed out).
+// Answer answers a waiting ask with text, which the model gets as is (it
+// need not be one of the options); false when id is not waiting (unknown,
+// answered, declined, timed out, cancelled).
 func (c *Channel) Answer(id, text string) bool { return c.resolve(id, Answered, text) }
 
 // Decline skips a waiting ask: the model is told to judge for itself and

@@ -68,7 +68,7 @@ var ChineseTexts = Texts{
 }
 
 // EnglishTexts say the same in English; "Unknowns and assumptions" is the
-// brief's English section name (package doc).
+// brief's English section name in package doc.
 var EnglishTexts = Texts{
 	OverBudget:          "The question quota is used up. Do not ask again — write what is still uncertain into the \"Unknowns and assumptions\" section and carry on with your own judgement.",
 	Timeout:             "Nobody answered. Carry on with your own judgement, and write this question and the assumption you made into the \"Unknowns and assumptions\" section. Do not ask it again, and do not stop here.",
