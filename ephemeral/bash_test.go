@@ -14,8 +14,10 @@ import (
 // bashPrelude makes every command bash would run land in a log instead:
 // PATH points nowhere and the builtin verbs are disabled, so each one
 // reaches command_not_found_handle, which logs its argv and returns $RC.
-const bashPrelude = `enable -n echo pwd type command jobs test [ kill
-command_not_found_handle() { builtin printf '%s\0' "$#" "$@" >> "$LOGFILE"; return "$RC"; }
+// The handler runs apart from the shell, so enabling printf there to log
+// leaves it disabled for the command line.
+const bashPrelude = `enable -n echo pwd type command jobs test [ kill printf cd
+command_not_found_handle() { enable printf; builtin printf '%s\0' "$#" "$@" >> "$LOGFILE"; return "$RC"; }
 `
 
 // TestBashRunsOnlyWhatIsSaw runs every accepted table case and fuzz
@@ -117,8 +119,9 @@ func parseArgvLog(t *testing.T, log []byte) [][]string {
 // matchesSegment reports whether argv is one of the segments: the same
 // words, except that a word the shell expands (a glob, $VAR, ~) only needs
 // its segment's verb to match.
-func matchesSegment(argv []string, segments [][]word) bool {
-	for _, s := range segments {
+func matchesSegment(argv []string, segments []segment) bool {
+	for _, seg := range segments {
+		s := seg.words
 		if s[0].text != argv[0] {
 			continue
 		}

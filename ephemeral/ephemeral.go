@@ -42,12 +42,44 @@ func Is(cmd string) bool {
 	if !ok {
 		return false
 	}
-	for _, words := range segments {
-		if !isGlance(words) {
+	var b base
+	if dir, ok := leadingCd(segments); ok {
+		b.dir = dir
+		segments = segments[1:]
+	}
+	for _, s := range segments {
+		if !isGlance(s.words, b) {
 			return false
 		}
 	}
 	return true
+}
+
+// leadingCd accepts cd DIR as the first segment when && follows it and
+// something comes after: the rest then runs in DIR, and its paths are
+// read from there. DIR must be written plainly (no expansion or glob, no
+// option, not -), and may not be /, nor in /dev, /proc or /sys: the CLI
+// keeps the shell's directory for later commands, whose relative paths Is
+// reads as staying where they start.
+func leadingCd(segments []segment) (string, bool) {
+	first := segments[0]
+	if len(segments) < 2 || first.sep != "&&" || len(first.words) != 2 || first.words[0].text != "cd" {
+		return "", false
+	}
+	dir := first.words[1]
+	if dir.uncertain() || dir.text == "" || strings.HasPrefix(dir.text, "-") || forbiddenWords[strings.ToLower(dir.text)] {
+		return "", false
+	}
+	if abs, ok := (base{}).resolve(dir.text); ok {
+		top, _, _ := strings.Cut(strings.TrimPrefix(abs, "/"), "/")
+		// cd .. reaches / only in the worst case resolve assumes, so only
+		// a / written as such is refused.
+		rooted := top == "" && strings.HasPrefix(dir.text, "/")
+		if rooted || top == "dev" || top == "proc" || top == "sys" {
+			return "", false
+		}
+	}
+	return dir.text, true
 }
 
 // substitutions run another command or evaluate code. They are searched
@@ -82,8 +114,9 @@ var forbiddenWords = map[string]bool{
 }
 
 // isGlance checks one simple command: an allowed verb whose arguments pass
-// the verb's rule.
-func isGlance(words []word) bool {
+// the verb's rule and, unless the verb only looks names up, name no
+// device file (see paths.go) seen from b.
+func isGlance(words []word, b base) bool {
 	for _, w := range words {
 		if forbiddenWords[strings.ToLower(strings.TrimLeft(w.text, "-"))] {
 			return false
@@ -109,7 +142,24 @@ func isGlance(words []word) bool {
 			}
 		}
 	}
-	return rule.check(args)
+	if !rule.names {
+		for _, a := range args {
+			if b.reachesDevice(a) {
+				return false
+			}
+		}
+	}
+	if !rule.check(args) {
+		return false
+	}
+	if rule.files != nil {
+		for _, f := range rule.files(args) {
+			if b.special(f, false) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // asciiLower lowercases s, refusing anything but ASCII: Unicode case

@@ -18,6 +18,13 @@ var gitSubcommands = map[string]func([]word) bool{
 	"symbolic-ref": gitSymbolicRefIsQuery,
 	"hash-object":  refuse("w", "write"), // -w writes the object
 	"config":       gitConfigIsQuery,
+	"ls-tree":      allows(gitLsTreeOptions),
+	"rev-list":     gitRevListIsQuery,
+	"merge-base":   allows(gitMergeBaseOptions),
+	"grep":         gitGrepIsQuery,
+	"tag":          gitTagIsListing,
+	"show-ref":     allows(gitShowRefOptions),
+	"version":      allows(gitVersionOptions),
 }
 
 // gitRefused are long options refused for every subcommand, also as
@@ -35,6 +42,9 @@ var gitRefused = []string{
 // -c sets config such as core.pager, --exec-path picks the programs,
 // --git-dir and --work-tree point elsewhere, -p starts a pager.
 func gitIsQuery(args []word) bool {
+	if len(args) == 1 && args[0].text == "--version" {
+		return true
+	}
 	args, ok := skipGitGlobals(args)
 	if !ok || len(args) == 0 {
 		return false
@@ -198,16 +208,29 @@ func isRemoteName(s string) bool {
 	return true
 }
 
-// gitReflogIsQuery refuses reflog expire and delete (and drop, in case a
-// later git adds it) anywhere in the arguments.
+// gitReflogIsQuery allows git reflog [show|list|exists] and, as show, a
+// first argument that is an option. A first word git might take for
+// another subcommand is refused (expire and delete write, a later git may
+// add more), and so are expire, delete and drop anywhere, and words the
+// shell expands: e"$X"pire or ex*e may become expire.
 func gitReflogIsQuery(args []word) bool {
 	for _, a := range args {
+		if a.uncertain() {
+			return false
+		}
 		switch sub, _ := asciiLower(a.text); sub {
 		case "expire", "delete", "drop":
 			return false
 		}
 	}
-	return true
+	if len(args) == 0 || strings.HasPrefix(args[0].text, "-") {
+		return gitDiffIsQuery(args)
+	}
+	switch args[0].text {
+	case "show", "list", "exists":
+		return gitDiffIsQuery(args[1:])
+	}
+	return false
 }
 
 var gitSymbolicRefQuery = options("q", "quiet short recurse no-recurse")
@@ -219,44 +242,140 @@ func gitSymbolicRefIsQuery(args []word) bool {
 	return ok && len(p.operands) == 1 && !p.operands[0].uncertain()
 }
 
-var gitConfigQuery = options("lz f:",
+// gitConfigLegacy are the options of git config before git 2.46's
+// subcommands, without the writing actions. git reads them only up to
+// the first operand (git config NAME VALUE --get sets NAME).
+var gitConfigLegacy = options("lz f:t:",
 	"get get-all get-regexp get-urlmatch get-color get-colorbool list "+
 		"global system local worktree file= blob= show-origin show-scope name-only null "+
-		"includes no-includes type= bool int bool-or-int path expiry-date default=")
+		"includes no-includes type= bool int bool-or-int bool-or-str path expiry-date default= fixed-value").stopAtOperand()
 
-// gitConfigActions are the read actions; one of them, or the newer
-// spelling git config get|list, must be present, because a bare
-// git config NAME VALUE sets.
-var gitConfigActions = map[string]bool{
-	"--get": true, "--get-all": true, "--get-regexp": true, "--get-urlmatch": true,
-	"--get-color": true, "--get-colorbool": true, "--list": true, "-l": true,
+// gitConfigActions are the read actions and the most operands each takes.
+var gitConfigActions = map[string]int{
+	"--get": 2, "--get-all": 2, "--get-regexp": 2, "--get-urlmatch": 2,
+	"--get-color": 2, "--get-colorbool": 2, "--list": 0, "-l": 0,
 }
 
-// gitConfigWriters are git 2.46's writing subcommands. Since it looks for
-// a subcommand among the operands even after options, git config --global
-// set k v sets; so a first operand naming one is refused even beside --get.
-var gitConfigWriters = map[string]bool{
-	"set": true, "unset": true, "rename-section": true, "remove-section": true, "edit": true,
-}
+// gitConfigRead are the options of git config get and git config list
+// (git 2.46 and later).
+var gitConfigRead = options("z f:t:",
+	"global system local worktree file= blob= show-origin show-scope name-only null "+
+		"includes no-includes type= bool int bool-or-int bool-or-str path expiry-date "+
+		"all regexp value= fixed-value url= default=").stopAtOperand()
 
+// gitConfigIsQuery allows git config with exactly one read action before
+// any operand and no more operands than it takes, or git config get NAME
+// and git config list. Every word must be written plainly: a word that
+// matched none of these by its text might still be one when bash expands
+// it.
 func gitConfigIsQuery(args []word) bool {
-	p, ok := gitConfigQuery.parse(args)
-	if !ok {
-		return false
-	}
-	if len(p.operands) > 0 {
-		if sub, _ := asciiLower(p.operands[0].text); gitConfigWriters[sub] {
+	for _, a := range args {
+		if a.uncertain() {
 			return false
 		}
 	}
-	for _, o := range p.options {
-		if gitConfigActions[o.name] {
-			return true
+	if len(args) > 0 {
+		switch args[0].text {
+		case "get", "list":
+			p, ok := gitConfigRead.parse(args[1:])
+			if args[0].text == "get" {
+				return ok && len(p.operands) == 1
+			}
+			return ok && len(p.operands) == 0
 		}
 	}
-	if len(p.operands) == 0 {
+	p, ok := gitConfigLegacy.parse(args)
+	if !ok {
 		return false
 	}
-	sub, _ := asciiLower(p.operands[0].text)
-	return sub == "get" || sub == "list"
+	most, actions := 0, 0
+	for _, o := range p.options {
+		if n, isAction := gitConfigActions[o.name]; isAction {
+			most, actions = n, actions+1
+		}
+	}
+	if actions != 1 || len(p.operands) > most {
+		return false
+	}
+	// git 2.46 looks for a subcommand among the operands even after
+	// options: git config --global set k v sets.
+	for _, o := range p.operands {
+		if gitConfigSubcommands[o.text] {
+			return false
+		}
+	}
+	return true
+}
+
+// gitConfigSubcommands are git 2.46's config subcommands.
+var gitConfigSubcommands = map[string]bool{
+	"get": true, "list": true, "set": true, "unset": true, "rename-section": true,
+	"remove-section": true, "edit": true,
+}
+
+var (
+	gitLsTreeOptions = options("drtlz",
+		"name-only name-status object-only full-name full-tree long abbrev=? format=")
+	gitMergeBaseOptions = options("a", "all octopus independent is-ancestor fork-point")
+	gitShowRefOptions   = options("dsq",
+		"head heads tags branches dereference hash=? abbrev=? verify quiet exists")
+	gitVersionOptions = options("", "build-options")
+)
+
+// gitRevListOptions are rev-list's common selection and output options.
+var gitRevListOptions = options("n:",
+	"all branches=? tags=? remotes=? glob= not count max-count= skip= since= after= until= before= "+
+		"author= committer= grep= all-match invert-grep regexp-ignore-case extended-regexp fixed-strings "+
+		"merges no-merges min-parents= max-parents= first-parent ancestry-path left-right left-only right-only "+
+		"cherry-pick cherry-mark boundary topo-order date-order author-date-order reverse "+
+		"objects objects-edge no-walk=? do-walk parents children timestamp quiet "+
+		"abbrev-commit abbrev=? oneline format= pretty=? header date= simplify-by-decoration")
+
+// gitRevListIsQuery allows rev-list with the options above and -NUMBER.
+func gitRevListIsQuery(args []word) bool {
+	_, ok := gitRevListOptions.parse(withoutCounts(args))
+	return ok
+}
+
+// withoutCounts drops -NUMBER words (git log -5, git grep -3), which
+// getopt-style tables cannot express.
+func withoutCounts(args []word) []word {
+	out := make([]word, 0, len(args))
+	for _, a := range args {
+		if len(a.text) > 1 && a.text[0] == '-' && isDigits(a.text[1:]) {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// gitGrepOptions leave out -O/--open-files-in-pager (runs a pager
+// program) and --ext-grep; -f reads patterns from a file, which the
+// device rule checks.
+var gitGrepOptions = options("nlLchHivwxEFGPoqzIWpa e:f:A:B:C:m:",
+	"line-number column files-with-matches name-only files-without-match count no-filename "+
+		"ignore-case invert-match word-regexp line-regexp extended-regexp fixed-strings "+
+		"basic-regexp perl-regexp only-matching quiet null text function-context show-function "+
+		"heading break full-name cached untracked no-index exclude-standard no-exclude-standard "+
+		"recurse-submodules all-match and or not color=? no-color max-depth= max-count= threads= "+
+		"context= after-context= before-context= textconv no-textconv")
+
+func gitGrepIsQuery(args []word) bool {
+	_, ok := gitGrepOptions.parse(withoutCounts(args))
+	return ok
+}
+
+// gitTagListing are git tag's listing options; -l/--list must be among
+// them (or no argument at all), since git tag NAME creates a tag.
+var gitTagListing = options("li n::",
+	"list ignore-case omit-empty sort= format= contains=? no-contains=? merged=? no-merged=? "+
+		"points-at= column=? no-column color=? no-color")
+
+func gitTagIsListing(args []word) bool {
+	if len(args) == 0 {
+		return true
+	}
+	p, ok := gitTagListing.parse(args)
+	return ok && (hasOption(p, "-l") || hasOption(p, "--list"))
 }

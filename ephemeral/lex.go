@@ -8,8 +8,8 @@ type word struct {
 	text string
 	// quoted: some part of it was quoted or escaped.
 	quoted bool
-	// expands: it holds a $ expansion or $'…'/$"…" quoting, which text
-	// shows unexpanded: the value the command sees is unknown.
+	// expands: it holds a $ expansion, which text shows unexpanded: the
+	// value the command sees is unknown.
 	expands bool
 	// splits: it holds an unquoted $ expansion, which the shell may split
 	// into several words, any of them an option.
@@ -43,29 +43,47 @@ const (
 	devNullOrFD        // after >&: also a descriptor (2>&1) or - (close)
 )
 
+// segment is one simple command and the operator that ends it: "&&",
+// "||", ";", "|", "\n", or "" for the last one.
+type segment struct {
+	words []word
+	sep   string
+}
+
 // split cuts a command line into simple commands, each a list of words,
 // at &&, ||, ;, | and newlines outside quotes. Safe redirections are
 // dropped. It fails on everything outside a glance's grammar: unbalanced
 // quotes, ( ) subshells, { } groups, comments, a lone & (background), <
 // of any kind, > to anything but /dev/null or a descriptor, and empty
-// commands (ls ;; pwd, ls |).
-func split(line string) ([][]word, bool) {
+// commands (ls ;; pwd, ls |). One trailing ; is allowed (ls;): it ends
+// the last command and starts none.
+func split(line string) ([]segment, bool) {
 	l := lexer{src: line}
 	for l.pos < len(l.src) {
 		if !l.step() {
 			return nil, false
 		}
 	}
-	if !l.endSegment() {
+	if l.trailingSemicolon() {
+		return l.segments, true
+	}
+	if !l.endSegment("") {
 		return nil, false
 	}
 	return l.segments, true
 }
 
+// trailingSemicolon reports whether the line ended right after a ; that
+// closed a command, with nothing but blanks since.
+func (l *lexer) trailingSemicolon() bool {
+	n := len(l.segments)
+	return n > 0 && l.segments[n-1].sep == ";" && !l.touched && !l.cur.started && l.redirect == noTarget
+}
+
 type lexer struct {
 	src      string
 	pos      int
-	segments [][]word
+	segments []segment
 	words    []word      // the words of the segment being read
 	touched  bool        // the segment being read has words or redirections
 	cur      wordBuilder // the word being read
@@ -84,14 +102,16 @@ func (l *lexer) step() bool {
 			// A blank line, or a newline after && or |: only whitespace.
 			return true
 		}
-		return l.endSegment()
+		return l.endSegment("\n")
 	case ';':
 		l.pos++
-		return l.endSegment()
+		return l.endSegment(";")
 	case '|':
 		l.pos++
-		l.skipByte('|')
-		return l.endSegment()
+		if l.skipByte('|') {
+			return l.endSegment("||")
+		}
+		return l.endSegment("|")
 	case '&':
 		return l.ampersand()
 	case '>':
@@ -134,7 +154,7 @@ func (l *lexer) ampersand() bool {
 	l.pos++
 	switch {
 	case l.skipByte('&'):
-		return l.endSegment()
+		return l.endSegment("&&")
 	case l.skipByte('>'):
 		l.skipByte('>')
 		return l.startRedirect(devNull)
@@ -218,21 +238,19 @@ func (l *lexer) escaped() bool {
 	return true
 }
 
-// dollar reads an unquoted $: ANSI-C $'…', locale $"…", a parameter, or a
-// plain dollar sign.
+// dollar reads an unquoted $: a parameter or a plain dollar sign. ANSI-C
+// $'…' and locale $"…" quoting are refused: bash decodes \x2d as '-' in
+// the one and may translate the other into any text, so the word the
+// command receives is not the word the rules would compare (git reflog
+// e$'x'pire runs expire).
 func (l *lexer) dollar() bool {
 	var next byte
 	if l.pos+1 < len(l.src) {
 		next = l.src[l.pos+1]
 	}
 	switch {
-	case next == '\'':
-		return l.ansiCQuoted()
-	case next == '"':
-		// The translation may be any text.
-		l.cur.add('$', expansion)
-		l.pos += 2
-		return l.doubleQuoted()
+	case next == '\'' || next == '"':
+		return false
 	case startsParameter(l.src, l.pos):
 		l.cur.add('$', expansion)
 		l.cur.w.splits = true
@@ -241,24 +259,6 @@ func (l *lexer) dollar() bool {
 	}
 	l.pos++
 	return true
-}
-
-// ansiCQuoted reads $'…', where a backslash escapes even the closing
-// quote and \x2d spells '-': its text cannot be trusted.
-func (l *lexer) ansiCQuoted() bool {
-	l.cur.add('$', expansion)
-	l.cur.addQuoted("")
-	for i := l.pos + 2; i < len(l.src); i++ {
-		switch l.src[i] {
-		case '\\':
-			i++
-		case '\'':
-			l.cur.text.WriteString(l.src[l.pos+2 : i])
-			l.pos = i + 1
-			return true
-		}
-	}
-	return false
 }
 
 // brace admits git's reflog syntax (stash@{0}, HEAD@{1.day.ago}) and
@@ -299,11 +299,11 @@ func (l *lexer) endWord() bool {
 	return ok
 }
 
-func (l *lexer) endSegment() bool {
+func (l *lexer) endSegment(sep string) bool {
 	if !l.endWord() || l.redirect != noTarget || len(l.words) == 0 {
 		return false
 	}
-	l.segments = append(l.segments, l.words)
+	l.segments = append(l.segments, segment{words: l.words, sep: sep})
 	l.words = nil
 	l.touched = false
 	return true

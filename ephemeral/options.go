@@ -16,6 +16,17 @@ const (
 type optSpec struct {
 	short map[byte]arity
 	long  map[string]arity
+	// firstOperandEnds: the program stops reading options at its first
+	// operand (bash builtins, git config, xxd), so everything after it is
+	// an operand, whatever it looks like.
+	firstOperandEnds bool
+}
+
+// stopAtOperand is s for a program that reads options only before its
+// first operand.
+func (s optSpec) stopAtOperand() optSpec {
+	s.firstOperandEnds = true
+	return s
 }
 
 // options builds an optSpec in getopt's notation: short is like "nE e:
@@ -57,7 +68,8 @@ type parsedArgs struct {
 }
 
 // parse reads args the way GNU getopt_long does, options and operands
-// mixed until "--". It fails on an unknown option, on a missing value, and
+// mixed until "--" (or only up to the first operand, see
+// firstOperandEnds). It fails on an unknown option, on a missing value, and
 // on a value taken from the next word that starts with '-': if the rule
 // and the program disagreed on whether an option takes a value, that word
 // would be an option the rule never checked.
@@ -86,6 +98,9 @@ func (s optSpec) parse(args []word) (parsedArgs, bool) {
 			if !s.parseCluster(args, &i, &p) {
 				return p, false
 			}
+		case s.firstOperandEnds:
+			p.operands = append(p.operands, args[i:]...)
+			return p, true
 		default:
 			p.operands = append(p.operands, arg)
 		}

@@ -2,20 +2,36 @@ package ephemeral
 
 import "strings"
 
-// sedScriptIsReadOnly reports whether a sed script only prints and reads:
-// no w or W command, no s///w or s///e flag, no e command, and nothing
-// this parser does not know. It reads the script the way GNU sed does and
-// refuses whatever BSD sed (macOS) would split differently, so both agree
-// on where each command ends.
-func sedScriptIsReadOnly(script string) bool {
+// sedScriptFiles reports whether a sed script only prints and reads, and
+// ends: no w or W command, no s///w or s///e flag, no e command, no loop
+// (see loopsEnd), and nothing this parser does not know. It also returns
+// the files the script's r and R commands read. It reads the script the
+// way GNU sed does and refuses whatever BSD sed (macOS) would split
+// differently, so both agree on where each command ends.
+func sedScriptFiles(script string) ([]string, bool) {
 	p := sedParser{s: script}
-	return p.script()
+	if !p.script() || !p.loopsEnd() {
+		return nil, false
+	}
+	return p.files, true
 }
 
 type sedParser struct {
 	s     string
 	i     int
 	depth int // open { blocks
+	// cmds are the commands read so far, in order; files the names r and
+	// R read.
+	cmds  []sedCmd
+	files []string
+}
+
+// sedCmd is what the loop check needs to know of one command.
+type sedCmd struct {
+	name      byte   // the command letter, or { or }
+	label     string // for :, b, t and T
+	depth     int    // the blocks it is in
+	addressed bool   // it has an address or a !
 }
 
 func (p *sedParser) script() bool {
@@ -28,6 +44,7 @@ func (p *sedParser) script() bool {
 			p.restOfLine()
 			continue
 		}
+		start := p.i
 		if !p.addresses() {
 			return false
 		}
@@ -36,7 +53,11 @@ func (p *sedParser) script() bool {
 			p.i++
 			p.skip(" \t")
 		}
-		if p.eof() || !p.command() {
+		if p.eof() {
+			return false
+		}
+		p.cmds = append(p.cmds, sedCmd{name: p.s[p.i], depth: p.depth, addressed: p.i > start})
+		if !p.command() {
 			return false
 		}
 	}
@@ -54,7 +75,7 @@ func (p *sedParser) command() bool {
 	case c == '}':
 		p.depth--
 		return p.depth >= 0 && p.end()
-	case strings.IndexByte("=dDgGhHnNpPxzF", c) >= 0:
+	case strings.IndexByte("=dgGhHnNpPxzF", c) >= 0:
 		return p.end()
 	case strings.IndexByte("lLqQ", c) >= 0: // optional number
 		p.skip(" \t")
@@ -65,16 +86,73 @@ func (p *sedParser) command() bool {
 		return true
 	case strings.IndexByte(":btTv", c) >= 0: // label, or version for v
 		p.skip(" \t")
+		start := p.i
 		p.upTo(" \t\n;}")
+		p.cmds[len(p.cmds)-1].label = p.s[start:p.i]
 		return true
 	case c == 'r' || c == 'R': // read a file: its name runs to the end of the line
-		return !strings.ContainsAny(p.restOfLine(), ";}#")
+		p.skip(" \t")
+		name := p.restOfLine()
+		p.files = append(p.files, name)
+		return !strings.ContainsAny(name, ";}#")
 	case c == 's':
 		return p.substitute()
 	case c == 'y':
 		return p.transliterate()
 	}
-	return false // e and w, W run or write; anything else is unknown
+	// e and w, W run or write; D restarts the cycle without reading
+	// input, so s/^/\n/;D never ends; anything else is unknown.
+	return false
+}
+
+// loopsEnd reports whether every branch either jumps forward (to a later
+// label, or to the end without one) or closes a loop that reads a line on
+// each turn: the label and the branch at the top level, and between them
+// only top-level commands, no label or branch among them, and an N or n
+// without an address, which reads the next line or ends sed at the last.
+// So :a;N;$!ba (join all lines) passes and :a;ba, :a;s/x/xx/;ta do not.
+// Labels must be defined once.
+func (p *sedParser) loopsEnd() bool {
+	labels := map[string]int{}
+	for i, c := range p.cmds {
+		if c.name == ':' {
+			if _, dup := labels[c.label]; dup || c.label == "" {
+				return false
+			}
+			labels[c.label] = i
+		}
+	}
+	for i, c := range p.cmds {
+		if strings.IndexByte("btT", c.name) < 0 || c.label == "" {
+			continue
+		}
+		at, ok := labels[c.label]
+		if !ok {
+			return false
+		}
+		if at < i && !p.readsEachTurn(at, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// readsEachTurn checks the loop from the label at cmds[from] back from the
+// branch at cmds[to].
+func (p *sedParser) readsEachTurn(from, to int) bool {
+	if p.cmds[from].depth != 0 || p.cmds[to].depth != 0 {
+		return false
+	}
+	reads := false
+	for _, c := range p.cmds[from+1 : to] {
+		if c.depth != 0 || strings.IndexByte(":btT{}", c.name) >= 0 {
+			return false
+		}
+		if (c.name == 'N' || c.name == 'n') && !c.addressed {
+			reads = true
+		}
+	}
+	return reads
 }
 
 // addresses reads an optional address or range: 3, $, /re/I, \%re%,

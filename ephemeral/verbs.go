@@ -7,65 +7,111 @@ type verbRule struct {
 	// openArgs: no option or operand of the verb writes, runs a command or
 	// waits forever, so arguments the shell expands ($HOME, *.go) are fine.
 	openArgs bool
+	// names: the verb only looks its arguments up or prints them (ls,
+	// stat, echo); it never reads a file's content, so the device rule
+	// (paths.go) does not apply to it.
+	names bool
 	// check sees the arguments after the verb.
 	check func(args []word) bool
+	// files names the files the verb reads beyond its arguments (sed's r
+	// and R commands); the device rule applies to them too.
+	files func(args []word) []string
 }
 
-// printsOnly is the rule of a verb whose every use only prints.
-var printsOnly = verbRule{openArgs: true, check: anyArgs}
+// printsOnly is the rule of a verb whose every use only reads and prints;
+// namesOnly of one that does not even read file contents.
+var (
+	printsOnly = verbRule{openArgs: true, check: anyArgs}
+	namesOnly  = verbRule{openArgs: true, names: true, check: anyArgs}
+)
 
-// verbs are the allowed first words, lowercase. The seed's list, with
-// each verb's options that write a file, change state, run another
-// command or never end refused. htop is left out: it has no batch mode.
+// verbs are the allowed first words, lowercase: the seed's list and
+// issue 8's glances. A verb whose options all only print keeps
+// printsOnly; the others list the options they allow (see options.go), so
+// an option a rule does not know is refused. htop is left out: it has no
+// batch mode; top too: even top -b -n 1 creates ~/.config/procps, and ps
+// shows the same.
 var verbs = map[string]verbRule{
 	"git": {check: gitIsQuery},
 
 	// Directory and system information.
-	"ls": printsOnly, "ll": printsOnly, "dir": printsOnly, "pwd": printsOnly,
-	"df": printsOnly, "du": printsOnly, "uptime": printsOnly,
-	"whoami": printsOnly, "id": printsOnly, "printenv": printsOnly,
-	"free":     {check: refuse("sc", "seconds", "count")}, // -s repeats until killed
-	"date":     {check: dateIsQuery},
-	"hostname": {check: hostnameIsQuery},
-	"env":      {check: noArgs}, // env FOO=1 cmd runs cmd
+	"ls": namesOnly, "ll": namesOnly, "dir": namesOnly, "pwd": namesOnly,
+	"df": namesOnly, "uptime": namesOnly, "whoami": namesOnly, "id": namesOnly,
+	"printenv": namesOnly,
+	"du":       printsOnly, // --files0-from and -X read a file
+	"free":     {names: true, check: refuse("sc", "seconds", "count")}, // -s repeats until killed
+	"date":     {names: true, check: dateIsQuery},
+	"hostname": {names: true, check: hostnameIsQuery},
+	"env":      {names: true, check: noArgs}, // env FOO=1 cmd runs cmd
+	"realpath": {names: true, check: allows(realpathOptions)},
+	"basename": {names: true, check: allows(basenameOptions)},
+	"dirname":  {names: true, check: allows(dirnameOptions)},
 
 	// Processes and containers.
-	"ps": printsOnly, "pgrep": printsOnly,
-	"top":       {check: topIsBatch},
-	"jobs":      {check: refuse("x")}, // jobs -x cmd runs cmd
-	"lsof":      {check: refuse("r")}, // -r and +r repeat until killed
-	"netstat":   {check: netstatIsSnapshot},
-	"ss":        {check: refuse("KDE", "kill", "diag", "events")}, // kill sockets, dump to a file, watch
-	"systemctl": {check: systemctlIsStatus},
-	"docker":    {check: dockerIsQuery},
-	"kubectl":   {check: kubectlIsGet},
+	"ps": namesOnly, "pgrep": namesOnly,
+	"jobs":      {names: true, check: refuse("x")}, // jobs -x cmd runs cmd
+	"lsof":      {names: true, check: refuse("r")}, // -r and +r repeat until killed
+	"netstat":   {names: true, check: netstatIsSnapshot},
+	"ss":        {check: refuse("KDE", "kill", "diag", "events")}, // kill sockets, dump to a file, watch; -F reads a file
+	"systemctl": {names: true, check: systemctlIsStatus},
+	"docker":    {names: true, check: dockerIsQuery},
+	"kubectl":   {names: true, check: kubectlIsQuery},
 
 	// Viewing files.
 	"cat": printsOnly, "head": printsOnly, "wc": printsOnly,
-	"stat": printsOnly, "echo": printsOnly,
-	"tail": {check: refuse("fF", "follow")}, // follows forever
-	"file": {check: refuse("C", "compile")}, // -C writes a compiled magic file
-	"find": {check: findIsReadOnly},
-	"tree": {check: refuse("oR", "output")}, // -o writes a file, -R writes 00Tree.html everywhere
+	"stat": namesOnly, "echo": namesOnly,
+	"tail":    {check: tailIsBounded},
+	"file":    {names: true, check: allows(fileOptions)},
+	"find":    {names: true, check: findIsReadOnly},
+	"tree":    {names: true, check: refuse("oR", "output", "fromfile")}, // -o writes, -R writes 00Tree.html everywhere, --fromfile reads a listing
+	"tac":     {check: tacIsReadOnly},
+	"cmp":     {check: cmpIsReadOnly},
+	"od":      {check: allows(odOptions)},
+	"xxd":     {check: xxdIsDump},
+	"hexdump": {check: allows(hexdumpOptions)},
+	"tar":     {check: tarIsListing},
+	"unzip":   {check: unzipIsListing},
+
+	// Checksums: -c reads the files a listing names, which Is cannot see,
+	// so it is left out.
+	"md5sum": {check: allows(sumOptions)}, "sha1sum": {check: allows(sumOptions)},
+	"sha224sum": {check: allows(sumOptions)}, "sha256sum": {check: allows(sumOptions)},
+	"sha384sum": {check: allows(sumOptions)}, "sha512sum": {check: allows(sumOptions)},
+	"b2sum": {check: allows(b2sumOptions)}, "cksum": {check: allows(cksumOptions)},
 
 	// Text processing.
-	"grep": printsOnly, "egrep": printsOnly, "fgrep": printsOnly, "jq": printsOnly,
+	"grep": printsOnly, "egrep": printsOnly, "fgrep": printsOnly,
 	"cut": printsOnly, "tr": printsOnly, "column": printsOnly, "nl": printsOnly,
 	"rev": printsOnly, "comm": printsOnly, "diff": printsOnly,
-	// rg --pre and --hostname-bin run a program; sort -o writes, -T
-	// spills temporary files, --compress-program runs one.
+	"jq": {check: jqIsBounded},
+	// rg --pre and --hostname-bin run a program.
 	"rg":   {check: refuse("", "pre", "pre-glob", "hostname-bin")},
-	"sort": {check: refuse("oT", "output", "compress-program", "temporary-directory")},
+	"sort": {check: allows(sortOptions)},
 	"uniq": {check: uniqIsReadOnly},
 	"awk":  {check: awkIsReadOnly},
-	"sed":  {check: sedIsReadOnly},
+	"sed":  {check: sedIsReadOnly, files: sedFiles},
+
+	// Printing and testing values.
+	"printf": {openArgs: true, names: true, check: printfIsPlain},
+	"test":   {openArgs: true, names: true, check: anyArgs},
+	"[":      {openArgs: true, names: true, check: bracketIsClosed},
+	"seq":    {names: true, check: seqIsBounded},
 
 	// Looking up commands and the platform.
-	"which": printsOnly, "whereis": printsOnly, "type": printsOnly,
-	"locale": printsOnly, "nproc": printsOnly, "getconf": printsOnly, "sw_vers": printsOnly,
-	"command": {check: commandIsQuery},
-	"uname":   {check: refuse("S")}, // -S sets the host name on some systems
-	"arch":    {check: noArgs},      // arch -x86_64 cmd runs cmd on macOS
+	"which": namesOnly, "whereis": namesOnly, "type": namesOnly,
+	"locale": namesOnly, "nproc": namesOnly, "getconf": namesOnly, "sw_vers": namesOnly,
+	"command": {names: true, check: commandIsQuery},
+	"uname":   {names: true, check: refuse("S")}, // -S sets the host name on some systems
+	"arch":    {names: true, check: noArgs},      // arch -x86_64 cmd runs cmd on macOS
+}
+
+// allows makes a rule that accepts exactly the options of spec, with any
+// operands.
+func allows(spec optSpec) func([]word) bool {
+	return func(args []word) bool {
+		_, ok := spec.parse(args)
+		return ok
+	}
 }
 
 func anyArgs([]word) bool { return true }
@@ -106,9 +152,10 @@ func namesOption(arg, short string, long []string) bool {
 	return false
 }
 
-// findRefused are the primaries that run commands, delete or write files;
-// -newer is refused because the seed did.
-var findRefused = []string{"-exec", "-ok", "-delete", "-fprint", "-fls", "-newer"}
+// findRefused are the primaries that run commands, delete or write files,
+// and -files0-from, which reads a listing (from a device, forever); -newer
+// is refused because the seed did.
+var findRefused = []string{"-exec", "-ok", "-delete", "-fprint", "-fls", "-newer", "-files0-from"}
 
 func findIsReadOnly(args []word) bool {
 	for _, a := range args {
@@ -143,11 +190,26 @@ var sedOptions = options("nErsuz e:l:",
 	"quiet silent regexp-extended separate unbuffered null-data zero-terminated posix debug sandbox help version expression= line-length=")
 
 // sedIsReadOnly refuses in-place editing (-i, -I, --in-place, -i.bak,
-// -ni), script files (-f) and scripts that write or run (see sed.go).
+// -ni), script files (-f) and scripts that write, run or loop (see
+// sed.go).
 func sedIsReadOnly(args []word) bool {
-	p, ok := sedOptions.parse(args)
+	scripts, ok := sedScripts(args)
 	if !ok {
 		return false
+	}
+	for _, s := range scripts {
+		if _, ok := sedScriptFiles(s); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// sedScripts are the -e scripts, or else the first operand.
+func sedScripts(args []word) ([]string, bool) {
+	p, ok := sedOptions.parse(args)
+	if !ok {
+		return nil, false
 	}
 	var scripts []word
 	for _, o := range p.options {
@@ -157,59 +219,63 @@ func sedIsReadOnly(args []word) bool {
 	}
 	if len(scripts) == 0 {
 		if len(p.operands) == 0 {
-			return false
+			return nil, false
 		}
 		scripts = p.operands[:1]
 	}
-	for _, s := range scripts {
-		if s.uncertain() || !sedScriptIsReadOnly(s.text) {
-			return false
+	texts := make([]string, len(scripts))
+	for i, s := range scripts {
+		if s.uncertain() {
+			return nil, false
 		}
+		texts[i] = s.text
 	}
-	return true
+	return texts, true
+}
+
+// sedFiles are the files the scripts' r and R commands read.
+func sedFiles(args []word) []string {
+	scripts, _ := sedScripts(args)
+	var all []string
+	for _, s := range scripts {
+		files, _ := sedScriptFiles(s)
+		all = append(all, files...)
+	}
+	return all
 }
 
 var awkOptions = options("F:v:", "field-separator= assign= sandbox posix traditional help version")
 
 // awkIsReadOnly takes the program from the command line only (no -f, -e,
-// -i, -l: they load code from files) and checks it. gawk opens a file
-// operand named /inet/tcp/… as a network connection; those are refused.
+// -i, -l: they load code from files) and checks it (see awk.go). awk reads
+// options only up to the program; what follows is files and assignments.
+// gawk opens a file operand named /inet/… as a network connection: an
+// operand or -v value holding "inet" in any case is refused, and since
+// the program can name no file itself (no getline, no ARGV, no output
+// redirection), however it spells one does not matter. A word the shell
+// expands is refused, since its value is unseen.
 func awkIsReadOnly(args []word) bool {
-	p, ok := awkOptions.parse(args)
+	p, ok := awkOptions.stopAtOperand().parse(args)
 	if !ok || len(p.operands) == 0 {
 		return false
 	}
-	for _, o := range p.operands {
-		if strings.Contains(o.text, "/inet") {
+	for _, a := range args {
+		if a.expands {
+			return false
+		}
+	}
+	for _, o := range p.options {
+		if strings.Contains(strings.ToLower(o.value.text), "inet") {
+			return false
+		}
+	}
+	for _, o := range p.operands[1:] {
+		if strings.Contains(strings.ToLower(o.text), "inet") {
 			return false
 		}
 	}
 	prog := p.operands[0]
 	return !prog.uncertain() && awkProgramIsReadOnly(prog.text)
-}
-
-// awkRefused are the ways an awk program runs commands or reaches beyond
-// its input: system(), pipes to and from commands (print | "cmd", "cmd" |
-// getline, |&), getline from files or network, gawk's @ (indirect calls
-// such as @f() with f = "system", @load, @include), the environment, and
-// gawk's /inet special files (as when BEGIN rewrites ARGV).
-var awkRefused = []string{"system", "|", "getline", "@", "environ", "/inet"}
-
-// awkProgramIsReadOnly does not parse awk. It refuses every program that
-// could write or run: any of awkRefused, and any > after the first print,
-// since an output redirection (print > f, printf(…) >> f) follows its
-// print keyword while a comparison like NR > 1 usually comes before.
-func awkProgramIsReadOnly(prog string) bool {
-	p := strings.ToLower(prog)
-	for _, r := range awkRefused {
-		if strings.Contains(p, r) {
-			return false
-		}
-	}
-	if i := strings.Index(p, "print"); i >= 0 && strings.Contains(p[i:], ">") {
-		return false
-	}
-	return true
 }
 
 var dateOptions = options("uR d:r:I::",
@@ -239,36 +305,6 @@ func hostnameIsQuery(args []word) bool {
 	return ok && len(p.operands) == 0
 }
 
-var topOptions = options("bcHiS n:d:p:l:o:", "")
-
-// topIsBatch allows top only when it stops by itself: batch mode with an
-// iteration count (top -b -n 1) or macOS's logging mode (top -l 1).
-func topIsBatch(args []word) bool {
-	p, ok := topOptions.parse(args)
-	if !ok || len(p.operands) > 0 {
-		return false
-	}
-	batch, count := false, false
-	for _, o := range p.options {
-		switch o.name {
-		case "-b":
-			batch = true
-		case "-n":
-			count = isPositive(o.value.text)
-		case "-l":
-			if !isPositive(o.value.text) { // -l 0 logs forever
-				return false
-			}
-			batch, count = true, true
-		}
-	}
-	return batch && count
-}
-
-func isPositive(s string) bool {
-	return isDigits(s) && strings.TrimLeft(s, "0") != ""
-}
-
 // netstatIsSnapshot refuses -c (continuous), macOS's -w WAIT and the
 // Linux interval operand (netstat 2): all repeat until killed.
 func netstatIsSnapshot(args []word) bool {
@@ -280,12 +316,15 @@ func netstatIsSnapshot(args []word) bool {
 	return true
 }
 
-var commandOptions = options("pvV", "")
+// commandOptions are read, like every bash builtin's, only up to the
+// first operand: command rm -v x runs rm.
+var commandOptions = options("pvV", "").stopAtOperand()
 
-// commandIsQuery allows command -v and -V only: plain command foo runs foo.
+// commandIsQuery allows command -v and -V only, given before the names:
+// plain command foo runs foo.
 func commandIsQuery(args []word) bool {
 	p, ok := commandOptions.parse(args)
-	if !ok {
+	if !ok || len(p.operands) == 0 {
 		return false
 	}
 	for _, o := range p.options {
@@ -296,22 +335,44 @@ func commandIsQuery(args []word) bool {
 	return false
 }
 
-// dockerIsQuery allows docker ps, docker images and docker stats
-// --no-stream (without it stats streams forever). Global options such as
-// -H (another daemon) are refused by requiring the subcommand first.
+var (
+	dockerPs     = options("aqsn: f:", "all quiet size no-trunc latest last= filter= format=")
+	dockerImages = options("aq f:", "all quiet digests no-trunc filter= format=")
+	dockerStats  = options("a", "all no-stream no-trunc format=")
+	// dockerLogs leaves out -f/--follow, which waits for more forever.
+	dockerLogs = options("tn:", "timestamps details since= until= tail=")
+)
+
+// dockerIsQuery allows docker ps, docker images, docker stats --no-stream
+// (without it stats streams forever) and docker logs of one container
+// without --follow. Global options such as -H (another daemon) are
+// refused by requiring the subcommand first.
 func dockerIsQuery(args []word) bool {
 	if len(args) == 0 {
 		return false
 	}
 	sub, _ := asciiLower(args[0].text)
 	switch sub {
-	case "ps", "images":
-		return true
+	case "ps":
+		_, ok := dockerPs.parse(args[1:])
+		return ok
+	case "images":
+		_, ok := dockerImages.parse(args[1:])
+		return ok
 	case "stats":
-		for _, a := range args[1:] {
-			if a.text == "--no-stream" {
-				return true
-			}
+		p, ok := dockerStats.parse(args[1:])
+		return ok && hasOption(p, "--no-stream")
+	case "logs":
+		p, ok := dockerLogs.parse(args[1:])
+		return ok && len(p.operands) == 1
+	}
+	return false
+}
+
+func hasOption(p parsedArgs, name string) bool {
+	for _, o := range p.options {
+		if o.name == name {
+			return true
 		}
 	}
 	return false
@@ -324,15 +385,25 @@ var kubectlOptions = options("A n:o:l:L:",
 	"all-namespaces show-labels no-headers show-kind ignore-not-found help "+
 		"namespace= output= selector= field-selector= label-columns= sort-by= context= cluster= chunk-size= request-timeout=")
 
-func kubectlIsGet(args []word) bool {
+// kubectlLogs leaves out -f/--follow, and --kubeconfig as above.
+var kubectlLogs = options("pn:c:l:",
+	"previous timestamps prefix all-containers ignore-errors help "+
+		"namespace= container= selector= tail= since= since-time= limit-bytes= context= cluster= request-timeout= max-log-requests=")
+
+// kubectlIsQuery allows kubectl get, and kubectl logs of one pod.
+func kubectlIsQuery(args []word) bool {
 	if len(args) == 0 {
 		return false
 	}
-	if sub, _ := asciiLower(args[0].text); sub != "get" {
-		return false
+	switch sub, _ := asciiLower(args[0].text); sub {
+	case "get":
+		_, ok := kubectlOptions.parse(args[1:])
+		return ok
+	case "logs":
+		p, ok := kubectlLogs.parse(args[1:])
+		return ok && len(p.operands) >= 1 && len(p.operands) <= 2 // POD [CONTAINER]
 	}
-	_, ok := kubectlOptions.parse(args[1:])
-	return ok
+	return false
 }
 
 // systemctlOptions leave out -H/--host and -M/--machine (they reach other

@@ -1,0 +1,56 @@
+package ephemeral
+
+import "regexp"
+
+// jqOptions are jq's options that only shape input and output; --arg and
+// --argjson (two values each) are taken apart before parsing. Left out:
+// -f/--from-file and -L (code Is cannot see), --rawfile and --slurpfile
+// (they read files by name).
+var jqOptions = options("rjcnsaSCMeR",
+	"raw-output join-output compact-output null-input slurp ascii-output sort-keys "+
+		"color-output monochrome-output exit-status raw-input tab indent= seq stream "+
+		"args jsonargs help version")
+
+// jqRefusedNames are the jq builtins and keywords through which a program
+// runs without end on finite input: def (recursion), repeat, recurse,
+// while, until, range (range(1e18)), and import/include, which bring in
+// definitions Is cannot see. What remains walks its input (.[], ..,
+// paths) and so ends with it.
+var jqRefusedNames = map[string]bool{
+	"def": true, "repeat": true, "recurse": true, "recurse_down": true,
+	"while": true, "until": true, "range": true, "import": true, "include": true,
+}
+
+var jqName = regexp.MustCompile(`[a-zA-Z_][a-zA-Z0-9_]*`)
+
+// jqIsBounded accepts jq FILTER [FILES…] whose options are listed and
+// whose filter (the first operand) names none of jqRefusedNames, looked
+// for in its whole text, strings included.
+func jqIsBounded(args []word) bool {
+	rest := make([]word, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		switch args[i].text {
+		case "--arg", "--argjson":
+			if i+2 >= len(args) {
+				return false
+			}
+			i += 2
+			continue
+		}
+		rest = append(rest, args[i])
+	}
+	p, ok := jqOptions.parse(rest)
+	if !ok || len(p.operands) == 0 {
+		return false
+	}
+	prog := p.operands[0]
+	if prog.uncertain() {
+		return false
+	}
+	for _, name := range jqName.FindAllString(prog.text, -1) {
+		if jqRefusedNames[name] {
+			return false
+		}
+	}
+	return true
+}
