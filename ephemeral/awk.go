@@ -22,7 +22,7 @@ var awkRefusedNames = map[string]bool{
 
 // awkForIn is for (key in array), which visits an array's keys once; it is
 // the one loop allowed (END{for (k in n) print k, n[k]}).
-var awkForIn = regexp.MustCompile(`\bfor\s*\(\s*[a-z_][a-z0-9_]*\s+in\s+[a-z_][a-z0-9_]*\s*\)`)
+var awkForIn = regexp.MustCompile(`\bfor\s*\(\s*([a-z_][a-z0-9_]*)\s+in\s+([a-z_][a-z0-9_]*)\s*\)`)
 
 var awkName = regexp.MustCompile(`[a-z_][a-z0-9_]*`)
 
@@ -43,7 +43,8 @@ func awkProgramIsReadOnly(prog string) bool {
 	if i := strings.Index(p, "print"); i >= 0 && strings.Contains(p[i:], ">") {
 		return false
 	}
-	p = awkForIn.ReplaceAllLiteralString(p, " ")
+	// The loop goes, its names stay: for (k in ARGV) still names ARGV.
+	p = awkForIn.ReplaceAllString(p, " $1 $2 ")
 	for _, name := range awkName.FindAllString(p, -1) {
 		if awkRefusedNames[name] {
 			return false

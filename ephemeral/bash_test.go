@@ -71,13 +71,16 @@ func TestBashRunsOnlyWhatIsSaw(t *testing.T) {
 	}
 }
 
-// acceptedInputs are the table's commands and the fuzz corpus's inputs
-// that Is accepts.
+// acceptedInputs are the tables' commands, the fuzz corpus's inputs and
+// the commands FuzzVerbTable's seeds generate that Is accepts.
 func acceptedInputs(t *testing.T) []string {
 	var all []string
-	for _, c := range cases {
-		all = append(all, c.cmd)
+	for _, table := range [][]glanceCase{cases, bypasses, glances} {
+		for _, c := range table {
+			all = append(all, c.cmd)
+		}
 	}
+	all = append(all, verbTableSeedCommands()...)
 	files, _ := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzIs", "*"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)

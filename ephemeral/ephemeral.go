@@ -123,7 +123,8 @@ func isGlance(words []word, b base) bool {
 		}
 	}
 	verb := words[0]
-	if verb.expands || verb.globs {
+	// A lone [ is no pattern (nothing closes it), so the shell runs [.
+	if verb.expands || (verb.globs && verb.text != "[") {
 		return false
 	}
 	name, ok := asciiLower(verb.text)

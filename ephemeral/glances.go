@@ -70,14 +70,14 @@ func tailIsBounded(args []word) bool {
 	if len(args) > 0 && obsoleteCount(args[0].text) {
 		args = args[1:]
 	}
-	for _, a := range args {
-		if strings.HasPrefix(a.text, "+") {
-			return false
-		}
-	}
 	p, ok := tailOptions.parse(args)
 	if !ok {
 		return false
+	}
+	for _, o := range p.operands {
+		if strings.HasPrefix(o.text, "+") {
+			return false
+		}
 	}
 	for _, o := range p.options {
 		if o.name == "-n" || o.name == "-c" || o.name == "--lines" || o.name == "--bytes" {
@@ -268,14 +268,15 @@ func unzipIsListing(args []word) bool {
 // printf assigns to a variable) and any first word that is an option or
 // may become one; bash reads printf's options only before the format.
 func printfIsPlain(args []word) bool {
-	if len(args) > 0 && args[0].text == "--" {
+	dashes := len(args) > 0 && args[0].text == "--"
+	if dashes {
 		args = args[1:]
 	}
 	if len(args) == 0 {
 		return false
 	}
 	f := args[0]
-	return !f.opaque() && !f.uncertain() && !strings.HasPrefix(f.text, "-")
+	return !f.opaque() && !f.uncertain() && (dashes || !strings.HasPrefix(f.text, "-"))
 }
 
 // bracketIsClosed requires [ … ] to end with ], as the builtin does.

@@ -9,9 +9,14 @@ import "strings"
 // way GNU sed does and refuses whatever BSD sed (macOS) would split
 // differently, so both agree on where each command ends.
 func sedScriptFiles(script string) ([]string, bool) {
-	p := sedParser{s: script}
-	if !p.script() || !p.loopsEnd() {
+	p := sedParser{s: script, labels: map[string]bool{}, pending: map[string]bool{}}
+	if !p.script() || p.loopBroken {
 		return nil, false
+	}
+	for label := range p.pending {
+		if !p.labels[label] {
+			return nil, false // a branch to a label never defined
+		}
 	}
 	return p.files, true
 }
@@ -19,19 +24,20 @@ func sedScriptFiles(script string) ([]string, bool) {
 type sedParser struct {
 	s     string
 	i     int
-	depth int // open { blocks
-	// cmds are the commands read so far, in order; files the names r and
-	// R read.
-	cmds  []sedCmd
+	depth int    // open { blocks
+	label string // the label of the last :, b, t or T read
+	// files are the names r and R read.
 	files []string
-}
 
-// sedCmd is what the loop check needs to know of one command.
-type sedCmd struct {
-	name      byte   // the command letter, or { or }
-	label     string // for :, b, t and T
-	depth     int    // the blocks it is in
-	addressed bool   // it has an address or a !
+	// The loop check (see loop): the labels defined so far, those
+	// branched to before their definition, and what the commands since
+	// the last label were.
+	labels     map[string]bool
+	pending    map[string]bool
+	last       string // the last label defined
+	clean      bool   // since it, only top-level commands, no label, branch or block
+	reads      bool   // since it, an N or n without an address
+	loopBroken bool   // some branch closes a loop that may not read
 }
 
 func (p *sedParser) script() bool {
@@ -56,10 +62,11 @@ func (p *sedParser) script() bool {
 		if p.eof() {
 			return false
 		}
-		p.cmds = append(p.cmds, sedCmd{name: p.s[p.i], depth: p.depth, addressed: p.i > start})
+		name, depth, addressed := p.s[p.i], p.depth, p.i > start
 		if !p.command() {
 			return false
 		}
+		p.loop(name, depth, addressed)
 	}
 }
 
@@ -88,7 +95,7 @@ func (p *sedParser) command() bool {
 		p.skip(" \t")
 		start := p.i
 		p.upTo(" \t\n;}")
-		p.cmds[len(p.cmds)-1].label = p.s[start:p.i]
+		p.label = p.s[start:p.i]
 		return true
 	case c == 'r' || c == 'R': // read a file: its name runs to the end of the line
 		p.skip(" \t")
@@ -105,54 +112,40 @@ func (p *sedParser) command() bool {
 	return false
 }
 
-// loopsEnd reports whether every branch either jumps forward (to a later
-// label, or to the end without one) or closes a loop that reads a line on
-// each turn: the label and the branch at the top level, and between them
-// only top-level commands, no label or branch among them, and an N or n
-// without an address, which reads the next line or ends sed at the last.
-// So :a;N;$!ba (join all lines) passes and :a;ba, :a;s/x/xx/;ta do not.
-// Labels must be defined once.
-func (p *sedParser) loopsEnd() bool {
-	labels := map[string]int{}
-	for i, c := range p.cmds {
-		if c.name == ':' {
-			if _, dup := labels[c.label]; dup || c.label == "" {
-				return false
-			}
-			labels[c.label] = i
+// loop records one command for the loop check: every branch must either
+// jump forward (to a later label, or to the end without one) or close a
+// loop that reads a line on each turn. Such a loop has its label and its
+// branch at the top level and between them only top-level commands, no
+// label, branch or block among them, and an N or n without an address,
+// which reads the next line or ends sed at the last. So :a;N;$!ba (join
+// all lines) passes and :a;ba, :a;s/x/xx/;ta do not. Labels must be
+// defined once. It needs only the last label's state: a loop back past a
+// later label fails anyway.
+func (p *sedParser) loop(name byte, depth int, addressed bool) {
+	switch {
+	case name == ':':
+		if p.labels[p.label] || p.label == "" || depth != 0 {
+			// Defined twice, empty, or inside a block: refused, so that
+			// any loop starts at a top-level label.
+			p.loopBroken = true
 		}
+		p.labels[p.label] = true
+		p.last, p.clean, p.reads = p.label, true, false
+	case strings.IndexByte("btT", name) >= 0:
+		switch {
+		case p.label == "":
+			// To the end of the script: forward.
+		case !p.labels[p.label]:
+			p.pending[p.label] = true // forward, if it is defined later
+		case p.label != p.last || !p.clean || !p.reads || depth != 0:
+			p.loopBroken = true
+		}
+		p.clean = false
+	case name == '{' || name == '}' || depth != 0:
+		p.clean = false
+	case (name == 'N' || name == 'n') && !addressed:
+		p.reads = true
 	}
-	for i, c := range p.cmds {
-		if strings.IndexByte("btT", c.name) < 0 || c.label == "" {
-			continue
-		}
-		at, ok := labels[c.label]
-		if !ok {
-			return false
-		}
-		if at < i && !p.readsEachTurn(at, i) {
-			return false
-		}
-	}
-	return true
-}
-
-// readsEachTurn checks the loop from the label at cmds[from] back from the
-// branch at cmds[to].
-func (p *sedParser) readsEachTurn(from, to int) bool {
-	if p.cmds[from].depth != 0 || p.cmds[to].depth != 0 {
-		return false
-	}
-	reads := false
-	for _, c := range p.cmds[from+1 : to] {
-		if c.depth != 0 || strings.IndexByte(":btT{}", c.name) >= 0 {
-			return false
-		}
-		if (c.name == 'N' || c.name == 'n') && !c.addressed {
-			reads = true
-		}
-	}
-	return reads
 }
 
 // addresses reads an optional address or range: 3, $, /re/I, \%re%,

@@ -38,7 +38,7 @@ var verbs = map[string]verbRule{
 	"ls": namesOnly, "ll": namesOnly, "dir": namesOnly, "pwd": namesOnly,
 	"df": namesOnly, "uptime": namesOnly, "whoami": namesOnly, "id": namesOnly,
 	"printenv": namesOnly,
-	"du":       printsOnly, // --files0-from and -X read a file
+	"du":       printsOnly,                                             // --files0-from and -X read a file
 	"free":     {names: true, check: refuse("sc", "seconds", "count")}, // -s repeats until killed
 	"date":     {names: true, check: dateIsQuery},
 	"hostname": {names: true, check: hostnameIsQuery},
