@@ -137,7 +137,8 @@ var (
 
 // xxdIsDump allows xxd [options] [INFILE]. xxd reads options only up to
 // the first operand, and xxd INFILE OUTFILE writes OUTFILE, so one
-// operand at most: xxd f -r is xxd writing a file named -r.
+// operand at most, written plainly: xxd f -r is xxd writing a file named
+// -r.
 func xxdIsDump(args []word) bool {
 	i := 0
 	for ; i < len(args); i++ {
@@ -165,7 +166,8 @@ func xxdIsDump(args []word) bool {
 			return false
 		}
 	}
-	return len(args)-i <= 1
+	// A glob may name two files, and the second would be written.
+	return len(args)-i == 0 || len(args)-i == 1 && !args[i].uncertain()
 }
 
 // xxdNumber is a number as xxd's -c, -g, -l, -o and -s take it: decimal,

@@ -138,6 +138,7 @@ var glances = []glanceCase{
 	{"xxd f out", false, "xxd INFILE OUTFILE writes"},
 	{"xxd f -r", false, "after the operand, -r is an output file"},
 	{"xxd -- f out", false, "after --, two operands"},
+	{"xxd ./f*", false, "a glob may name two files"},
 	{"hexdump -C f", true, "hexdump"},
 	{"hexdump -n 64 -s 16 f", true, "hexdump ranges"},
 	{"hexdump -f fmt f", false, "a format file"},
