@@ -1,6 +1,9 @@
 package ephemeral
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // glances are issue 8's newly accepted glances, each with the near misses
 // its rule refuses. TestIsAcceptsTheGlances checks them; the bash
@@ -209,6 +212,8 @@ var glances = []glanceCase{
 	{"sed ':a;:a;N;ba' f", false, "a label defined twice"},
 	{"sed 'bnowhere' f", false, "an undefined label"},
 	{"sed 'r other.txt' f", true, "r of a plain file"},
+	{"sed '" + strings.Repeat("{", 32) + "p" + strings.Repeat("}", 32) + "' f", true, "blocks 32 deep"},
+	{"sed '" + strings.Repeat("{", 33) + "p" + strings.Repeat("}", 33) + "' f", false, "blocks 33 deep"},
 	{"sed 'r ../../../dev/zero' f", false, "r climbing to a device"},
 	{"jq '.items[] | select(.ok) | .name' f.json", true, "jq filter"},
 	{"jq -r --arg n x '.[$n]' f.json", true, "jq with --arg"},

@@ -1,7 +1,5 @@
 package ephemeral
 
-import "regexp"
-
 // jqOptions are jq's options that only shape input and output; --arg and
 // --argjson (two values each) are taken apart before parsing. Left out:
 // -f/--from-file and -L (code Is cannot see), --rawfile and --slurpfile
@@ -20,8 +18,6 @@ var jqRefusedNames = map[string]bool{
 	"def": true, "repeat": true, "recurse": true, "recurse_down": true,
 	"while": true, "until": true, "range": true, "import": true, "include": true,
 }
-
-var jqName = regexp.MustCompile(`[a-zA-Z_][a-zA-Z0-9_]*`)
 
 // jqIsBounded accepts jq FILTER [FILES…] whose options are listed and
 // whose filter (the first operand) names none of jqRefusedNames, looked
@@ -47,10 +43,5 @@ func jqIsBounded(args []word) bool {
 	if prog.uncertain() {
 		return false
 	}
-	for _, name := range jqName.FindAllString(prog.text, -1) {
-		if jqRefusedNames[name] {
-			return false
-		}
-	}
-	return true
+	return !anyName(prog.text, jqRefusedNames)
 }

@@ -21,6 +21,9 @@ func sedScriptFiles(script string) ([]string, bool) {
 	return p.files, true
 }
 
+// sedMostDepth is how deep { blocks may nest.
+const sedMostDepth = 32
+
 type sedParser struct {
 	s     string
 	i     int
@@ -77,8 +80,10 @@ func (p *sedParser) command() bool {
 	c := p.next()
 	switch {
 	case c == '{':
+		// No script a glance needs nests deeper; a deeper one is refused
+		// at once rather than read to its end.
 		p.depth++
-		return true
+		return p.depth <= sedMostDepth
 	case c == '}':
 		p.depth--
 		return p.depth >= 0 && p.end()
