@@ -71,8 +71,8 @@ func TestBashRunsOnlyWhatIsSaw(t *testing.T) {
 	}
 }
 
-// acceptedInputs are the tables' commands, the fuzz corpus's inputs and
-// the commands FuzzVerbTable's seeds generate that Is accepts.
+// acceptedInputs are the tables' commands, FuzzIs's corpus, and the
+// commands FuzzVerbTable's seeds and corpus generate, that Is accepts.
 func acceptedInputs(t *testing.T) []string {
 	var all []string
 	for _, table := range [][]glanceCase{cases, bypasses, glances} {
@@ -91,6 +91,20 @@ func acceptedInputs(t *testing.T) []string {
 			if quoted, ok := strings.CutPrefix(line, "string("); ok {
 				if s, err := strconv.Unquote(strings.TrimSuffix(quoted, ")")); err == nil {
 					all = append(all, s)
+				}
+			}
+		}
+	}
+	files, _ = filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzVerbTable", "*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if quoted, ok := strings.CutPrefix(line, "[]byte("); ok {
+				if s, err := strconv.Unquote(strings.TrimSuffix(quoted, ")")); err == nil {
+					all = append(all, generateCommand([]byte(s)))
 				}
 			}
 		}

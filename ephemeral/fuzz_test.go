@@ -222,6 +222,16 @@ func writingWords(words []string) string {
 		}
 	}
 	verb, args := strings.ToLower(words[0]), words[1:]
+	switch verb {
+	case "tail", "sort", "sed":
+		// getopt: after --, every word is an operand.
+		for i, a := range args {
+			if a == "--" {
+				args = args[:i]
+				break
+			}
+		}
+	}
 	has := func(pred func(string) bool) bool {
 		for _, a := range args {
 			if pred(a) {
@@ -300,6 +310,11 @@ func writingWords(words []string) string {
 func awkProgram(args []string) string {
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
+		case a == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
 		case a == "-F" || a == "-v":
 			i++
 		case strings.HasPrefix(a, "-"):

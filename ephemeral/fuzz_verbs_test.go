@@ -219,6 +219,9 @@ func endlessConstruct(cmd string) string {
 		return "$'…' or $\"…\" quoting"
 	}
 	shell, text := unquote(cmd)
+	if !blankSafeRedirects(shell) {
+		return "" // writingConstruct's to report
+	}
 	for _, words := range commandWords(shell, text) {
 		if found := endlessWords(words); found != "" {
 			return found
@@ -297,15 +300,22 @@ func endlessWords(words []string) string {
 			return "command running its operand"
 		}
 	case "awk":
-		for _, a := range args {
-			if strings.Contains(a, "while(") || strings.Contains(a, "for(;;") {
-				return "an awk loop"
-			}
+		if prog := awkProgram(args); strings.Contains(prog, "while(") || strings.Contains(prog, "for(;;") {
+			return "an awk loop"
 		}
 	case "jq":
-		for _, a := range args {
-			if jqEndless.MatchString(a) {
-				return "a jq generator"
+		// The filter is the first word that is no option; --arg and
+		// --argjson take two.
+		for i := 0; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "--arg" || a == "--argjson":
+				i += 2
+			case strings.HasPrefix(a, "-"):
+			default:
+				if jqEndless.MatchString(a) {
+					return "a jq generator"
+				}
+				i = len(args)
 			}
 		}
 	case "xxd":

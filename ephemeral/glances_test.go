@@ -223,6 +223,7 @@ var glances = []glanceCase{
 	{"jq -L lib 'import \"x\" as x; x::f' f", false, "modules"},
 	{"jq --slurpfile x f '.'", false, "reads a file by name"},
 	{"jq 'limit(3; repeat(1))' f", false, "repeat even inside limit (decided)"},
+	{"jq -- '.' f", false, "-- means different things to jq 1.6 and 1.7"},
 	{"cat README.md /dev/null", true, "/dev/null is no device to fear"},
 	{"cat /proc/cpuinfo", true, "a small /proc file"},
 	{"cat /proc/self/status", true, "this process's status"},

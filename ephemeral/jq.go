@@ -19,13 +19,17 @@ var jqRefusedNames = map[string]bool{
 	"while": true, "until": true, "range": true, "import": true, "include": true,
 }
 
-// jqIsBounded accepts jq FILTER [FILES…] whose options are listed and
+// jqIsBounded accepts jq [OPTIONS] FILTER [FILES…] whose options are listed and
 // whose filter (the first operand) names none of jqRefusedNames, looked
 // for in its whole text, strings included.
 func jqIsBounded(args []word) bool {
 	rest := make([]word, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		switch args[i].text {
+		case "--":
+			// jq 1.6 refuses it, 1.7 ends options there: refused, so
+			// the two agree on which word is the filter.
+			return false
 		case "--arg", "--argjson":
 			if i+2 >= len(args) {
 				return false
