@@ -5,18 +5,18 @@ import (
 	"strings"
 )
 
-// awkRefusedText are the ways an awk program runs commands: pipes to and
-// from commands (print | "cmd", "cmd" | getline, |&) and gawk's @
-// (indirect calls such as @f() with f = "system", @load, @include).
-var awkRefusedText = []string{"|", "@"}
+// awkRefusedText are refused anywhere in a program, also inside longer
+// words (the seed's choice, which costs little): system runs a command;
+// getline reads files, commands or the network; ENVIRON exposes the
+// environment; ARGV and ARGC name the files awk opens next (ARGV[1] =
+// "/inet/tcp/…" connects); pipes run commands (print | "cmd", "cmd" |
+// getline, |&); gawk's @ makes indirect calls (@f() with f = "system"),
+// @load and @include.
+var awkRefusedText = []string{"system", "getline", "environ", "argv", "argc", "|", "@"}
 
-// awkRefusedNames are the identifiers refused anywhere in a program:
-// system runs a command; getline reads files, commands or the network;
-// ENVIRON exposes the environment; ARGV and ARGC name the files awk
-// opens next (ARGV[1] = "/inet/tcp/…" connects); while, do, for and
-// functions (recursion) are how a program loops without reading input.
+// awkRefusedNames are refused as whole words: while, do and for loops and
+// functions (recursion) are how a program runs on without reading input.
 var awkRefusedNames = map[string]bool{
-	"system": true, "getline": true, "environ": true, "argv": true, "argc": true,
 	"while": true, "do": true, "for": true, "function": true, "func": true,
 }
 

@@ -275,7 +275,7 @@ func writingWords(words []string) string {
 			return "sed in place"
 		}
 	case "sort":
-		if has(func(a string) bool { return cluster(a, "o", "") || longPrefixOf(a, "output") }) {
+		if has(func(a string) bool { return cluster(a, "o", "ktST") || longPrefixOf(a, "output") }) {
 			return "sort -o"
 		}
 	case "awk":
