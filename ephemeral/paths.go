@@ -71,6 +71,12 @@ func (b base) special(p string, globs bool) bool {
 	if !ok {
 		return false // inside the working directory
 	}
+	if abs == "/" {
+		// grep -r x / would descend into /proc (kcore alone is 128 TB). A
+		// .. that may climb to / only in resolve's worst case passes, so
+		// that grep -r x .. stays a glance.
+		return strings.HasPrefix(p, "/")
+	}
 	parts := strings.Split(strings.TrimPrefix(abs, "/"), "/")
 	if globs && strings.ContainsAny(parts[0], "*?[") {
 		return true // /d*/zero
@@ -79,22 +85,21 @@ func (b base) special(p string, globs bool) bool {
 	case "dev":
 		return len(parts) > 1 && !(len(parts) == 2 && parts[1] == "null" && !globs)
 	case "sys":
-		return len(parts) > 1
+		return true
 	case "proc":
 		return !procFileIsReadable(parts[1:], globs)
 	}
 	return false
 }
 
-// procFileIsReadable accepts /proc, /proc/NAME and /proc/(PID|self|
-// thread-self)/NAME for a NAME in procReadable, and directories on the way.
+// procFileIsReadable accepts /proc/NAME and /proc/(PID|self|
+// thread-self)/NAME for a NAME in procReadable, and the process
+// directories (a recursive grep of /proc itself would read kcore).
 func procFileIsReadable(parts []string, globs bool) bool {
 	if globs {
 		return false
 	}
 	switch len(parts) {
-	case 0:
-		return true
 	case 1:
 		return procReadable[parts[0]] || isProcess(parts[0])
 	case 2:
