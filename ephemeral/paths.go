@@ -39,26 +39,27 @@ func (b base) reachesDevice(w word) bool {
 		return true
 	}
 	t := w.text
-	candidates := []string{t}
-	if strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+") {
-		candidates = candidates[:0]
-		if _, v, ok := strings.Cut(t, "="); ok {
-			candidates = append(candidates, v)
-		}
-		if i := strings.IndexAny(t, "/.~"); i >= 0 {
-			candidates = append(candidates, t[i:])
-		}
-	} else if _, v, ok := strings.Cut(t, "="); ok {
-		// bash expands a tilde after the first = (x=~/f), and awk
-		// reads x=VALUE operands; either may hold a path.
-		candidates = append(candidates, v)
-	}
-	for _, c := range candidates {
-		if b.special(c, w.globs) {
+	if !strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "+") {
+		if b.special(t, w.globs) {
 			return true
 		}
+		// bash expands a tilde after the first = (x=~/f), and awk reads
+		// x=VALUE operands; either may hold a path.
+		_, v, ok := strings.Cut(t, "=")
+		return ok && b.inside(v, w.globs)
 	}
-	return false
+	// An option's value: --file=/dev/zero, -f/dev/zero.
+	if _, v, ok := strings.Cut(t, "="); ok && b.inside(v, w.globs) {
+		return true
+	}
+	i := strings.IndexAny(t, "/.~")
+	return i >= 0 && b.inside(t[i:], w.globs)
+}
+
+// inside is special for a path found inside a word (an option's value),
+// where a lone / is a separator (cut -d/, awk -F/) rather than the root.
+func (b base) inside(p string, globs bool) bool {
+	return path.Clean(p) != "/" && b.special(p, globs)
 }
 
 // special reports whether p, a path as written, may resolve to an endless
