@@ -40,6 +40,7 @@ var bypasses = []glanceCase{
 	{"awk 'BEGIN{ARGV[1]=\"/in\" \"et/tcp/0/x/80\"; ARGC=2}{print}'", false, "/inet by string concatenation"},
 	{"awk 'BEGIN{ARGV[1]=\"/\\151net/tcp/0/x/80\"; ARGC=2}{print}'", false, "/inet by an octal escape"},
 	{"awk '{print}' x=1 /INET/tcp/0/x/80", false, "inet in any case"},
+	{"awk - '|'", false, "a lone - where the program goes (found by FuzzIs)"},
 
 	// 6: glances that never end.
 	{"cat /dev/zero", false, "device: never ends"},

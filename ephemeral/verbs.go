@@ -275,7 +275,9 @@ func awkIsReadOnly(args []word) bool {
 		}
 	}
 	prog := p.operands[0]
-	return !prog.uncertain() && awkProgramIsReadOnly(prog.text)
+	// A lone - is no program text: mawk reads it as something else than
+	// gawk does (FuzzIs found awk - '|').
+	return !prog.uncertain() && prog.text != "-" && awkProgramIsReadOnly(prog.text)
 }
 
 var dateOptions = options("uR d:r:I::",
