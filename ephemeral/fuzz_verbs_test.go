@@ -310,7 +310,7 @@ func endlessWords(words []string) string {
 			switch a := args[i]; {
 			case a == "--arg" || a == "--argjson":
 				i += 2
-			case strings.HasPrefix(a, "-"):
+			case strings.HasPrefix(a, "-") && a != "-":
 			default:
 				if jqEndless.MatchString(a) {
 					return "a jq generator"

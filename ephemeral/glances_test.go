@@ -224,6 +224,7 @@ var glances = []glanceCase{
 	{"jq --slurpfile x f '.'", false, "reads a file by name"},
 	{"jq 'limit(3; repeat(1))' f", false, "repeat even inside limit (decided)"},
 	{"jq -- '.' f", false, "-- means different things to jq 1.6 and 1.7"},
+	{"jq - 'def f: f; f'", false, "a lone - as the filter (found by FuzzVerbTable)"},
 	{"cat README.md /dev/null", true, "/dev/null is no device to fear"},
 	{"cat /proc/cpuinfo", true, "a small /proc file"},
 	{"cat /proc/self/status", true, "this process's status"},

@@ -44,8 +44,8 @@ func jqIsBounded(args []word) bool {
 		return false
 	}
 	prog := p.operands[0]
-	if prog.uncertain() {
-		return false
+	if prog.uncertain() || prog.text == "-" {
+		return false // jq 1.6 compiles - and fails; refused, as for awk
 	}
 	return !anyName(prog.text, jqRefusedNames)
 }
