@@ -324,16 +324,26 @@ func endlessWords(words []string) string {
 		}
 	case "git":
 		if len(args) > 1 && args[0] == "config" {
-			seenOperand := false
+			// git stops reading options at the first operand: an action
+			// after it is an operand (--get a.b --list reads), but with
+			// none before it the operands are NAME VALUE, which sets.
 			for i := 1; i < len(args); i++ {
 				a := args[i]
-				switch {
-				case valued[a]:
+				if valued[a] {
 					i++
-				case seenOperand && (strings.HasPrefix(a, "--get") || a == "--list" || a == "-l"):
-					return "git config with an action after an operand"
-				case !strings.HasPrefix(a, "-"):
-					seenOperand = true
+					continue
+				}
+				if strings.HasPrefix(a, "--get") || a == "--list" || a == "-l" {
+					i = len(args)
+					continue
+				}
+				if !strings.HasPrefix(a, "-") {
+					for _, later := range args[i:] {
+						if a != "get" && a != "list" && (strings.HasPrefix(later, "--get") || later == "--list" || later == "-l") {
+							return "git config with an action after an operand"
+						}
+					}
+					i = len(args)
 				}
 			}
 		}
