@@ -222,8 +222,12 @@ func endlessConstruct(cmd string) string {
 	if !blankSafeRedirects(shell) {
 		return "" // writingConstruct's to report
 	}
+	// After cd, a relative path starts elsewhere: cd 'a/b/c' && cat
+	// ../../dev/zero reads a/dev/zero. Only absolute paths are judged then.
+	afterCd := false
 	for _, words := range commandWords(shell, text) {
-		if found := endlessWords(words); found != "" {
+		afterCd = afterCd || words[0] == "cd"
+		if found := endlessWords(words, afterCd); found != "" {
 			return found
 		}
 	}
@@ -272,12 +276,12 @@ var valued = map[string]bool{
 
 var jqEndless = regexp.MustCompile(`repeat|recurse\(|while\(|until\(|range\(|def `)
 
-func endlessWords(words []string) string {
+func endlessWords(words []string, afterCd bool) string {
 	verb, args := strings.ToLower(words[0]), words[1:]
 	if !lookOnly[verb] {
 		for _, a := range args {
 			c := path.Clean(a)
-			if (strings.HasPrefix(c, "/dev/") && c != "/dev/null") || strings.Contains(c, "../dev/") ||
+			if (strings.HasPrefix(c, "/dev/") && c != "/dev/null") || !afterCd && strings.Contains(c, "../dev/") ||
 				strings.HasPrefix(c, "/proc/") && strings.Contains(c, "/fd") {
 				return "a device operand " + a
 			}
