@@ -1,0 +1,627 @@
+package flower
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/workbench"
+)
+
+// The keys Workflow.Run and the starter flow's mechanisms write into a Ctx.
+// All begin with "_", which no step name may: they never collide.
+const (
+	// KeyRuntime holds the *Runtime, for gates that run an agent of their
+	// own (a judge).
+	KeyRuntime = "_runtime"
+	// KeyOnEvent holds the run's event sink (func(Event)), so that a
+	// gate's agent shows in the same UI; absent when Run got none.
+	KeyOnEvent = "_on_event"
+	// KeySessions holds the step name → session id map (map[string]string).
+	KeySessions = "_sessions"
+	// KeyResults holds the step name → last StepResult map.
+	KeyResults = "_results"
+	// KeyLineage holds the *Lineage (continuous workflows only).
+	KeyLineage = "_lineage"
+	// KeyWoke holds which wake of the run directory this is (int, 1 first).
+	KeyWoke = "_woke"
+	// KeyAborted holds the reason of the last StepAbort (string).
+	KeyAborted = "_aborted"
+	// KeyFailedAt holds the name of the step that stopped the workflow.
+	KeyFailedAt = "_failed_at"
+	// BriefKey holds the clarified Brief.
+	BriefKey = "_brief"
+	// MissingKey holds the names of the brief's missing sections.
+	MissingKey = "_brief_missing"
+	// GoalKey holds the Goal.
+	GoalKey = "_goal"
+	// VerdictKey holds the latest Verdict.
+	VerdictKey = "_verdict"
+	// RoundKey holds how many judge rounds ran in this ctx.
+	RoundKey = "_goal_rounds"
+)
+
+// ErrNoOutput is wrapped by Ctx.Output's error for a step that wrote no
+// value: skipped by When, failed with OnFail skip or stop, or not run yet.
+var ErrNoOutput = errors.New("flower: the step wrote no output")
+
+// ErrNoSession is wrapped by Workflow.Run's error when a step's ResumeFrom
+// names a step that has no session (skipped, not run, or never started).
+var ErrNoSession = errors.New("flower: the step to resume has no session")
+
+// Ctx is the state a workflow carries from step to step: each step's value
+// under its name (what Reduce returned, else the result's text) and the
+// private keys above. It is the seed's dict: one Ctx reused by later runs
+// of the same Workflow keeps the earlier runs' keys. It is safe for use by
+// several goroutines (a gate may start its own).
+type Ctx struct {
+	mu     sync.Mutex
+	values map[string]any
+}
+
+// NewCtx returns an empty Ctx.
+func NewCtx() *Ctx { return &Ctx{values: map[string]any{}} }
+
+// Get returns the value under key and whether there is one.
+func (c *Ctx) Get(key string) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.values[key]
+	return v, ok
+}
+
+// Set puts v under key.
+func (c *Ctx) Set(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.values == nil {
+		c.values = map[string]any{}
+	}
+	c.values[key] = v
+}
+
+// Delete removes key.
+func (c *Ctx) Delete(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.values, key)
+}
+
+// Keys lists the keys present, in no order.
+func (c *Ctx) Keys() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.values))
+	for k := range c.values {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Output is step's value. A step that wrote none is an error wrapping
+// ErrNoOutput, never an empty string: a prompt built on a skipped step
+// fails loudly instead of sending a hole to the model.
+func (c *Ctx) Output(step string) (string, error) {
+	v, ok := c.Get(step)
+	if !ok {
+		return "", fmt.Errorf("%w: %q (skipped by its When, failed with OnFail skip, or not run yet; use OnFail continue to carry a failed step's text)", ErrNoOutput, step)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("flower: ctx[%q] holds a %T, not a step's output", step, v)
+	}
+	return s, nil
+}
+
+// Session is the session step last used in this ctx (this run's, or one
+// the lineage carried over), if any.
+func (c *Ctx) Session(step string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, _ := c.values[KeySessions].(map[string]string)
+	sid, ok := m[step]
+	return sid, ok && sid != ""
+}
+
+// Sessions is a copy of the step name → session id map.
+func (c *Ctx) Sessions() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, _ := c.values[KeySessions].(map[string]string)
+	return maps.Clone(m)
+}
+
+// Result is step's last StepResult, if it ran.
+func (c *Ctx) Result(step string) (StepResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, _ := c.values[KeyResults].(map[string]StepResult)
+	r, ok := m[step]
+	return r, ok
+}
+
+// FailedAt names the step that stopped the workflow; ok false means the
+// workflow succeeded (the one test of success).
+func (c *Ctx) FailedAt() (string, bool) { return c.str(KeyFailedAt) }
+
+// Aborted is the reason of the last StepAbort, if any.
+func (c *Ctx) Aborted() (string, bool) { return c.str(KeyAborted) }
+
+// Woke is which wake of the run directory this run is (1 on the first, and
+// 1 for a workflow without continuity).
+func (c *Ctx) Woke() int {
+	v, _ := c.Get(KeyWoke)
+	n, _ := v.(int)
+	return n
+}
+
+// Runtime is the Runtime the workflow runs on, nil outside a run.
+func (c *Ctx) Runtime() *Runtime {
+	v, _ := c.Get(KeyRuntime)
+	rt, _ := v.(*Runtime)
+	return rt
+}
+
+// OnEvent is the run's event sink, nil when the run got none.
+func (c *Ctx) OnEvent() func(Event) {
+	v, _ := c.Get(KeyOnEvent)
+	f, _ := v.(func(Event))
+	return f
+}
+
+// Lineage is the continuous workflow's lineage, nil without continuity.
+func (c *Ctx) Lineage() *Lineage {
+	v, _ := c.Get(KeyLineage)
+	l, _ := v.(*Lineage)
+	return l
+}
+
+func (c *Ctx) str(key string) (string, bool) {
+	v, ok := c.Get(key)
+	s, _ := v.(string)
+	return s, ok
+}
+
+// setSession and setResult write into the two maps, creating them.
+func (c *Ctx) setSession(step, sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.values[KeySessions].(map[string]string)
+	if !ok {
+		m = map[string]string{}
+		c.values[KeySessions] = m
+	}
+	m[step] = sid
+}
+
+// defaultSession sets step's session unless it has one: this run's own
+// sessions win over the lineage's.
+func (c *Ctx) defaultSession(step, sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.values[KeySessions].(map[string]string)
+	if _, ok := m[step]; !ok {
+		m[step] = sid
+	}
+}
+
+func (c *Ctx) setResult(step string, r StepResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.values[KeyResults].(map[string]StepResult)[step] = r
+}
+
+// ensureMaps set-defaults the two maps, keeping a reused ctx's.
+func (c *Ctx) ensureMaps() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.values == nil {
+		c.values = map[string]any{}
+	}
+	if _, ok := c.values[KeySessions].(map[string]string); !ok {
+		c.values[KeySessions] = map[string]string{}
+	}
+	if _, ok := c.values[KeyResults].(map[string]StepResult); !ok {
+		c.values[KeyResults] = map[string]StepResult{}
+	}
+}
+
+// PromptFunc renders a step's prompt from the ctx. An error (a step's
+// output missing, say) stops the workflow before the step starts.
+type PromptFunc func(c *Ctx) (string, error)
+
+// Text is a fixed prompt.
+func Text(s string) PromptFunc { return func(*Ctx) (string, error) { return s, nil } }
+
+// OnFail is what a failed step does to the workflow.
+type OnFail string
+
+// The three values of OnFail, as the seed has them.
+const (
+	// OnFailStop records the step in KeyFailedAt and ends the workflow;
+	// the default ("").
+	OnFailStop OnFail = "stop"
+	// OnFailSkip goes on without writing the step's value.
+	OnFailSkip OnFail = "skip"
+	// OnFailContinue goes on with the result's text, not reduced, as the
+	// step's value.
+	OnFailContinue OnFail = "continue"
+)
+
+// StepAbort, returned (or wrapped) by a Gate or an OnReject, means "trying
+// again will not help": the step fails at once without using its
+// remaining retries, KeyAborted records the reason, and OnFail applies.
+// Returning false from a Gate means "not this time, try again".
+type StepAbort struct{ Reason string }
+
+func (e *StepAbort) Error() string { return "flower: step aborted: " + e.Reason }
+
+// Step declares one step of a Workflow: one Runtime.Run (and its retries).
+// Workflow.Run never modifies a Step; the same value may run twice.
+//
+// The callbacks other than Reduce may block (run an agent, wait for a
+// human) and must return when their context.Context ends. An error from
+// one of them that is not a StepAbort stops the workflow and is returned.
+type Step struct {
+	// Name is the step's cross-process key: its ctx value, KeyResults,
+	// the manifest, the lineage. Renaming a step breaks its lineage. It
+	// must not be empty, begin with "_" or contain "#".
+	Name string
+	// Spec is the agent the step runs.
+	Spec AgentSpec
+	// Prompt renders the step's prompt (Text for a fixed one). Required.
+	Prompt PromptFunc
+	// ResumeFrom continues the session of that earlier step. A step
+	// without a session there is an error (ErrNoSession), never a silent
+	// fresh start. It takes priority over the lineage.
+	ResumeFrom string
+	// Fork copies the resumed session into a new one; it applies only
+	// when the step resumes (ResumeFrom, or the lineage).
+	Fork bool
+	// Retries is how many extra attempts a failed step or gate gets.
+	Retries int
+	// Gate judges an attempt that ran (it is not called when the result is
+	// not OK): true passes. It runs exactly once per attempt, so it may
+	// have side effects. A StepAbort stops the step at once.
+	Gate func(ctx context.Context, r StepResult, c *Ctx) (bool, error)
+	// OnFail is what a failed step does: OnFailStop ("" too), OnFailSkip
+	// or OnFailContinue.
+	OnFail OnFail
+	// When, false, skips the step entirely: no event, no result, no value.
+	When func(ctx context.Context, c *Ctx) (bool, error)
+	// OnReject changes what a retry is: the next attempt resumes the
+	// rejected session with the returned text as its prompt, Fork off. An
+	// empty text, or an attempt without a session, starts over instead.
+	OnReject func(ctx context.Context, r StepResult, c *Ctx) (string, error)
+	// ResumePrompt, when set, replaces Prompt when the step continues its
+	// own session from the lineage: what that session already holds need
+	// not be sent again.
+	ResumePrompt PromptFunc
+	// Reduce gives the ctx value of a step that passed; by default the
+	// result's text. It must not block.
+	Reduce func(r StepResult, c *Ctx) string
+}
+
+// Label is the manifest label of attempt (0 first): Name, then
+// Name#round<attempt+1> with OnReject or Name#retry<attempt> without.
+func (s Step) Label(attempt int) string {
+	switch {
+	case attempt == 0:
+		return s.Name
+	case s.OnReject != nil:
+		return s.Name + "#round" + strconv.Itoa(attempt+1)
+	default:
+		return s.Name + "#retry" + strconv.Itoa(attempt)
+	}
+}
+
+func (s Step) check() error {
+	switch {
+	case s.Name == "":
+		return errors.New("a step has no Name; name it (it is the step's key in ctx, the manifest and the lineage)")
+	case strings.HasPrefix(s.Name, "_"):
+		return fmt.Errorf("step name %q begins with _, which the workflow's own ctx keys use; rename the step", s.Name)
+	case strings.Contains(s.Name, "#"):
+		return fmt.Errorf("step name %q contains #, which retry labels use; rename the step", s.Name)
+	case s.Prompt == nil:
+		return fmt.Errorf("step %s has no Prompt; give one (Text(\"…\") for a fixed text)", s.Name)
+	case s.Retries < 0:
+		return fmt.Errorf("step %s: Retries is %d; give 0 or more", s.Name, s.Retries)
+	}
+	switch s.OnFail {
+	case "", OnFailStop, OnFailSkip, OnFailContinue:
+		return nil
+	}
+	return fmt.Errorf("step %s: OnFail %q is none of %q, %q, %q", s.Name, s.OnFail, OnFailStop, OnFailSkip, OnFailContinue)
+}
+
+// EventChannel is a Channel that reports events of its own (a question
+// asked, an answer): Workflow.Run hands it the run's event sink when it
+// has none, so its events show in the same UI as the steps'.
+type EventChannel interface {
+	Channel
+	// SetDefaultOnEvent makes f the channel's event sink unless it already
+	// has one. It is safe from any goroutine.
+	SetDefaultOnEvent(f func(Event))
+}
+
+// Workflow runs its steps in order, deciding per step whether it runs
+// (When), which session it continues (ResumeFrom, the lineage), whether it
+// passes (Gate, Retries, OnReject) and what a failure does (OnFail).
+type Workflow struct {
+	// Steps run in order. Their names must be distinct.
+	Steps []Step
+	// Name names the workflow in errors and logs; default "workflow".
+	Name string
+	// Context is the ctx, reused by every Run: a later run sees the keys
+	// of the earlier. Nil: Run creates one and keeps it here.
+	Context *Ctx
+	// Channel is the human channel the steps' roles use, if any. Run gives
+	// an EventChannel the run's event sink when it has none.
+	Channel Channel
+	// Workbench is the workbench the steps write into (a brief, a goal).
+	// Give the Runtime the same one (WithWorkbench), so that what is
+	// written is what the agents' index shows.
+	Workbench *workbench.Workbench
+	// NoContinuity turns off continuity across processes: by default a
+	// step without ResumeFrom continues the session its name last used in
+	// the run directory's lineage, and every session is recorded there.
+	NoContinuity bool
+}
+
+func (w *Workflow) name() string {
+	if w.Name == "" {
+		return "workflow"
+	}
+	return w.Name
+}
+
+func (w *Workflow) check() error {
+	seen := map[string]bool{}
+	for _, s := range w.Steps {
+		if err := s.check(); err != nil {
+			return err
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("two steps are named %s; names are keys (ctx, manifest, lineage) and must be distinct", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+// Run runs the steps in order on rt and returns the ctx. onEvent (may be
+// nil) receives every step's events and a step event before each step:
+// its name as text, payload {index (from 1), total, resumed (it continues
+// its own session from the lineage), woke}. onStep (may be nil) receives
+// each step's final result, failures too. Panics in either are recovered
+// and logged.
+//
+// A step that ran and failed (a *StepError from the Runtime, a gate that
+// said no or aborted) is the workflow's business: retries, then OnFail;
+// Run then returns the ctx and a nil error, and ctx.FailedAt tells whether
+// the workflow succeeded. An error means the workflow could not go on:
+// invalid steps, a ResumeFrom without a session (ErrNoSession), a prompt
+// that cannot be rendered, a step that could not start, a callback's
+// error, or ctx ended; it says where and why.
+//
+// Words a human gives rt.Interrupt between steps are never lost here: the
+// Runtime keeps them and the next step's Run delivers them.
+func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), onStep func(Step, StepResult)) (*Ctx, error) {
+	if w.Context == nil {
+		w.Context = NewCtx()
+	}
+	c := w.Context
+	if rt == nil {
+		return c, fmt.Errorf("flower: %s: no Runtime given", w.name())
+	}
+	if err := w.check(); err != nil {
+		return c, fmt.Errorf("flower: %s: %w", w.name(), err)
+	}
+	c.Set(KeyRuntime, rt)
+	if onEvent != nil {
+		c.Set(KeyOnEvent, onEvent)
+		if ch, ok := w.Channel.(EventChannel); ok {
+			ch.SetDefaultOnEvent(onEvent)
+		}
+	}
+	c.ensureMaps()
+	emit := func(step string, e Event) {
+		rt.logEvent(step, e)
+		if onEvent != nil {
+			safeCall("OnEvent", func() { onEvent(e) })
+		}
+	}
+
+	woke := 1
+	var lin *Lineage
+	if !w.NoContinuity {
+		lin = w.openLineage(ctx, rt, c, emit)
+		woke = lin.Woke()
+	}
+	c.Set(KeyWoke, woke)
+
+	for i, st := range w.Steps {
+		if err := ctx.Err(); err != nil {
+			return c, fmt.Errorf("flower: %s stopped before step %s: %w", w.name(), st.Name, context.Cause(ctx))
+		}
+		if st.When != nil {
+			run, err := st.When(ctx, c)
+			if err != nil {
+				return c, fmt.Errorf("flower: %s: step %s: When: %w", w.name(), st.Name, err)
+			}
+			if !run {
+				continue
+			}
+		}
+		resume, carried := "", false
+		if st.ResumeFrom != "" {
+			sid, ok := c.Session(st.ResumeFrom)
+			if !ok {
+				return c, fmt.Errorf("%w: %s: step %s resumes step %s, which has no session (skipped, not run, or it never started); run that step first or drop ResumeFrom",
+					ErrNoSession, w.name(), st.Name, st.ResumeFrom)
+			}
+			resume = sid
+		} else if lin != nil {
+			resume, carried = c.Session(st.Name)
+		}
+		emit(st.Name, event.New(event.Step, st.Name, map[string]any{
+			"index": i + 1, "total": len(w.Steps), "resumed": carried, "woke": woke}))
+		render := st.Prompt
+		if carried && st.ResumePrompt != nil {
+			render = st.ResumePrompt
+		}
+		prompt, err := render(c)
+		if err != nil {
+			return c, fmt.Errorf("flower: %s: step %s: its prompt cannot be rendered: %w", w.name(), st.Name, err)
+		}
+		res, passed, err := w.attempts(ctx, rt, c, lin, st, prompt, resume, onEvent)
+		if res.StartedAt.IsZero() { // no attempt started: nothing to record
+			return c, err
+		}
+		c.setResult(st.Name, res)
+		if res.SessionID != "" {
+			c.setSession(st.Name, res.SessionID)
+			remember(lin, st.Name, res.SessionID)
+		}
+		if onStep != nil {
+			safeCall("OnStep", func() { onStep(st, res) })
+		}
+		if err != nil {
+			return c, err
+		}
+		switch {
+		case passed && st.Reduce != nil:
+			c.Set(st.Name, st.Reduce(res, c))
+		case passed:
+			c.Set(st.Name, res.Text)
+		case st.OnFail == OnFailSkip:
+		case st.OnFail == OnFailContinue:
+			c.Set(st.Name, res.Text)
+		default:
+			c.Set(KeyFailedAt, st.Name)
+			return c, nil
+		}
+	}
+	return c, nil
+}
+
+// openLineage opens the run directory's lineage, counts this wake and
+// set-defaults into the ctx each recorded session the store still holds.
+// Nothing here fails the run: what cannot be used is said and skipped.
+func (w *Workflow) openLineage(ctx context.Context, rt *Runtime, c *Ctx, emit func(string, Event)) *Lineage {
+	lin := OpenLineage(rt.RunDir(), rt.Workspace())
+	notice := func(text string) {
+		slog.Warn("flower: lineage", "workflow", w.name(), "notice", text)
+		emit("", event.New(event.System, text, map[string]any{"lineage": "ignored"}))
+	}
+	if err := lin.Ignored(); err != nil {
+		notice(err.Error())
+	}
+	c.Set(KeyLineage, lin)
+	if _, err := lin.Bump(); err != nil {
+		notice(err.Error())
+	}
+	for step, sid := range lin.Steps() {
+		ok, err := rt.HasSession(ctx, sid)
+		switch {
+		case err != nil:
+			notice(fmt.Sprintf("flower: lineage: cannot tell whether session %s of step %s is still in the store (%v); the step starts a new session", sid, step, err))
+		case !ok:
+			notice(fmt.Sprintf("flower: lineage: session %s of step %s is no longer in the store; the step starts a new session", sid, step))
+		default:
+			c.defaultSession(step, sid)
+		}
+	}
+	return lin
+}
+
+// attempts runs st's attempts: the Runtime's Run, then the gate, until one
+// passes, the retries are spent or a StepAbort. The prompt, resume and fork
+// of the current attempt are locals: st is never written.
+func (w *Workflow) attempts(ctx context.Context, rt *Runtime, c *Ctx, lin *Lineage, st Step,
+	prompt, resume string, onEvent func(Event)) (StepResult, bool, error) {
+	fork := st.Fork && resume != ""
+	curPrompt, curResume, curFork := prompt, resume, fork
+	var res StepResult
+	for a := 0; a <= st.Retries; a++ {
+		ro := RunOptions{StepName: st.Label(a), Resume: curResume, Fork: curFork, OnEvent: onEvent}
+		if lin != nil {
+			// Attached to this one Run only, and under the step's own
+			// name: a gate's judge, run after it returns, never enters the
+			// lineage, and a killed process keeps the session it had.
+			ro.OnSession = func(_, sid string) { remember(lin, st.Name, sid) }
+		}
+		r, err := rt.Run(ctx, st.Spec, curPrompt, ro)
+		var se *StepError
+		if err != nil && !errors.As(err, &se) {
+			// Not a step that ran and failed: retrying cannot mend it.
+			return res, false, fmt.Errorf("flower: %s: step %s could not start: %w", w.name(), ro.StepName, err)
+		}
+		res = r
+		if ctx.Err() != nil {
+			return res, false, fmt.Errorf("flower: %s stopped in step %s: %w", w.name(), ro.StepName, context.Cause(ctx))
+		}
+		passed := res.OK
+		if passed && st.Gate != nil {
+			ok, err := st.Gate(ctx, res, c)
+			if abort := (*StepAbort)(nil); errors.As(err, &abort) {
+				c.Set(KeyAborted, abort.Reason)
+				return res, false, nil
+			}
+			if err != nil {
+				return res, false, fmt.Errorf("flower: %s: step %s: gate: %w", w.name(), ro.StepName, err)
+			}
+			passed = ok
+		}
+		if passed {
+			return res, true, nil
+		}
+		if a == st.Retries {
+			break
+		}
+		curPrompt, curResume, curFork = prompt, resume, fork
+		if st.OnReject != nil {
+			text, err := st.OnReject(ctx, res, c)
+			if abort := (*StepAbort)(nil); errors.As(err, &abort) {
+				c.Set(KeyAborted, abort.Reason)
+				return res, false, nil
+			}
+			if err != nil {
+				return res, false, fmt.Errorf("flower: %s: step %s: OnReject: %w", w.name(), ro.StepName, err)
+			}
+			if text != "" && res.SessionID != "" {
+				curPrompt, curResume, curFork = text, res.SessionID, false
+			}
+		}
+	}
+	return res, false, nil
+}
+
+// remember records a session in the lineage; a write that fails is logged
+// and the run goes on (continuity is a bonus).
+func remember(lin *Lineage, step, sid string) {
+	if lin == nil {
+		return
+	}
+	if err := lin.Remember(step, sid); err != nil {
+		slog.Warn("flower: lineage not written", "step", step, "session", sid, "err", err)
+	}
+}
+
+// safeCall runs a caller's callback; a panic in it is logged, since a UI
+// cannot fail a workflow.
+func safeCall(what string, f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("flower: callback panicked; the workflow goes on", "callback", what, "panic", p)
+		}
+	}()
+	f()
+}
