@@ -30,9 +30,19 @@ func TestMain(m *testing.M) {
 	case "handoff-blip":
 		fakeHandoffBlipCLI()
 		return
+	case "workflow":
+		fakeWorkflowCLI()
+		return
 	default:
 		fakeUsageLimitCLI()
 		return
+	}
+	if dir := os.Getenv("FLOWER_TEST_LINEAGE_HELPER"); dir != "" {
+		if err := lineageHelper(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	if spec := os.Getenv("FLOWER_TEST_MANIFEST_WRITER"); spec != "" {
 		if err := manifestHelper(spec); err != nil {

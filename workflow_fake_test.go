@@ -1,0 +1,684 @@
+package flower
+
+// Workflow tests on the real *Runtime driving the test binary as a
+// scripted `claude` (fakeWorkflowCLI): every edge of Workflow.Run that
+// needs many sessions, cheaply.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/event"
+)
+
+// fakeWorkflowCLI is a scripted CLI with one session per call: a resume
+// without --fork-session continues the session it names, anything else
+// gets a new id (…-<call number>). It mirrors one transcript entry to the
+// store, so the session exists there, and answers "reply <n>"; a prompt
+// holding FAIL gets an error result, one holding NOSESSION an exit before
+// any message. Each call is recorded in FLOWER_FAKE_DIR (fakeCall).
+func fakeWorkflowCLI() {
+	for _, a := range os.Args[1:] {
+		if a == "-v" {
+			fmt.Println("2.1.332 (Claude Code)")
+			os.Exit(0)
+		}
+	}
+	in := bufio.NewReader(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	read := func() map[string]any {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return nil
+		}
+		var m map[string]any
+		json.Unmarshal(line, &m)
+		return m
+	}
+	init := read()
+	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
+	prompt := read()
+	text := ""
+	if msg, ok := prompt["message"].(map[string]any); ok {
+		switch c := msg["content"].(type) {
+		case string:
+			text = c
+		case []any:
+			for _, b := range c {
+				if b, ok := b.(map[string]any); ok {
+					t, _ := b["text"].(string)
+					text += t
+				}
+			}
+		}
+	}
+	n := recordFakeCall(text)
+	resume, fork := "", false
+	for _, a := range os.Args[1:] {
+		if r, ok := strings.CutPrefix(a, "--resume="); ok {
+			resume = r
+		}
+		fork = fork || a == "--fork-session"
+	}
+	sid := fmt.Sprintf("aaaaaaaa-bbbb-cccc-dddd-%012d", n)
+	if resume != "" && !fork {
+		sid = resume
+	}
+	if strings.Contains(text, "NOSESSION") {
+		os.Exit(1)
+	}
+	cwd, _ := os.Getwd()
+	transcript := filepath.Join(os.Getenv("HOME"), ".claude", "projects", claude.ProjectKey(cwd), sid+".jsonl")
+	out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": fmt.Sprintf("i-%d", n)})
+	out.Encode(map[string]any{"type": "transcript_mirror", "filePath": transcript, "entries": []any{map[string]any{
+		"type": "user", "uuid": fmt.Sprintf("u-%d", n), "sessionId": sid, "message": map[string]any{"role": "user", "content": text}}}})
+	reply := fmt.Sprintf("reply %d", n)
+	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
+		"message": map[string]any{"id": fmt.Sprintf("m-%d", n), "model": "fake", "content": []any{map[string]any{"type": "text", "text": reply}}}})
+	if strings.Contains(text, "FAIL") {
+		out.Encode(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
+			"duration_api_ms": 1, "num_turns": 1, "result": "it failed", "session_id": sid, "total_cost_usd": 0.01})
+	} else {
+		out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+			"num_turns": 1, "result": reply, "session_id": sid, "total_cost_usd": 0.01})
+	}
+	for read() != nil {
+	}
+	os.Exit(0)
+}
+
+// recordFakeCall writes call-<n>.json for the first free n and returns n.
+func recordFakeCall(prompt string) int {
+	dir := os.Getenv("FLOWER_FAKE_DIR")
+	for n := 1; ; n++ {
+		f, err := os.OpenFile(fmt.Sprintf("%s/call-%d.json", dir, n), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			json.NewEncoder(f).Encode(fakeCall{Args: os.Args[1:], Prompt: prompt})
+			f.Close()
+			return n
+		}
+		if !os.IsExist(err) {
+			os.Exit(3)
+		}
+	}
+}
+
+func fakeSID(n int) string { return fmt.Sprintf("aaaaaaaa-bbbb-cccc-dddd-%012d", n) }
+
+// fakeFlow is a workspace, run directory and call log for fakeWorkflowCLI.
+type fakeFlow struct {
+	t                *testing.T
+	ws, runDir, home string
+	calls            string
+}
+
+func newFakeFlow(t *testing.T) *fakeFlow {
+	return &fakeFlow{t: t, ws: t.TempDir(), runDir: t.TempDir(), home: t.TempDir(), calls: t.TempDir()}
+}
+
+// runtime is a new Runtime on the flow's directories (one per "process").
+func (f *fakeFlow) runtime(opts ...Option) *Runtime {
+	f.t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	base := []Option{
+		WithRunDir(f.runDir),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
+		// One attempt per Run: the step's own retries are under test.
+		WithResilience(Resilience{MaxAttempts: 1, Probe: fastResilience.Probe}),
+		WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath = exe
+			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.home, "FLOWER_FAKE_CLI=workflow", "FLOWER_FAKE_DIR=" + f.calls}
+		}),
+	}
+	rt, err := New(f.ws, append(base, opts...)...)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// call is the n-th CLI call (1 first).
+func (f *fakeFlow) call(n int) fakeCall {
+	f.t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.calls, fmt.Sprintf("call-%d.json", n)))
+	if err != nil {
+		f.t.Fatalf("call %d: %v", n, err)
+	}
+	var c fakeCall
+	if err := json.Unmarshal(b, &c); err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+func (f *fakeFlow) count() int {
+	m, _ := filepath.Glob(filepath.Join(f.calls, "call-*.json"))
+	return len(m)
+}
+
+// labels are the manifest's step labels, in order.
+func labels(t *testing.T, rt *Runtime) []string {
+	t.Helper()
+	rows, err := ReadManifest(rt.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Step)
+	}
+	return out
+}
+
+// resumed is the session a call resumed, "" for a new one; fork tells
+// whether it forked.
+func (c fakeCall) resumed() (sid string, fork bool) {
+	for _, a := range c.Args {
+		if r, ok := strings.CutPrefix(a, "--resume="); ok {
+			sid = r
+		}
+		fork = fork || a == "--fork-session"
+	}
+	return sid, fork
+}
+
+func wfSpec() AgentSpec { return AgentSpec{Name: "w", AllowedTools: []string{"Read"}} }
+
+func TestFakeWorkflowRetriesAreLabelledAndStartOver(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	var gates int
+	wf := &Workflow{NoContinuity: true, Steps: []Step{{
+		Name: "a", Spec: wfSpec(), Prompt: Text("do a"), Retries: 2,
+		Gate: func(context.Context, StepResult, *Ctx) (bool, error) { gates++; return false, nil },
+	}}}
+	c, err := wf.Run(context.Background(), rt, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(t, rt); !slices.Equal(got, []string{"a", "a#retry1", "a#retry2"}) {
+		t.Errorf("labels = %v", got)
+	}
+	if gates != 3 {
+		t.Errorf("the gate ran %d times for 3 attempts", gates)
+	}
+	for n := 1; n <= 3; n++ {
+		call := f.call(n)
+		if sid, _ := call.resumed(); sid != "" || !strings.HasPrefix(call.Prompt, "do a") {
+			t.Errorf("retry %d resumed %q with prompt %q; a retry without OnReject starts over", n, sid, call.Prompt)
+		}
+	}
+	if at, ok := c.FailedAt(); !ok || at != "a" {
+		t.Errorf("FailedAt = %q, %v", at, ok)
+	}
+	if _, err := c.Output("a"); !errors.Is(err, ErrNoOutput) {
+		t.Errorf("a failed step's output: %v, want ErrNoOutput", err)
+	}
+	if r, ok := c.Result("a"); !ok || r.Step != "a#retry2" {
+		t.Errorf("the last result is not recorded: %+v", r)
+	}
+}
+
+func TestFakeWorkflowOnRejectResumesTheRejectedSession(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	var gates int
+	rejects := []string{"add the tests", ""}
+	step := Step{
+		Name: "b", Spec: wfSpec(), Prompt: Text("do b"), Retries: 3, Fork: true,
+		Gate: func(_ context.Context, r StepResult, _ *Ctx) (bool, error) { gates++; return gates == 4, nil },
+		OnReject: func(context.Context, StepResult, *Ctx) (string, error) {
+			text := rejects[0]
+			rejects = append(rejects[1:], "again")
+			return text, nil
+		},
+	}
+	wf := &Workflow{NoContinuity: true, Steps: []Step{step}}
+	c, err := wf.Run(context.Background(), rt, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(t, rt); !slices.Equal(got, []string{"b", "b#round2", "b#round3", "b#round4"}) {
+		t.Errorf("labels = %v", got)
+	}
+	// Round 2 continues round 1's session with the rejection's text.
+	if sid, fork := f.call(2).resumed(); sid != fakeSID(1) || fork || !strings.HasPrefix(f.call(2).Prompt, "add the tests") {
+		t.Errorf("round 2 resumed %q (fork %v) with %q", sid, fork, f.call(2).Prompt)
+	}
+	// An empty rejection starts over: no resume, the original prompt.
+	if sid, _ := f.call(3).resumed(); sid != "" || !strings.HasPrefix(f.call(3).Prompt, "do b") {
+		t.Errorf("after an empty rejection round 3 resumed %q with %q", sid, f.call(3).Prompt)
+	}
+	if sid, _ := f.call(4).resumed(); sid != fakeSID(3) || !strings.HasPrefix(f.call(4).Prompt, "again") {
+		t.Errorf("round 4 resumed %q with %q", sid, f.call(4).Prompt)
+	}
+	if v, err := c.Output("b"); err != nil || v != "reply 4" {
+		t.Errorf("ctx[b] = %q, %v", v, err)
+	}
+	// The Step was not written back: a second run starts from its prompt.
+	if _, err := wf.Run(context.Background(), rt, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := f.call(5).Prompt; !strings.HasPrefix(p, "do b") {
+		t.Errorf("the second run's first prompt is %q: the step was modified", p)
+	}
+}
+
+func TestFakeWorkflowStepAbortSpendsNoMoreRetries(t *testing.T) {
+	t.Parallel()
+	for _, onFail := range []OnFail{"", OnFailSkip} {
+		t.Run(string(onFail), func(t *testing.T) {
+			f := newFakeFlow(t)
+			rt := f.runtime()
+			wf := &Workflow{NoContinuity: true, Steps: []Step{
+				{Name: "a", Spec: wfSpec(), Prompt: Text("do a"), Retries: 3, OnFail: onFail,
+					Gate: func(context.Context, StepResult, *Ctx) (bool, error) {
+						return false, fmt.Errorf("judged: %w", &StepAbort{Reason: "the environment lacks a compiler"})
+					}},
+				{Name: "next", Spec: wfSpec(), Prompt: Text("after")},
+			}}
+			c, err := wf.Run(context.Background(), rt, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := labels(t, rt); got[0] != "a" || slices.Contains(got, "a#retry1") {
+				t.Errorf("labels = %v: StepAbort must not use the remaining retries", got)
+			}
+			if why, _ := c.Aborted(); why != "the environment lacks a compiler" {
+				t.Errorf("aborted = %q", why)
+			}
+			at, failed := c.FailedAt()
+			_, ranNext := c.Result("next")
+			switch onFail {
+			case "":
+				if !failed || at != "a" || ranNext {
+					t.Errorf("stop: FailedAt %q %v, next ran %v", at, failed, ranNext)
+				}
+			case OnFailSkip:
+				if failed || !ranNext {
+					t.Errorf("skip: FailedAt %q %v, next ran %v", at, failed, ranNext)
+				}
+			}
+		})
+	}
+}
+
+func TestFakeWorkflowOnFailHasThreeMeanings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		onFail  OnFail
+		value   string // ctx[a], "" = absent
+		nextRan bool
+	}{
+		{"", "", false},
+		{OnFailStop, "", false},
+		{OnFailSkip, "", true},
+		{OnFailContinue, "reply 1", true},
+	} {
+		t.Run(string(tc.onFail), func(t *testing.T) {
+			f := newFakeFlow(t)
+			rt := f.runtime()
+			var steps []string
+			wf := &Workflow{NoContinuity: true, Steps: []Step{
+				{Name: "a", Spec: wfSpec(), Prompt: Text("FAIL here"), OnFail: tc.onFail,
+					Reduce: func(StepResult, *Ctx) string { return "REDUCED" }},
+				{Name: "next", Spec: wfSpec(), Prompt: func(c *Ctx) (string, error) {
+					if tc.onFail == OnFailContinue {
+						return c.Output("a")
+					}
+					return "after", nil
+				}},
+			}}
+			c, err := wf.Run(context.Background(), rt, nil, func(s Step, r StepResult) { steps = append(steps, s.Name) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := c.Output("a")
+			if tc.value == "" && !errors.Is(err, ErrNoOutput) || tc.value != "" && v != tc.value {
+				t.Errorf("ctx[a] = %q, %v; want %q (continue writes the text unreduced)", v, err, tc.value)
+			}
+			if _, ok := c.Result("a"); !ok {
+				t.Error("the failed step's result is not in _results")
+			}
+			if _, ran := c.Result("next"); ran != tc.nextRan {
+				t.Errorf("next ran = %v", ran)
+			}
+			at, failed := c.FailedAt()
+			if failed != !tc.nextRan || failed && at != "a" {
+				t.Errorf("FailedAt = %q, %v", at, failed)
+			}
+			if !slices.Contains(steps, "a") {
+				t.Errorf("OnStep was not told of the failure: %v", steps)
+			}
+		})
+	}
+}
+
+func TestFakeWorkflowWhenFalseSkipsEntirelyAndResumeFromItFails(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	var log eventLog
+	wf := &Workflow{NoContinuity: true, Steps: []Step{
+		{Name: "maybe", Spec: wfSpec(), Prompt: Text("x"),
+			When: func(context.Context, *Ctx) (bool, error) { return false, nil }},
+		{Name: "uses", Spec: wfSpec(), Prompt: Text("y"), ResumeFrom: "maybe"},
+	}}
+	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	if !errors.Is(err, ErrNoSession) || !strings.Contains(err.Error(), "maybe") {
+		t.Fatalf("err = %v, want ErrNoSession naming the step", err)
+	}
+	if f.count() != 0 {
+		t.Errorf("%d CLI calls; a resume_from without a session must not start anything", f.count())
+	}
+	if _, ok := c.Result("maybe"); ok {
+		t.Error("a skipped step has a result")
+	}
+	if _, err := c.Output("maybe"); !errors.Is(err, ErrNoOutput) {
+		t.Errorf("a skipped step's output: %v", err)
+	}
+	if evs := log.of(event.Step, ""); len(evs) != 0 {
+		t.Errorf("step events %v; a skipped step emits none and the failing one never began", evs)
+	}
+}
+
+func TestFakeWorkflowResumeFromAndForkAndReduce(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	var log eventLog
+	wf := &Workflow{NoContinuity: true, Steps: []Step{
+		{Name: "first", Spec: wfSpec(), Prompt: Text("one"),
+			Reduce: func(r StepResult, _ *Ctx) string { return "R(" + r.Text + ")" }},
+		{Name: "same", Spec: wfSpec(), ResumeFrom: "first", Prompt: func(c *Ctx) (string, error) {
+			v, err := c.Output("first")
+			return "two after " + v, err
+		}},
+		{Name: "branch", Spec: wfSpec(), ResumeFrom: "first", Fork: true, Prompt: Text("three")},
+	}}
+	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Output("first"); v != "R(reply 1)" {
+		t.Errorf("ctx[first] = %q, want the reduced value", v)
+	}
+	if p := f.call(2).Prompt; !strings.HasPrefix(p, "two after R(reply 1)") {
+		t.Errorf("second prompt = %q", p)
+	}
+	if sid, fork := f.call(2).resumed(); sid != fakeSID(1) || fork {
+		t.Errorf("resume_from resumed %q fork %v", sid, fork)
+	}
+	if sid, fork := f.call(3).resumed(); sid != fakeSID(1) || !fork {
+		t.Errorf("resume_from with fork resumed %q fork %v", sid, fork)
+	}
+	if s := c.Sessions(); s["first"] != fakeSID(1) || s["same"] != fakeSID(1) || s["branch"] != fakeSID(3) {
+		t.Errorf("sessions = %v", s)
+	}
+	evs := log.of(event.Step, "")
+	if len(evs) != 3 {
+		t.Fatalf("step events = %v", evs)
+	}
+	for i, e := range evs {
+		if e.Int("index") != i+1 || e.Int("total") != 3 || e.Bool("resumed") || e.Int("woke") != 1 || e.Text != wf.Steps[i].Name {
+			t.Errorf("step event %d = %+v", i, e)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.runDir, LineageName)); !os.IsNotExist(err) {
+		t.Errorf("NoContinuity wrote a lineage: %v", err)
+	}
+}
+
+func TestFakeWorkflowContinuesTheSameNamedStepFromTheLineage(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	build := func() *Workflow {
+		return &Workflow{Steps: []Step{
+			{Name: "work", Spec: wfSpec(), Prompt: Text("the task"), ResumePrompt: Text("carry on")},
+			{Name: "check", Spec: wfSpec(), Prompt: Text("check it"), Retries: 1,
+				Gate: func(_ context.Context, _ StepResult, c *Ctx) (bool, error) {
+					// A judge the gate runs on the same Runtime: its
+					// session must never enter the lineage.
+					if _, err := c.Runtime().Run(context.Background(), wfSpec(), "judge", RunOptions{StepName: "check·判定#1"}); err != nil {
+						return false, err
+					}
+					return false, nil // so that check retries: its label must not enter the lineage either
+				}},
+		}}
+	}
+	var log1 eventLog
+	c1, err := build().Run(context.Background(), f.runtime(), log1.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calls: 1 work, 2 check, 3 judge, 4 check#retry1, 5 judge.
+	lin := OpenLineage(f.runDir, f.ws)
+	if got := lin.Steps(); len(got) != 2 || got["work"] != fakeSID(1) || got["check"] != fakeSID(4) {
+		t.Errorf("lineage steps = %v; want work → 1 and check → its current session 4, no label, no judge", got)
+	}
+	if lin.Woke() != 1 || c1.Woke() != 1 {
+		t.Errorf("woke = %d / %d, want 1", lin.Woke(), c1.Woke())
+	}
+
+	var log2 eventLog
+	rt2 := f.runtime() // a new process on the same run directory
+	c2, err := build().Run(context.Background(), rt2, log2.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 6
+	if sid, fork := f.call(next).resumed(); sid != fakeSID(1) || fork || !strings.HasPrefix(f.call(next).Prompt, "carry on") {
+		t.Errorf("the second run's work step resumed %q (fork %v) with %q; want session 1 with the resume prompt", sid, fork, f.call(next).Prompt)
+	}
+	if sid, _ := f.call(next + 1).resumed(); sid != fakeSID(4) {
+		t.Errorf("the second run's check step resumed %q, want its current session %s", sid, fakeSID(4))
+	}
+	evs := log2.of(event.Step, "")
+	if len(evs) != 2 || !evs[0].Bool("resumed") || evs[0].Int("woke") != 2 {
+		t.Errorf("second run's step events = %+v; want resumed, woke 2", evs)
+	}
+	if c2.Woke() != 2 || c2.Lineage() == nil {
+		t.Errorf("ctx woke = %d lineage %v", c2.Woke(), c2.Lineage())
+	}
+}
+
+func TestFakeWorkflowALineageSessionTheStoreLacksStartsNew(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	if err := OpenLineage(f.runDir, f.ws).Remember("work", "99999999-bbbb-cccc-dddd-000000000000"); err != nil {
+		t.Fatal(err)
+	}
+	var log eventLog
+	wf := &Workflow{Steps: []Step{{Name: "work", Spec: wfSpec(), Prompt: Text("task")}}}
+	if _, err := wf.Run(context.Background(), rt, log.add, nil); err != nil {
+		t.Fatal(err)
+	}
+	if sid, _ := f.call(1).resumed(); sid != "" {
+		t.Errorf("resumed %q, which the store does not hold", sid)
+	}
+	if evs := log.of(event.System, ""); len(evs) == 0 || !strings.Contains(evs[0].Text, "no longer in the store") {
+		t.Errorf("the dropped session was not said: %v", evs)
+	}
+}
+
+func TestFakeWorkflowACorruptLineageIsSaidAndTheRunGoesOn(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	if err := os.WriteFile(filepath.Join(f.runDir, LineageName), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log eventLog
+	wf := &Workflow{Steps: []Step{{Name: "work", Spec: wfSpec(), Prompt: Text("task")}}}
+	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, failed := c.FailedAt(); failed {
+		t.Error("a corrupt lineage failed the run")
+	}
+	evs := log.of(event.System, "")
+	if len(evs) == 0 || !strings.Contains(evs[0].Text, "not a lineage JSON object") {
+		t.Errorf("the corrupt lineage was not said: %v", evs)
+	}
+	if got := OpenLineage(f.runDir, f.ws); got.Ignored() != nil || got.Steps()["work"] != fakeSID(1) || got.Woke() != 1 {
+		t.Errorf("the next write did not replace the corrupt file: %v %v", got.Ignored(), got.Steps())
+	}
+}
+
+func TestFakeWorkflowAStepThatCannotStartStopsTheWorkflowWithAnError(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	bad := wfSpec()
+	bad.Compact = &CompactPolicy{Mode: "sideways"}
+	wf := &Workflow{NoContinuity: true, Steps: []Step{
+		{Name: "ran", Spec: wfSpec(), Prompt: Text("FAIL softly"), OnFail: OnFailSkip},
+		{Name: "broken", Spec: bad, Prompt: Text("never"), Retries: 2},
+		{Name: "after", Spec: wfSpec(), Prompt: Text("never either")},
+	}}
+	c, err := wf.Run(context.Background(), rt, nil, nil)
+	var se *StepError
+	if err == nil || errors.As(err, &se) || !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "could not start") {
+		t.Fatalf("err = %v; want a could-not-start error wrapping the cause", err)
+	}
+	if f.count() != 1 {
+		t.Errorf("%d CLI calls; the failed step ran once, the broken one never, no retry", f.count())
+	}
+	if _, ok := c.Result("broken"); ok {
+		t.Error("a step that never started has a result")
+	}
+	if _, ok := c.Result("after"); ok {
+		t.Error("the workflow went on after a step that could not start")
+	}
+	if _, ok := c.Result("ran"); !ok {
+		t.Error("the step that ran and failed is not recorded")
+	}
+}
+
+func TestFakeWorkflowKeepsWordsTypedBetweenSteps(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	wf := &Workflow{NoContinuity: true, Steps: []Step{
+		{Name: "one", Spec: wfSpec(), Prompt: Text("first")},
+		{Name: "skipped", Spec: wfSpec(), Prompt: Text("never"), When: func(_ context.Context, c *Ctx) (bool, error) {
+			c.Runtime().Interrupt("and use tabs")
+			return false, nil
+		}},
+		{Name: "two", Spec: wfSpec(), Prompt: Text("second")},
+	}}
+	_, err := wf.Run(context.Background(), rt, nil, func(s Step, _ StepResult) {
+		if s.Name == "one" {
+			rt.Interrupt("prefer short names")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.call(2).Prompt
+	if !strings.HasPrefix(p, "second") || !strings.Contains(p, "prefer short names") || !strings.Contains(p, "and use tabs") {
+		t.Errorf("the next step's prompt lost the words typed between steps:\n%s", p)
+	}
+}
+
+func TestFakeWorkflowGivesAnEventChannelTheRunsSink(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	ch := &sinkChannel{}
+	var log eventLog
+	wf := &Workflow{NoContinuity: true, Channel: ch, Steps: []Step{{Name: "one", Spec: wfSpec(), Prompt: Text("x")}}}
+	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.mu.Lock()
+	sink := ch.sink
+	ch.mu.Unlock()
+	if sink == nil {
+		t.Fatal("the channel got no event sink")
+	}
+	sink(event.New(event.Ask, "a question", nil))
+	if len(log.of(event.Ask, "")) != 1 {
+		t.Error("the channel's sink is not the run's")
+	}
+	if c.OnEvent() == nil || c.Runtime() != rt {
+		t.Error("_on_event or _runtime missing from ctx")
+	}
+}
+
+type sinkChannel struct {
+	mu   sync.Mutex
+	sink func(Event)
+}
+
+func (c *sinkChannel) MCPServers() map[string]claude.MCPServer { return nil }
+func (c *sinkChannel) SetDefaultOnEvent(f func(Event)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sink == nil {
+		c.sink = f
+	}
+}
+
+func TestWorkflowRefusesInvalidStepsBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	ok := Step{Name: "a", Spec: wfSpec(), Prompt: Text("x")}
+	for name, steps := range map[string][]Step{
+		"no name":   {{Spec: wfSpec(), Prompt: Text("x")}},
+		"private":   {{Name: "_x", Spec: wfSpec(), Prompt: Text("x")}},
+		"label":     {{Name: "a#retry1", Spec: wfSpec(), Prompt: Text("x")}},
+		"no prompt": {{Name: "a", Spec: wfSpec()}},
+		"on_fail":   {{Name: "a", Spec: wfSpec(), Prompt: Text("x"), OnFail: "retry"}},
+		"retries":   {{Name: "a", Spec: wfSpec(), Prompt: Text("x"), Retries: -1}},
+		"duplicate": {ok, ok},
+	} {
+		if _, err := (&Workflow{Steps: steps}).Run(context.Background(), rt, nil, nil); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if f.count() != 0 {
+		t.Errorf("%d CLI calls for invalid workflows", f.count())
+	}
+	if _, err := os.Stat(filepath.Join(f.runDir, LineageName)); !os.IsNotExist(err) {
+		t.Error("an invalid workflow bumped the lineage")
+	}
+}
+
+func TestStepLabels(t *testing.T) {
+	plain := Step{Name: "x"}
+	rejecting := Step{Name: "x", OnReject: func(context.Context, StepResult, *Ctx) (string, error) { return "", nil }}
+	for _, tc := range []struct {
+		s       Step
+		attempt int
+		want    string
+	}{
+		{plain, 0, "x"}, {plain, 1, "x#retry1"}, {plain, 2, "x#retry2"},
+		{rejecting, 0, "x"}, {rejecting, 1, "x#round2"}, {rejecting, 2, "x#round3"},
+	} {
+		if got := tc.s.Label(tc.attempt); got != tc.want {
+			t.Errorf("Label(%d) = %q, want %q", tc.attempt, got, tc.want)
+		}
+	}
+}
