@@ -79,7 +79,11 @@ func fakeWorkflowCLI() {
 		os.Exit(1)
 	}
 	cwd, _ := os.Getwd()
-	transcript := filepath.Join(os.Getenv("HOME"), ".claude", "projects", claude.ProjectKey(cwd), sid+".jsonl")
+	config := os.Getenv("CLAUDE_CONFIG_DIR") // set by the driver for a resume from the store
+	if config == "" {
+		config = filepath.Join(os.Getenv("HOME"), ".claude")
+	}
+	transcript := filepath.Join(config, "projects", claude.ProjectKey(cwd), sid+".jsonl")
 	out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": fmt.Sprintf("i-%d", n)})
 	out.Encode(map[string]any{"type": "transcript_mirror", "filePath": transcript, "entries": []any{map[string]any{
 		"type": "user", "uuid": fmt.Sprintf("u-%d", n), "sessionId": sid, "message": map[string]any{"role": "user", "content": text}}}})
