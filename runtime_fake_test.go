@@ -37,6 +37,13 @@ func TestMain(m *testing.M) {
 		fakeUsageLimitCLI()
 		return
 	}
+	if spec := os.Getenv("FLOWER_TEST_WORKFLOW_HELPER"); spec != "" {
+		if err := workflowHelper(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if dir := os.Getenv("FLOWER_TEST_LINEAGE_HELPER"); dir != "" {
 		if err := lineageHelper(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
