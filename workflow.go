@@ -188,16 +188,11 @@ func (c *Ctx) str(key string) (string, bool) {
 	return s, ok
 }
 
-// setSession and setResult write into the two maps, creating them.
+// setSession writes step's session.
 func (c *Ctx) setSession(step, sid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m, ok := c.values[KeySessions].(map[string]string)
-	if !ok {
-		m = map[string]string{}
-		c.values[KeySessions] = m
-	}
-	m[step] = sid
+	c.sessionsLocked()[step] = sid
 }
 
 // defaultSession sets step's session unless it has one: this run's own
@@ -205,7 +200,7 @@ func (c *Ctx) setSession(step, sid string) {
 func (c *Ctx) defaultSession(step, sid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := c.values[KeySessions].(map[string]string)
+	m := c.sessionsLocked()
 	if _, ok := m[step]; !ok {
 		m[step] = sid
 	}
@@ -214,22 +209,41 @@ func (c *Ctx) defaultSession(step, sid string) {
 func (c *Ctx) setResult(step string, r StepResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.values[KeyResults].(map[string]StepResult)[step] = r
+	c.resultsLocked()[step] = r
 }
 
 // ensureMaps set-defaults the two maps, keeping a reused ctx's.
 func (c *Ctx) ensureMaps() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sessionsLocked()
+	c.resultsLocked()
+}
+
+// sessionsLocked and resultsLocked return the two maps, creating them, or
+// replacing a value of another type that a callback put there.
+func (c *Ctx) sessionsLocked() map[string]string {
 	if c.values == nil {
 		c.values = map[string]any{}
 	}
-	if _, ok := c.values[KeySessions].(map[string]string); !ok {
-		c.values[KeySessions] = map[string]string{}
+	m, ok := c.values[KeySessions].(map[string]string)
+	if !ok {
+		m = map[string]string{}
+		c.values[KeySessions] = m
 	}
-	if _, ok := c.values[KeyResults].(map[string]StepResult); !ok {
-		c.values[KeyResults] = map[string]StepResult{}
+	return m
+}
+
+func (c *Ctx) resultsLocked() map[string]StepResult {
+	if c.values == nil {
+		c.values = map[string]any{}
 	}
+	m, ok := c.values[KeyResults].(map[string]StepResult)
+	if !ok {
+		m = map[string]StepResult{}
+		c.values[KeyResults] = m
+	}
+	return m
 }
 
 // PromptFunc renders a step's prompt from the ctx. An error (a step's
@@ -517,29 +531,53 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 // Nothing here fails the run: what cannot be used is said and skipped.
 func (w *Workflow) openLineage(ctx context.Context, rt *Runtime, c *Ctx, emit func(string, Event)) *Lineage {
 	lin := OpenLineage(rt.RunDir(), rt.Workspace())
+	t := lineageTextsFor(rt.Language())
 	notice := func(text string) {
 		slog.Warn("flower: lineage", "workflow", w.name(), "notice", text)
 		emit("", event.New(event.System, text, map[string]any{"lineage": "ignored"}))
 	}
 	if err := lin.Ignored(); err != nil {
-		notice(err.Error())
+		notice(fmt.Sprintf(t.ignored, err))
 	}
 	c.Set(KeyLineage, lin)
 	if _, err := lin.Bump(); err != nil {
-		notice(err.Error())
+		notice(fmt.Sprintf(t.ignored, err))
 	}
 	for step, sid := range lin.Steps() {
 		ok, err := rt.HasSession(ctx, sid)
 		switch {
 		case err != nil:
-			notice(fmt.Sprintf("flower: lineage: cannot tell whether session %s of step %s is still in the store (%v); the step starts a new session", sid, step, err))
+			notice(fmt.Sprintf(t.unknown, step, sid, err))
 		case !ok:
-			notice(fmt.Sprintf("flower: lineage: session %s of step %s is no longer in the store; the step starts a new session", sid, step))
+			notice(fmt.Sprintf(t.gone, step, sid))
 		default:
 			c.defaultSession(step, sid)
 		}
 	}
 	return lin
+}
+
+// lineageTexts are the notices a workflow shows about its lineage, in the
+// run directory's language.
+type lineageTexts struct {
+	ignored string // the error
+	gone    string // step, session
+	unknown string // step, session, error
+}
+
+func lineageTextsFor(l Lang) lineageTexts {
+	if isEnglish(l) {
+		return lineageTexts{
+			ignored: "continuity: %v",
+			gone:    "continuity: step %s's last session %s is no longer in the session store; the step starts a new session",
+			unknown: "continuity: cannot tell whether step %s's last session %s is still in the session store (%v); the step starts a new session",
+		}
+	}
+	return lineageTexts{
+		ignored: "接续:%v",
+		gone:    "接续:步骤 %s 上次的会话 %s 已不在会话库里;这一步开新会话",
+		unknown: "接续:查不到步骤 %s 上次的会话 %s 是否还在会话库里(%v);这一步开新会话",
+	}
 }
 
 // attempts runs st's attempts: the Runtime's Run, then the gate, until one

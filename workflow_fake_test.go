@@ -342,7 +342,11 @@ func TestFakeWorkflowOnFailHasThreeMeanings(t *testing.T) {
 			var steps []string
 			wf := &Workflow{NoContinuity: true, Steps: []Step{
 				{Name: "a", Spec: wfSpec(), Prompt: Text("FAIL here"), OnFail: tc.onFail,
-					Reduce: func(StepResult, *Ctx) string { return "REDUCED" }},
+					Reduce: func(StepResult, *Ctx) string { return "REDUCED" },
+					Gate: func(context.Context, StepResult, *Ctx) (bool, error) {
+						t.Error("the gate ran on a result that is not OK")
+						return true, nil
+					}},
 				{Name: "next", Spec: wfSpec(), Prompt: func(c *Ctx) (string, error) {
 					if tc.onFail == OnFailContinue {
 						return c.Output("a")
@@ -518,7 +522,7 @@ func TestFakeWorkflowALineageSessionTheStoreLacksStartsNew(t *testing.T) {
 	if sid, _ := f.call(1).resumed(); sid != "" {
 		t.Errorf("resumed %q, which the store does not hold", sid)
 	}
-	if evs := log.of(event.System, ""); len(evs) == 0 || !strings.Contains(evs[0].Text, "no longer in the store") {
+	if evs := log.of(event.System, ""); len(evs) == 0 || !strings.Contains(evs[0].Text, "已不在会话库里") {
 		t.Errorf("the dropped session was not said: %v", evs)
 	}
 }
@@ -684,5 +688,37 @@ func TestStepLabels(t *testing.T) {
 		if got := tc.s.Label(tc.attempt); got != tc.want {
 			t.Errorf("Label(%d) = %q, want %q", tc.attempt, got, tc.want)
 		}
+	}
+}
+
+func TestWorkflowCallbacksHonourTheContextAndTheirErrorsStopTheRun(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	ctx, cancel := context.WithCancel(context.Background())
+	wf := &Workflow{NoContinuity: true, Steps: []Step{{Name: "a", Spec: wfSpec(), Prompt: Text("x"),
+		When: func(ctx context.Context, _ *Ctx) (bool, error) {
+			cancel() // a human gives up while When waits
+			<-ctx.Done()
+			return false, ctx.Err()
+		}}}}
+	if _, err := wf.Run(ctx, rt, nil, nil); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "When") {
+		t.Errorf("err = %v; want When's cancellation", err)
+	}
+	boom := errors.New("the judge's disk is full")
+	wf = &Workflow{NoContinuity: true, Steps: []Step{
+		{Name: "a", Spec: wfSpec(), Prompt: Text("x"), Retries: 2,
+			Gate: func(context.Context, StepResult, *Ctx) (bool, error) { return false, boom }},
+		{Name: "b", Spec: wfSpec(), Prompt: Text("y")},
+	}}
+	c, err := wf.Run(context.Background(), rt, nil, nil)
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "gate") {
+		t.Errorf("err = %v; want the gate's error", err)
+	}
+	if f.count() != 1 {
+		t.Errorf("%d CLI calls; a gate's error is no reason to retry", f.count())
+	}
+	if _, ok := c.Result("a"); !ok {
+		t.Error("the step that ran is not recorded")
 	}
 }
