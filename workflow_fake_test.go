@@ -722,3 +722,35 @@ func TestWorkflowCallbacksHonourTheContextAndTheirErrorsStopTheRun(t *testing.T)
 		t.Error("the step that ran is not recorded")
 	}
 }
+
+func TestCtxReportsAbsenceAndSurvivesForeignValues(t *testing.T) {
+	t.Parallel()
+	var c Ctx // the zero value is usable
+	if _, err := c.Output("clarify"); !errors.Is(err, ErrNoOutput) || !strings.Contains(err.Error(), "clarify") {
+		t.Errorf("Output of a missing step = %v", err)
+	}
+	c.Set("clarify", "")
+	if v, err := c.Output("clarify"); err != nil || v != "" {
+		t.Errorf("an empty output is a value: %q, %v", v, err)
+	}
+	c.Set("n", 3)
+	if _, err := c.Output("n"); err == nil {
+		t.Error("a non-string value read as an output")
+	}
+	c.Set(KeySessions, "not a map") // a careless callback
+	c.Set(KeyResults, 7)
+	c.setSession("a", "s1")
+	c.setResult("a", StepResult{Step: "a"})
+	if sid, ok := c.Session("a"); !ok || sid != "s1" {
+		t.Errorf("Session = %q, %v", sid, ok)
+	}
+	if r, ok := c.Result("a"); !ok || r.Step != "a" {
+		t.Errorf("Result = %+v, %v", r, ok)
+	}
+	if _, ok := c.FailedAt(); ok {
+		t.Error("FailedAt on a fresh ctx")
+	}
+	if c.Woke() != 0 || c.Runtime() != nil || c.Lineage() != nil || c.OnEvent() != nil {
+		t.Error("accessors of absent keys are not zero")
+	}
+}
