@@ -17,6 +17,13 @@
 // runtime are embedded files under prompts/<lang>/, readable through
 // PromptsFor and PromptFiles.
 //
+// A Workflow runs Steps in order on a Runtime: each step is one
+// Runtime.Run (and its retries), its value goes into a Ctx under its name,
+// and a Gate, OnReject and OnFail decide what a step that did not pass
+// does. By default a workflow is continuous: a Lineage in the run
+// directory remembers each step's session the moment it is known, and the
+// next run on that directory continues it.
+//
 // Imports only point down:
 //
 //	cmd/flower                         the command

@@ -754,3 +754,35 @@ func TestCtxReportsAbsenceAndSurvivesForeignValues(t *testing.T) {
 		t.Error("accessors of absent keys are not zero")
 	}
 }
+
+func ExampleWorkflow() {
+	terse := AgentSpec{Name: "terse", Instructions: "Answer in one line.", AllowedTools: []string{"Read", "Glob"}, MaxTurns: 4}
+	wf := &Workflow{Steps: []Step{
+		// A new session that sees only its prompt.
+		{Name: "word", Spec: terse, Prompt: Text("Read seed.txt and answer only the word in it.")},
+		// The previous step's output injected into the prompt: a step that
+		// wrote none (skipped, failed) is an error, not an empty string.
+		{Name: "sentence", Spec: terse, Prompt: func(c *Ctx) (string, error) {
+			w, err := c.Output("word")
+			return "Write a five-word sentence with " + w + ".", err
+		}},
+	}}
+	rt, err := New(".", WithRunDir("runs"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	c, err := wf.Run(context.Background(), rt, nil, func(s Step, r StepResult) {
+		fmt.Printf("%s ok=%v $%.4f\n", s.Name, r.OK, r.CostUSD)
+	})
+	switch at, failed := c.FailedAt(); {
+	case err != nil:
+		fmt.Println("could not go on:", err)
+	case failed:
+		fmt.Println("failed at", at)
+	default:
+		v, _ := c.Output("sentence")
+		fmt.Println(v, "· wake", c.Woke())
+	}
+}
