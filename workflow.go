@@ -357,12 +357,13 @@ func (s Step) check() error {
 
 // EventChannel is a Channel that reports events of its own (a question
 // asked, an answer): Workflow.Run hands it the run's event sink when it
-// has none, so its events show in the same UI as the steps'.
+// has none, so its events show in the same UI as the steps'. The
+// *human.Channel is one.
 type EventChannel interface {
 	Channel
-	// SetDefaultOnEvent makes f the channel's event sink unless it already
-	// has one. It is safe from any goroutine.
-	SetDefaultOnEvent(f func(Event))
+	// AttachOnEvent makes fn the channel's event sink unless it already
+	// has one, and reports whether it did. It is safe from any goroutine.
+	AttachOnEvent(fn func(Event)) bool
 }
 
 // Workflow runs its steps in order, deciding per step whether it runs
@@ -442,7 +443,7 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 	if onEvent != nil {
 		c.Set(KeyOnEvent, onEvent)
 		if ch, ok := w.Channel.(EventChannel); ok {
-			ch.SetDefaultOnEvent(onEvent)
+			ch.AttachOnEvent(onEvent)
 		}
 	}
 	c.ensureMaps()

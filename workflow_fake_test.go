@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/human"
 )
 
 // fakeWorkflowCLI is a scripted CLI with one session per call: a resume
@@ -632,6 +633,17 @@ func TestFakeWorkflowGivesAnEventChannelTheRunsSink(t *testing.T) {
 	if c.OnEvent() == nil || c.Runtime() != rt {
 		t.Error("_on_event or _runtime missing from ctx")
 	}
+	// A channel with a sink of its own keeps it.
+	var own eventLog
+	wired := &sinkChannel{sink: own.add}
+	wf = &Workflow{NoContinuity: true, Channel: wired, Steps: []Step{{Name: "one", Spec: wfSpec(), Prompt: Text("x")}}}
+	if _, err := wf.Run(context.Background(), rt, log.add, nil); err != nil {
+		t.Fatal(err)
+	}
+	wired.sink(event.New(event.Ask, "mine", nil))
+	if len(own.of(event.Ask, "")) != 1 || len(log.of(event.Ask, "")) != 1 {
+		t.Error("the workflow replaced the channel's own sink")
+	}
 }
 
 type sinkChannel struct {
@@ -640,13 +652,18 @@ type sinkChannel struct {
 }
 
 func (c *sinkChannel) MCPServers() map[string]claude.MCPServer { return nil }
-func (c *sinkChannel) SetDefaultOnEvent(f func(Event)) {
+func (c *sinkChannel) AttachOnEvent(f func(Event)) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sink == nil {
-		c.sink = f
+	if c.sink != nil {
+		return false
 	}
+	c.sink = f
+	return true
 }
+
+// The human channel is an EventChannel.
+var _ EventChannel = (*human.Channel)(nil)
 
 func TestWorkflowRefusesInvalidStepsBeforeAnyRequest(t *testing.T) {
 	t.Parallel()
