@@ -454,6 +454,13 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 		}
 	}
 
+	if wb := w.Workbench; wb != nil && (rt.Workbench() == nil || rt.Workbench().Root() != wb.Root()) {
+		// The original's silent trap: documents written into one folder
+		// while the agents' index shows another. Said, not fatal.
+		text := fmt.Sprintf(lineageTextsFor(rt.Language()).workbench, wb.Root())
+		slog.Warn("flower: workbench", "workflow", w.name(), "notice", text)
+		emit("", event.New(event.System, text, map[string]any{"workbench": wb.Root()}))
+	}
 	woke := 1
 	var lin *Lineage
 	if !w.NoContinuity {
@@ -558,26 +565,29 @@ func (w *Workflow) openLineage(ctx context.Context, rt *Runtime, c *Ctx, emit fu
 	return lin
 }
 
-// lineageTexts are the notices a workflow shows about its lineage, in the
-// run directory's language.
+// lineageTexts are the notices a workflow shows about its lineage and
+// workbench, in the run directory's language.
 type lineageTexts struct {
-	ignored string // the error
-	gone    string // step, session
-	unknown string // step, session, error
+	workbench string // the workflow's workbench root
+	ignored   string // the error
+	gone      string // step, session
+	unknown   string // step, session, error
 }
 
 func lineageTextsFor(l Lang) lineageTexts {
 	if isEnglish(l) {
 		return lineageTexts{
-			ignored: "continuity: %v",
-			gone:    "continuity: step %s's last session %s is no longer in the session store; the step starts a new session",
-			unknown: "continuity: cannot tell whether step %s's last session %s is still in the session store (%v); the step starts a new session",
+			workbench: "the workflow's workbench %s is not the Runtime's: give the Runtime the same one (WithWorkbench), or what the steps write there is not what the agents' index shows",
+			ignored:   "continuity: %v",
+			gone:      "continuity: step %s's last session %s is no longer in the session store; the step starts a new session",
+			unknown:   "continuity: cannot tell whether step %s's last session %s is still in the session store (%v); the step starts a new session",
 		}
 	}
 	return lineageTexts{
-		ignored: "接续:%v",
-		gone:    "接续:步骤 %s 上次的会话 %s 已不在会话库里;这一步开新会话",
-		unknown: "接续:查不到步骤 %s 上次的会话 %s 是否还在会话库里(%v);这一步开新会话",
+		workbench: "工作流的工作台 %s 不是 Runtime 的:把同一个交给 Runtime(WithWorkbench),否则步骤写进去的东西不在智能体看到的索引里",
+		ignored:   "接续:%v",
+		gone:      "接续:步骤 %s 上次的会话 %s 已不在会话库里;这一步开新会话",
+		unknown:   "接续:查不到步骤 %s 上次的会话 %s 是否还在会话库里(%v);这一步开新会话",
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/workbench"
 )
 
 // fakeWorkflowCLI is a scripted CLI with one session per call: a resume
@@ -802,4 +803,36 @@ func ExampleWorkflow() {
 		v, _ := c.Output("sentence")
 		fmt.Println(v, "· wake", c.Woke())
 	}
+}
+
+func TestFakeWorkflowSaysWhenItsWorkbenchIsNotTheRuntimes(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime(WithLanguage(English))
+	var log eventLog
+	wf := &Workflow{NoContinuity: true, Workbench: workbench.At(f.ws, false), Steps: []Step{{Name: "one", Spec: wfSpec(), Prompt: Text("x")}}}
+	if _, err := wf.Run(context.Background(), rt, log.add, nil); err != nil {
+		t.Fatal(err)
+	}
+	if evs := workbenchNotices(&log); len(evs) != 1 || !strings.Contains(evs[0].Text, "WithWorkbench") {
+		t.Errorf("workbench notices = %v", evs)
+	}
+	same := f.runtime(WithWorkbench(workbench.At(f.ws, false)))
+	var quiet eventLog
+	if _, err := wf.Run(context.Background(), same, quiet.add, nil); err != nil {
+		t.Fatal(err)
+	}
+	if evs := workbenchNotices(&quiet); len(evs) != 0 {
+		t.Errorf("a shared workbench was reported: %v", evs)
+	}
+}
+
+func workbenchNotices(l *eventLog) []Event {
+	var out []Event
+	for _, e := range l.of(event.System, "") {
+		if e.Str("workbench") != "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
