@@ -116,6 +116,8 @@ type stepRun struct {
 	warned    bool // the near event of this generation was sent
 	// runCapped says the last attempt's budget cap was the run budget.
 	runCapped bool
+	// loops are the loop guard's reports waiting to be emitted.
+	loops loopQueue
 }
 
 // publish copies the step's result to the Runtime's in-flight snapshot,
@@ -344,6 +346,7 @@ func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool,
 	var interrupted atomic.Bool
 	var stopped string
 	err = s.session(ctx, opts, prompt, &interrupted, func(m claude.Message) bool {
+		s.flushLoops() // a refusal's tool result follows its hook
 		s.noteSession(m)
 		stop := false
 		if stopped == "" {
@@ -360,6 +363,7 @@ func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool,
 		}
 		return stop
 	})
+	s.flushLoops()
 	if stopped == "" && interrupted.Load() {
 		stopped = ErrInterrupted
 	}
@@ -424,7 +428,7 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 	opts, err := BuildOptions(spec, BuildConfig{
 		Cwd: rt.workspace, Store: rt.store, Resume: resume, Fork: fork, ResumeAt: resumeAt,
 		NotPortable: !rt.portable, Workbench: rt.workbench, SpillThreshold: rt.spill,
-		Handoff: rt.handoff.Enabled(), Lang: rt.lang, PluginDirs: rt.pluginDirs,
+		Handoff: rt.handoff.Enabled(), Lang: rt.lang, PluginDirs: rt.pluginDirs, OnLoop: s.noteLoop,
 	})
 	if err != nil {
 		return opts, err

@@ -31,6 +31,8 @@ type runtimeTexts struct {
 	offline                      string // wait
 	unreachable                  string // host, port, wait
 	reachable                    string // host, port
+	loop                         string // thread, tool, count
+	loopWorker                   string // agent id
 	seconds, minutes             string // count
 	// What the session store writes into a resumed history, which the
 	// model reads: placeholders as the store's policies document them.
@@ -62,6 +64,8 @@ var zhTexts = runtimeTexts{
 	offline:          "网络在 %s 内未恢复",
 	unreachable:      "%s:%d 不可达,等待恢复(最多 %s)",
 	reachable:        "%s:%d 恢复,继续",
+	loop:             "%s 在原地打转:同样的 %s 调用、同样的结果已经 %d 次,这一次被拒绝了",
+	loopWorker:       "worker %s",
 	seconds:          "%.0f 秒",
 	minutes:          "%.0f 分钟",
 
@@ -96,6 +100,8 @@ var enTexts = runtimeTexts{
 	offline:          "the network did not come back within %s",
 	unreachable:      "%s:%d unreachable, waiting for it to come back (at most %s)",
 	reachable:        "%s:%d is back, carrying on",
+	loop:             "%s is going round in circles: the same %s call with the same result %d times; this one was refused",
+	loopWorker:       "worker %s",
 	seconds:          "%.0f seconds",
 	minutes:          "%.0f minutes",
 

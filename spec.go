@@ -84,6 +84,9 @@ type AgentSpec struct {
 	MCPServers map[string]claude.MCPServer
 	// Hooks are installed first, before the guards BuildOptions adds.
 	Hooks map[string][]claude.HookMatcher
+	// Loop tunes the loop guard; the zero value watches every thread with
+	// the default thresholds (see LoopPolicy).
+	Loop LoopPolicy
 
 	// Compact, when set, decides the CLI's native compaction. When nil and
 	// the runtime hands off instead of compacting, BuildConfig.Handoff
@@ -239,6 +242,11 @@ type BuildConfig struct {
 	Handoff bool
 	// Lang selects the guards' refusal texts.
 	Lang Lang
+	// OnLoop is told of every call the loop guard refuses: the thread
+	// (agent_id, "" for the main thread), the tool and the loop's length.
+	// It is called from the driver's hook goroutines. The Runtime turns it
+	// into a Loop event.
+	OnLoop func(agentID, tool string, count int)
 }
 
 // BuildOptions compiles an agent declaration and a session's surroundings
@@ -254,8 +262,9 @@ type BuildConfig struct {
 //   - hooks: spec.Hooks first, then the spec's wall (guard.Wall: on the
 //     main thread only the spec's allowed tools pass, an Agent call only
 //     when it names one of spec.Agents, Bash as a bounded glance with
-//     spec.Glance), then the workbench guards (isolate when an agent is
-//     marked Isolated; index and spill with a workbench). The wall is
+//     spec.Glance), then the loop guard unless spec.Loop.Off, then the
+//     workbench guards (isolate when an agent is marked Isolated; index and
+//     spill with a workbench). The wall is
 //     installed with or without a workbench, exactly once (the original
 //     left a coordinator without a workbench unguarded);
 //   - the tools that act beyond the turn (outlivingTools) are disallowed
@@ -465,15 +474,16 @@ func readable(dir string) error {
 }
 
 // buildHooks merges, in this order: spec.Hooks; the spec's wall (one guard
-// per main thread, with or without a workbench); the workbench guards
-// (isolate when an agent is marked Isolated, then index and spill with a
-// workbench). Events left without a matcher are dropped.
+// per main thread, with or without a workbench); the loop guard unless the
+// spec turns it off; the workbench guards (isolate when an agent is marked Isolated, then index
+// and spill with a workbench). Events left without a matcher are dropped.
 func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
 	texts := guard.TextsFor(string(cfg.Lang))
 	spill := max(cfg.SpillThreshold, 0) // 0: no spill guard
 	hooks := guard.MergeHooks(
 		spec.Hooks,
 		map[string][]claude.HookMatcher{claude.PreToolUse: {texts.Wall(spec.wall(cfg.Workbench))}},
+		loopHooks(texts, spec.Loop, cfg.OnLoop),
 		texts.WorkbenchHooks(cfg.Workbench, spill, spec.Agents),
 	)
 	maps.DeleteFunc(hooks, func(_ string, m []claude.HookMatcher) bool { return len(m) == 0 })

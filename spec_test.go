@@ -132,23 +132,26 @@ func TestGuardMatrix(t *testing.T) {
 					}
 					o := build(t, spec, BuildConfig{Workbench: wb, SpillThreshold: guard.DefaultSpillThreshold})
 
-					// Matchers per event: delegate or whitelist, isolate;
-					// index and spill with a workbench.
-					wantPre := 1
+					// Matchers per event: delegate or whitelist, loop,
+					// isolate; loop, then index and spill with a workbench.
+					wantPre := 2
 					if isolated {
 						wantPre++
 					}
 					if got := len(o.Hooks[claude.PreToolUse]); got != wantPre {
 						t.Errorf("PreToolUse matchers = %d, want %d", got, wantPre)
 					}
-					wantPost := 0
+					wantPost := 1
 					if withWB {
-						wantPost = 2
+						wantPost = 3
 					}
 					if got := len(o.Hooks[claude.PostToolUse]); got != wantPost {
 						t.Errorf("PostToolUse matchers = %d, want %d", got, wantPost)
 					}
-					if len(o.Hooks) != map[bool]int{true: 2, false: 1}[withWB] {
+					if got := len(o.Hooks[claude.PostToolUseFailure]); got != 1 {
+						t.Errorf("PostToolUseFailure matchers = %d, want the loop guard's", got)
+					}
+					if len(o.Hooks) != 3 {
 						t.Errorf("hook events %v", slices.Collect(maps.Keys(o.Hooks)))
 					}
 
@@ -231,7 +234,7 @@ type roleCase struct {
 	allowed   []string
 	mode      string
 	channel   bool
-	pre, post int // matchers with a workbench
+	pre, post int // matchers with a workbench, the loop guard's included
 	workbench bool
 }
 
@@ -244,15 +247,15 @@ func roleCases(lang Lang) []roleCase {
 	return []roleCase{
 		{"coordinator", Coordinator("协调者", "build it", workers, WithChannel(ch), WithLang(lang)),
 			[]string{"Agent", "TodoWrite", "Read", "Bash", InboxTool, AskTool, "WebFetch", "WebSearch"},
-			"acceptEdits", true, 2, 2, true},
+			"acceptEdits", true, 3, 3, true},
 		{"clarify", Clarify("确认需求", ch, WithLang(lang)),
-			[]string{AskTool, "Read", "Glob", "Grep", "WebFetch", "WebSearch"}, "", true, 1, 2, false},
+			[]string{AskTool, "Read", "Glob", "Grep", "WebFetch", "WebSearch"}, "", true, 2, 3, false},
 		{"judge", Judge("设定目标", ch, WithLang(lang)),
-			[]string{AskTool, "Read", "Glob", "Grep"}, "", true, 1, 2, false},
+			[]string{AskTool, "Read", "Glob", "Grep"}, "", true, 2, 3, false},
 		{"judge can run", Judge("干活·判定", ch, CanRun(), WithLang(lang)),
-			[]string{AskTool, "Read", "Glob", "Grep", "Bash"}, "", true, 1, 2, false},
+			[]string{AskTool, "Read", "Glob", "Grep", "Bash"}, "", true, 2, 3, false},
 		{"oracle", Oracle("", WithLang(lang)),
-			[]string{"Read", "Glob", "Grep"}, "", false, 1, 2, true},
+			[]string{"Read", "Glob", "Grep"}, "", false, 2, 3, true},
 	}
 }
 
@@ -625,8 +628,8 @@ func TestSpillThreshold(t *testing.T) {
 		if (len(outs) == 1) != c.spilled {
 			t.Errorf("threshold %d, %d chars: %d answers, want spilled=%v", c.threshold, c.size, len(outs), c.spilled)
 		}
-		if c.threshold <= 0 && len(o.Hooks[claude.PostToolUse]) != 1 {
-			t.Errorf("spill off: %d PostToolUse matchers, want the index guard alone", len(o.Hooks[claude.PostToolUse]))
+		if c.threshold <= 0 && len(o.Hooks[claude.PostToolUse]) != 2 {
+			t.Errorf("spill off: %d PostToolUse matchers, want the loop and index guards alone", len(o.Hooks[claude.PostToolUse]))
 		}
 	}
 }

@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// Kind says what an Event is. There are fifteen; a UI switches on the ones it
+// Kind says what an Event is. There are sixteen; a UI switches on the ones it
 // shows and keeps a default branch for the rest (and for kinds added later).
 type Kind string
 
-// The fifteen kinds. Normalize makes Text through Unknown; the others come
-// from the layers above: Ask from the human channel, Retry and Handoff from
-// the runtime, Step from the workflow, and Task also from the goal step.
+// The sixteen kinds. Normalize makes Text through Unknown; the others come
+// from the layers above: Ask from the human channel, Retry, Handoff and Loop
+// from the runtime, Step from the workflow, and Task also from the goal step.
 const (
 	// Text is the model's prose. Payload: subagent, parent_tool_use_id (for
 	// a subagent), context (when the message reported usage), model.
@@ -65,12 +65,17 @@ const (
 	// Handoff is the runtime's handoff progress; Payload phase is near,
 	// writing or done.
 	Handoff Kind = "handoff"
+	// Loop says the loop guard refused a call because a thread kept making
+	// it with the same result; Tool is the tool. Payload: step, agent_id
+	// ("" for the main thread), subagent, tool, count (the loop's calls,
+	// the refused one included).
+	Loop Kind = "loop"
 )
 
-// Kinds lists the fifteen kinds in the order above.
+// Kinds lists the sixteen kinds in the order above.
 func Kinds() []Kind {
 	return []Kind{Text, Thinking, Prompt, ToolCall, ToolResult, Result, Error, Reset,
-		System, Task, Unknown, Ask, Retry, Step, Handoff}
+		System, Task, Unknown, Ask, Retry, Step, Handoff, Loop}
 }
 
 // Event is one thing that happened, in the form a UI shows and events.jsonl
@@ -80,7 +85,7 @@ type Event struct {
 	Kind Kind `json:"kind"`
 	// Text is the event's one line of meaning; see each Kind.
 	Text string `json:"text,omitempty"`
-	// Tool is the tool's name, for ToolCall.
+	// Tool is the tool's name, for ToolCall and Loop.
 	Tool string `json:"tool,omitempty"`
 	// Payload holds the kind's structured fields (JSON values only).
 	Payload map[string]any `json:"payload,omitempty"`

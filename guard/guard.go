@@ -69,6 +69,13 @@ type Texts struct {
 	// GlanceTimedOut follows the output of a glance stopped at its limit:
 	// %[1]s the limit in seconds.
 	GlanceTimedOut string
+	// LoopRepeat refuses a call that repeats itself with the same result:
+	// %[1]s the tool, %[2]d how many identical calls came before.
+	LoopRepeat string
+	// LoopCycle refuses a call that goes on with a cycle of two calls with
+	// the same results: %[1]s the refused call's tool, %[2]s the other
+	// call's tool, %[3]d how many rounds came before.
+	LoopCycle string
 }
 
 // ChineseTexts are the original flower's texts, character for character.
@@ -83,6 +90,8 @@ var ChineseTexts = Texts{
 	NoWorkers:        "这个角色没有可派的 worker",
 	GlanceBackground: "瞥一眼的命令只在前台跑,不能 run_in_background:要在后台跑的是活,派一个 worker 去做。",
 	GlanceTimedOut:   "[flower:这条瞥一眼的命令跑满 %[1]s 秒被停下了,上面的输出不完整。要跑更久的,派一个 worker 去做。]",
+	LoopRepeat:       "你已经连续 %[2]d 次用同样的输入调用 %[1]s,每次结果都一样,所以这一次被拒绝了。再调一次结果也不会变:用已有的结果往下做,或者换一个办法;如果卡住了,就在回话里说清卡在哪里,然后停下。",
+	LoopCycle:        "你已经在同样两个调用(%[1]s 和 %[2]s)之间来回了 %[3]d 轮,每轮结果都一样,所以这一次被拒绝了。再绕一圈也不会有变化:用已有的结果往下做,或者换一个办法;如果卡住了,就在回话里说清卡在哪里,然后停下。",
 }
 
 // EnglishTexts say the same as ChineseTexts in English.
@@ -96,6 +105,8 @@ var EnglishTexts = Texts{
 	NoWorkers:        "this role has no workers to dispatch",
 	GlanceBackground: "A glance runs in the foreground only, never with run_in_background: a command to run in the background is work, so dispatch a worker to do it.",
 	GlanceTimedOut:   "[flower: this glance was stopped at its limit of %[1]s s; the output above is incomplete. Dispatch a worker for anything that runs longer.]",
+	LoopRepeat:       "You have called %[1]s with the same input %[2]d times in a row and got the same result each time, so this call was refused. Calling it again will not change the result: work with the result you have or try a different approach; if you are stuck, say where in your reply and stop.",
+	LoopCycle:        "You have gone back and forth between the same two calls (%[1]s and %[2]s) %[3]d times with the same results each round, so this call was refused. Another round will not change anything: work with the results you have or try a different approach; if you are stuck, say where in your reply and stop.",
 }
 
 // TextsFor returns the texts of a language: EnglishTexts for "en" and its
@@ -135,6 +146,12 @@ func (t Texts) withDefaults() Texts {
 	}
 	if t.GlanceTimedOut == "" {
 		t.GlanceTimedOut = ChineseTexts.GlanceTimedOut
+	}
+	if t.LoopRepeat == "" {
+		t.LoopRepeat = ChineseTexts.LoopRepeat
+	}
+	if t.LoopCycle == "" {
+		t.LoopCycle = ChineseTexts.LoopCycle
 	}
 	return t
 }
