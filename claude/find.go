@@ -20,8 +20,16 @@ import (
 // CLAUDE_AGENT_SDK_VERSION (it shows in the User-Agent).
 const Version = "0.1.0"
 
-// MinimumCLIVersion is the oldest CLI the driver speaks to without a warning.
-const MinimumCLIVersion = "2.0.0"
+// The range of CLI versions the real-CLI tier runs against, oldest and
+// newest: tools/claude-cli-2.1.310 and tools/claude-cli pin them (a test
+// checks that the pins say the same). The driver speaks to any version, but
+// warns outside this range: the CLI ships several releases a week, and one
+// that nobody ran the tests against may have changed what the driver
+// relies on.
+const (
+	OldestTestedCLIVersion = "2.1.310"
+	NewestTestedCLIVersion = "2.1.332"
+)
 
 // FindCLI locates the claude binary: the explicit path if given, then the
 // FLOWER_CLAUDE variable, then PATH, then the usual install locations. The
@@ -79,7 +87,8 @@ var versionRE = regexp.MustCompile(`^\d+\.\d+\.\d+`)
 var probed sync.Map
 
 // checkVersion runs `claude -v` once per binary and warns when it is older
-// than MinimumCLIVersion. Failures are ignored: the probe is advisory.
+// than OldestTestedCLIVersion or newer than NewestTestedCLIVersion. Failures
+// are ignored: the probe is advisory.
 func checkVersion(ctx context.Context, cli string) {
 	if _, done := probed.LoadOrStore(cli, true); done {
 		return
@@ -91,8 +100,14 @@ func checkVersion(ctx context.Context, cli string) {
 		return
 	}
 	v := versionRE.FindString(strings.TrimSpace(string(out)))
-	if v != "" && compareVersions(v, MinimumCLIVersion) < 0 {
-		slog.Warn("claude CLI is older than the driver supports", "cli", cli, "version", v, "minimum", MinimumCLIVersion)
+	switch {
+	case v == "":
+	case compareVersions(v, OldestTestedCLIVersion) < 0:
+		slog.Warn("claude CLI is older than the oldest version flower is tested with; update it (npm install -g @anthropic-ai/claude-code) or expect surprises",
+			"cli", cli, "version", v, "oldest_tested", OldestTestedCLIVersion, "newest_tested", NewestTestedCLIVersion)
+	case compareVersions(v, NewestTestedCLIVersion) > 0:
+		slog.Warn("claude CLI is newer than the newest version flower is tested with; if something breaks, try "+NewestTestedCLIVersion,
+			"cli", cli, "version", v, "oldest_tested", OldestTestedCLIVersion, "newest_tested", NewestTestedCLIVersion)
 	}
 }
 

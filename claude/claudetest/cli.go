@@ -1,10 +1,15 @@
 package claudetest
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // cliRelPath is where tools/claude-cli/install.sh leaves the pinned native
@@ -16,7 +21,10 @@ const cliRelPath = "tools/claude-cli/node_modules/@anthropic-ai/claude-code-linu
 // tier: $FLOWER_CLAUDE when set, else the pinned binary under the module
 // root (the directory holding go.mod, found by walking up from the working
 // directory). When there is none it fails the test if $CI is non-empty, as
-// that tier must run in CI, and skips it otherwise.
+// that tier must run in CI, and skips it otherwise. With
+// $FLOWER_CLAUDE_VERSION set, the binary must report that version (`claude
+// --version`), or the test fails naming both: the test command sets it for
+// each CLI of the tested range, so a wrong binary cannot pass for another.
 func CLIPath(t testing.TB) string {
 	t.Helper()
 	const fix = "run tools/claude-cli/install.sh (or set FLOWER_CLAUDE to a claude binary)"
@@ -30,7 +38,9 @@ func CLIPath(t testing.TB) string {
 	if p := os.Getenv("FLOWER_CLAUDE"); p != "" {
 		if !isExecutable(p) {
 			missing("FLOWER_CLAUDE=%s is not an executable file", p)
+			return p
 		}
+		checkVersion(t, p)
 		noteRealCLI(t)
 		return p
 	}
@@ -42,9 +52,45 @@ func CLIPath(t testing.TB) string {
 	p := filepath.Join(root, cliRelPath)
 	if !isExecutable(p) {
 		missing("no claude CLI at %s", p)
+		return p
 	}
+	checkVersion(t, p)
 	noteRealCLI(t)
 	return p
+}
+
+// versions caches each binary's `--version` answer: asked once per test
+// process, not once per test.
+var versions sync.Map // path -> versionAnswer
+
+type versionAnswer struct {
+	version string
+	err     error
+}
+
+// checkVersion fails t when $FLOWER_CLAUDE_VERSION is set and cli reports
+// another version.
+func checkVersion(t testing.TB, cli string) {
+	t.Helper()
+	want := os.Getenv("FLOWER_CLAUDE_VERSION")
+	if want == "" {
+		return
+	}
+	a, ok := versions.Load(cli)
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, cli, "--version").Output()
+		cancel()
+		version, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+		a, _ = versions.LoadOrStore(cli, versionAnswer{version, err})
+	}
+	got := a.(versionAnswer)
+	switch {
+	case got.err != nil:
+		t.Fatalf("claudetest: FLOWER_CLAUDE_VERSION=%s, but %s --version failed: %v; install that CLI with tools/claude-cli/install.sh tools/claude-cli-%s", want, cli, got.err, want)
+	case got.version != want:
+		t.Fatalf("claudetest: the claude CLI %s is version %q, but FLOWER_CLAUDE_VERSION wants %s; point FLOWER_CLAUDE at CLI %s (tools/claude-cli/install.sh prints its path) or unset FLOWER_CLAUDE_VERSION", cli, got.version, want, want)
+	}
 }
 
 // noteRealCLI appends the test's name to $FLOWER_REALCLI_LOG, which the

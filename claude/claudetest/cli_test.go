@@ -224,8 +224,49 @@ func TestCLIPathPrefersFlowerClaude(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("FLOWER_CLAUDE", exe)
+	t.Setenv("FLOWER_CLAUDE_VERSION", "")
 	if got := CLIPath(t); got != exe {
 		t.Errorf("CLIPath = %q, want %q", got, exe)
+	}
+}
+
+// TestCLIPathChecksTheWantedVersion: with FLOWER_CLAUDE_VERSION set, a
+// binary reporting another version (or none) fails the test, naming both
+// versions; the right one passes.
+func TestCLIPathChecksTheWantedVersion(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, script string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	old := write("old", "echo '2.1.300 (Claude Code)'\n")
+	right := write("right", "echo '2.1.310 (Claude Code)'\n")
+	broken := write("broken", "exit 3\n")
+	t.Setenv("FLOWER_CLAUDE_VERSION", "2.1.310")
+	for _, c := range []struct {
+		cli  string
+		want []string // in the failure; nil for none
+	}{
+		{old, []string{`version "2.1.300"`, "wants 2.1.310", old}},
+		{broken, []string{"FLOWER_CLAUDE_VERSION=2.1.310", "--version failed"}},
+		{right, nil},
+	} {
+		t.Setenv("FLOWER_CLAUDE", c.cli)
+		f := &fakeTB{TB: t}
+		if got := CLIPath(f); got != c.cli {
+			t.Errorf("CLIPath = %q, want %q", got, c.cli)
+		}
+		if (f.fatal != "") != (c.want != nil) {
+			t.Errorf("%s: failure %q, want one: %v", c.cli, f.fatal, c.want != nil)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(f.fatal, w) {
+				t.Errorf("%s: failure %q does not say %q", c.cli, f.fatal, w)
+			}
+		}
 	}
 }
 

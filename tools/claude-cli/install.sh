@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Installs the pinned Claude Code CLI (package.json + package-lock.json here)
-# with npm and prints the path of the platform binary, which the tests run
-# directly (the npm bin entry is only a stub when install scripts are off).
+# Installs a pinned Claude Code CLI with npm and prints the path of the
+# platform binary, which the tests run directly (the npm bin entry is only a
+# stub when install scripts are off).
+#
+#   install.sh [DIR]
+#
+# DIR holds the pin (package.json + package-lock.json): this folder by
+# default (the newest tested CLI); tools/claude-cli-2.1.310 pins the oldest.
+# One script for every pin, so each version is installed and checked the
+# same way.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+here=${1:-$(dirname "$0")}
+if ! here=$(cd "$here" 2>/dev/null && pwd) || [ ! -f "$here/package-lock.json" ]; then
+  echo "install.sh: ${1:-$(dirname "$0")} holds no package.json + package-lock.json pin of the Claude Code CLI" >&2
+  exit 1
+fi
 cd "$here"
 
 case "$(uname -s)-$(uname -m)" in
@@ -20,13 +31,17 @@ have=""
 [ -x "$bin" ] && have=$("$bin" --version 2>/dev/null | awk '{print $1}') || true
 if [ "$have" != "$want" ]; then
   # --ignore-scripts: the binary arrives as an ordinary registry package; the
-  # postinstall only links it onto the stub, which we do not use.
-  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2
+  # postinstall only links it onto the stub, which we do not use. npm install
+  # --no-save takes the lock's versions and integrity hashes as npm ci does,
+  # but tolerates an optional platform package the registry does not serve:
+  # 2.1.310 names win32 packages that the registry answers with 404, and npm
+  # ci refuses such a lock. The version check below is what guarantees the pin.
+  npm install --no-save --ignore-scripts --no-audit --no-fund --loglevel=error >&2
   [ -x "$bin" ] || chmod +x "$bin"
   have=$("$bin" --version | awk '{print $1}')
 fi
 if [ "$have" != "$want" ]; then
-  echo "install.sh: $bin reports version $have, want $want" >&2
+  echo "install.sh: $bin reports version ${have:-(none)}, want $want (pinned in $here/package.json); delete $here/node_modules and run again" >&2
   exit 1
 fi
 echo "$bin"
