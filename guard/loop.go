@@ -153,11 +153,24 @@ func callKey(in *claude.HookInput) string {
 	return in.ToolName + "\x00" + string(input)
 }
 
+// volatileResultKeys are the fields of a tool response that differ on
+// every call whatever it found: an Agent dispatch reports the worker's id,
+// its duration and its token counts beside its report. They are left out of
+// the result's hash, so a coordinator dispatching the same task and getting
+// the same report back is seen repeating itself.
+var volatileResultKeys = []string{"agentId", "durationMs", "totalDurationMs", "totalTokens", "totalToolUseCount", "usage"}
+
 // resultHash is the hash of what the call returned: the response
-// canonicalised like an input, or the error text of a failure.
+// canonicalised like an input, without its volatile fields, or the error
+// text of a failure.
 func resultHash(in *claude.HookInput) [sha256.Size]byte {
 	body := []byte(in.ToolResponse)
 	if v, err := decodeJSON(in.ToolResponse); err == nil {
+		if m, ok := v.(map[string]any); ok {
+			for _, k := range volatileResultKeys {
+				delete(m, k)
+			}
+		}
 		if raw, err := encodeJSON(v); err == nil {
 			body = raw
 		}

@@ -108,6 +108,20 @@ func TestLoopRefusesRepeatsAndCycles(t *testing.T) {
 				{agent: "w1", tool: "TaskOutput", input: `{"task_id":"b1"}`, result: same}, a}, []int{7}},
 		{"an empty Exempt exempts nothing", Loop{Exempt: []string{}},
 			times(4, loopCall{agent: "w1", tool: "TaskOutput", input: `{"task_id":"b1"}`, result: same}), []int{3}},
+		{"an Agent report is compared without its id, duration and token counts", Loop{MainThread: true},
+			[]loopCall{
+				{tool: "Agent", input: `{"subagent_type":"coder","prompt":"fix it"}`, result: `{"status":"completed","content":[{"type":"text","text":"cannot"}],"agentId":"a1","totalDurationMs":1200,"totalTokens":900,"totalToolUseCount":3,"usage":{"input_tokens":5}}`},
+				{tool: "Agent", input: `{"subagent_type":"coder","prompt":"fix it"}`, result: `{"status":"completed","content":[{"type":"text","text":"cannot"}],"agentId":"a2","totalDurationMs":1500,"totalTokens":950,"totalToolUseCount":4,"usage":{"input_tokens":6}}`},
+				{tool: "Agent", input: `{"subagent_type":"coder","prompt":"fix it"}`, result: `{"status":"completed","content":[{"type":"text","text":"cannot"}],"agentId":"a3","totalDurationMs":900,"totalTokens":990,"totalToolUseCount":2,"usage":{"input_tokens":7}}`},
+				{tool: "Agent", input: `{"subagent_type":"coder","prompt":"fix it"}`, result: `{}`},
+			}, []int{3}},
+		{"a different Agent report is another result", Loop{MainThread: true},
+			[]loopCall{
+				{tool: "Agent", input: `{"prompt":"fix it"}`, result: `{"content":[{"type":"text","text":"cannot"}],"agentId":"a1"}`},
+				{tool: "Agent", input: `{"prompt":"fix it"}`, result: `{"content":[{"type":"text","text":"cannot"}],"agentId":"a2"}`},
+				{tool: "Agent", input: `{"prompt":"fix it"}`, result: `{"content":[{"type":"text","text":"fixed"}],"agentId":"a3"}`},
+				{tool: "Agent", input: `{"prompt":"fix it"}`, result: `{}`},
+			}, nil},
 		{"an unreadable input is compared by its bytes", Loop{},
 			times(4, loopCall{agent: "w1", tool: "Bash", input: `{not json`, result: same}), []int{3}},
 	}
