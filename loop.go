@@ -2,6 +2,7 @@ package flower
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/flowerrun/flower/claude"
@@ -36,9 +37,12 @@ type LoopPolicy struct {
 	Cycles int
 }
 
-// guard is the policy as the guard's configuration.
+// guard is the policy as the guard's configuration. The channel's inbox is
+// never counted, beside guard.DefaultLoopExempt: a coordinator that looks at
+// an empty inbox four times running is waiting, not stuck.
 func (p LoopPolicy) guard(onLoop func(agentID, tool string, count int)) guard.Loop {
-	return guard.Loop{Repeats: p.Repeats, Cycles: p.Cycles, MainThread: !p.WorkersOnly, OnLoop: onLoop}
+	exempt := append(slices.Clone(guard.DefaultLoopExempt), InboxTool)
+	return guard.Loop{Repeats: p.Repeats, Cycles: p.Cycles, MainThread: !p.WorkersOnly, OnLoop: onLoop, Exempt: exempt}
 }
 
 // loopHooks is the loop guard of a policy, nil when it is off.

@@ -1,6 +1,7 @@
 package flower
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -92,5 +93,20 @@ func TestLoopEventText(t *testing.T) {
 		if m.Subagent() || m.Str("agent_id") != "" || !strings.HasPrefix(m.Text, "work ") {
 			t.Errorf("%s: main-thread event %+v", lang, m)
 		}
+	}
+}
+
+func TestLoopGuardNeverCountsTheInbox(t *testing.T) {
+	spec := Coordinator("lead", "", map[string]claude.AgentDefinition{"coder": Worker("codes", "code")}, WithChannel(fakeChannel{}))
+	o := build(t, spec, BuildConfig{})
+	for i := range 6 {
+		in := toolCall("", InboxTool, map[string]any{})
+		in.ToolUseID = fmt.Sprintf("inbox-%d", i)
+		if d := denials(answers(t, o.Hooks, claude.PreToolUse, in)); len(d) > 0 {
+			t.Fatalf("inbox look %d refused: %q", i+1, d)
+		}
+		in.HookEventName = claude.PostToolUse
+		in.ToolResponse = json.RawMessage(`"收件箱是空的。继续干活,不用理会。"`)
+		answers(t, o.Hooks, claude.PostToolUse, in)
 	}
 }
