@@ -1,0 +1,225 @@
+package screen
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"go.uber.org/goleak"
+)
+
+// TestMain doubles as the writer process of the pty tests.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("SCREEN_HELPER"); mode != "" {
+		helper(mode)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// helper writes to its stdout (a pty) through a Screen: "blocks" writes
+// SCREEN_N blocks of three lines tagged SCREEN_TAG; "model" writes one
+// line of hostile model text and one of 200 CJK columns.
+func helper(mode string) {
+	s := New(os.Stdout)
+	defer s.Close()
+	s.SetPrompt("> ")
+	switch mode {
+	case "blocks":
+		tag := os.Getenv("SCREEN_TAG")
+		n, _ := strconv.Atoi(os.Getenv("SCREEN_N"))
+		for i := range n {
+			s.Block(Plain, fmt.Sprintf("%s %04d a %s", tag, i, strings.Repeat("x", 30)),
+				fmt.Sprintf("%s %04d b %s", tag, i, strings.Repeat("y", 30)),
+				fmt.Sprintf("%s %04d c %s", tag, i, strings.Repeat("z", 30)))
+		}
+	case "model":
+		s.Line(Green, "model: \x1b]0;pwned\x07 title \x1b[31mred\x1b[0m \x1b[2J clear \x07bell\u009b1;1H end")
+		s.Line(Plain, strings.Repeat("中", 100))
+	}
+	s.SetPrompt("")
+}
+
+// runOnPTY starts the helpers with one pty as their stdout and returns what
+// the terminal received once all of them ended.
+func runOnPTY(t *testing.T, cols uint16, envs ...[]string) string {
+	t.Helper()
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	if err := pty.Setsize(master, &pty.Winsize{Rows: 24, Cols: cols}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&out, master); close(done) }()
+	var cmds []*exec.Cmd
+	for _, env := range envs {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdout, cmd.Stderr = slave, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for _, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("helper: %v", err)
+		}
+	}
+	slave.Close()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pty never drained")
+	}
+	return out.String()
+}
+
+// terminalLines replays what a terminal shows for the scrolled-off lines:
+// each "\r\n"-ended line after its last erase, prompts dropped.
+func terminalLines(raw string) []string {
+	var lines []string
+	for _, l := range strings.Split(raw, "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		if i := strings.LastIndex(l, eraseLine); i >= 0 {
+			l = l[i+len(eraseLine):]
+		}
+		if l == "" || l == "> " {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
+
+func TestTwoProcessesOnOneTerminalNeverMixTheirLines(t *testing.T) {
+	const n = 300
+	raw := runOnPTY(t, 120,
+		[]string{"SCREEN_HELPER=blocks", "SCREEN_TAG=AAA", "SCREEN_N=" + strconv.Itoa(n)},
+		[]string{"SCREEN_HELPER=blocks", "SCREEN_TAG=BBB", "SCREEN_N=" + strconv.Itoa(n)})
+	lines := terminalLines(raw)
+	whole := regexp.MustCompile(`^(AAA|BBB) (\d{4}) ([abc]) (x{30}|y{30}|z{30})$`)
+	if len(lines) != 2*3*n {
+		t.Fatalf("got %d lines, want %d", len(lines), 2*3*n)
+	}
+	for i := 0; i < len(lines); i += 3 {
+		var first []string
+		for j, part := range []string{"a", "b", "c"} {
+			m := whole.FindStringSubmatch(lines[i+j])
+			if m == nil {
+				t.Fatalf("line %d is torn: %q", i+j, lines[i+j])
+			}
+			if j == 0 {
+				first = m
+			}
+			if m[1] != first[1] || m[2] != first[2] || m[3] != part {
+				t.Fatalf("lines %d-%d: a block was split by the other process: %q", i, i+2, lines[i:i+3])
+			}
+		}
+	}
+}
+
+func TestModelEscapesArriveSanitizedAndCJKIsCutByWidth(t *testing.T) {
+	raw := runOnPTY(t, 200, []string{"SCREEN_HELPER=model"})
+	lines := terminalLines(raw)
+	if len(lines) != 2 {
+		t.Fatalf("want 2 lines, got %q", lines)
+	}
+	want := "\x1b[32mmodel:  title red  clear bell end\x1b[0m"
+	if lines[0] != want {
+		t.Errorf("model line:\n got %q\nwant %q (only flower's green may pass)", lines[0], want)
+	}
+	// The terminal is 200 wide, flower's lines at most 110: 53 CJK
+	// characters (106 columns) and "...".
+	if want := strings.Repeat("中", 53) + "..."; lines[1] != want {
+		t.Errorf("CJK line cut to %d columns: %q", Columns(lines[1]), lines[1])
+	}
+	if strings.Contains(raw, "pwned") || strings.Contains(raw, "\x1b[2J") || strings.Contains(raw, "\x07") {
+		t.Errorf("an escape sequence of the model reached the terminal: %q", raw)
+	}
+}
+
+func TestNotATerminalGetsPlainUncutLines(t *testing.T) {
+	var b bytes.Buffer
+	s := NewWriter(&b)
+	s.SetPrompt("> ")
+	long := strings.Repeat("中", 100)
+	s.Block(Red, "\x1b[1mbold\x1b[0m\tok", long)
+	sc := bufio.NewScanner(&b)
+	var got []string
+	for sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	if len(got) != 2 || got[0] != "bold ok" || got[1] != long {
+		t.Errorf("plain lines: %q", got)
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain 中文", "plain 中文"},
+		{"a\x1b[38;5;196mb", "ab"},
+		{"osc \x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "osc link"},
+		{"unterminated \x1b]0;title", "unterminated "},
+		{"dcs \x1bPq#0;2;0;0;0\x1b\\ end", "dcs  end"},
+		{"keypad \x1b=x", "keypad x"},
+		{"cr\rlf\nnul\x00del\x7f", "crlfnuldel"},
+		{"c1 \u0085\u009b2Jx", "c1 x"},
+		{"bidi \u202eevil\u202c", "bidi evil"},
+		{"bad \xff utf8", "bad \ufffd utf8"},
+		{"trailing esc \x1b", "trailing esc "},
+	} {
+		if got := Sanitize(c.in); got != c.want {
+			t.Errorf("Sanitize(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestWidth(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		cols int
+	}{{"abc", 3}, {"中文", 4}, {"ｈｉ", 4}, {"é", 2}, {"e\u0301", 1}, {"—", 2}, {"😀", 2}, {"", 0}} {
+		if got := Columns(c.s); got != c.cols {
+			t.Errorf("Columns(%q) = %d, want %d", c.s, got, c.cols)
+		}
+	}
+	if got := Cut("abcdefghij", 8); got != "abcde..." {
+		t.Errorf("Cut latin: %q", got)
+	}
+	if got := Cut("中中中中中", 8); got != "中中..." {
+		t.Errorf("Cut CJK: %q", got)
+	}
+	if got := Cut("short", 40); got != "short" {
+		t.Errorf("Cut fitting: %q", got)
+	}
+	if got := Pad("现在在做", 10); got != "现在在做  " {
+		t.Errorf("Pad: %q", got)
+	}
+}
+
+func FuzzSanitize(f *testing.F) {
+	f.Add("a\x1b[31mb\x1b]0;t\x07c")
+	f.Fuzz(func(t *testing.T, s string) {
+		out := Sanitize(s)
+		if strings.ContainsAny(out, "\x1b\x07\r\n\x00") || strings.ContainsRune(out, 0x9b) {
+			t.Fatalf("Sanitize(%q) = %q keeps a control", s, out)
+		}
+		if Sanitize(out) != out {
+			t.Fatalf("Sanitize is not idempotent on %q", s)
+		}
+	})
+}
