@@ -1,0 +1,226 @@
+// Package app is the flower command line as a library: cmd/flower is
+// app.Main(nil), and a program of your own that builds its own workflow
+// gets the very same command line (subcommands, flags, credentials, screen,
+// exit codes) with app.Main(yourFlow).
+//
+//	func main() { os.Exit(app.Main(myFlow)) }
+//
+// The package renders; the library below it never prints.
+package app
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// Exit codes, documented in the help text and the README.
+const (
+	ExitOK = 0
+	// ExitFailure is every deliberate stop: cancelled, an empty request,
+	// missing or rejected credentials, a failed step, a run directory
+	// that cannot be written. The message is on stderr.
+	ExitFailure = 1
+	// ExitUsage is a command-line error: an unknown subcommand or flag, a
+	// bad flag value.
+	ExitUsage = 2
+	// ExitInterrupted is a second Ctrl-C: the run stopped, everything
+	// resumable.
+	ExitInterrupted = 130
+)
+
+// Flow is the work behind `go` (and, in a program of your own, behind the
+// same command line): it runs cfg's request to its end, rendering through
+// ui, and returns nil on success. The starter flow is the default.
+type Flow func(ctx context.Context, cfg Config, ui *UI) error
+
+// StarterFlow is the flow bare `flower` runs; the root package's starter
+// flow is wired here. nil means it is not wired yet.
+var StarterFlow Flow
+
+// ErrNotWired is returned by `go` when no flow is set.
+var ErrNotWired = errors.New("flower: the starter flow is not wired into this build; use `flower once \"…\"` for a single step")
+
+// UI is what a flow renders through: the screen and the terminal's input.
+type UI struct {
+	Screen *screen.Screen
+	// Stdin is the terminal's (or the pipe's) input.
+	Stdin io.Reader
+	// Interactive says stdin is a terminal: a human can answer.
+	Interactive bool
+	// Lang is the language of flower's own lines.
+	Lang string
+
+	lines *bufio.Reader
+}
+
+// Main runs the command line with os.Args and returns the exit code. flow
+// replaces the starter flow behind `go`; nil keeps it.
+func Main(flow Flow) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	m := &Command{Flow: flow, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	return m.Run(ctx, os.Args[1:])
+}
+
+// Command is one invocation, testable without a process: the zero value
+// plus the three streams is a working command.
+type Command struct {
+	Flow   Flow
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv and Name are os.Getenv and "flower" when nil or empty.
+	Getenv func(string) string
+	Name   string
+}
+
+func (m *Command) getenv(k string) string {
+	if m.Getenv != nil {
+		return m.Getenv(k)
+	}
+	return os.Getenv(k)
+}
+
+func (m *Command) name() string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return "flower"
+}
+
+// subcommands is the one list the dispatcher and the rewrite read (the
+// original's rewrite had its own list and forgot setup).
+var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "help"}
+
+func isSubcommand(s string) bool {
+	for _, c := range subcommands {
+		if c == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Run dispatches args (without the program name) and returns the exit code.
+// Every error is printed once, on stderr, without a trace.
+func (m *Command) Run(ctx context.Context, args []string) int {
+	args = rewrite(args)
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 && isSubcommand(args[1]) && args[1] != "help" {
+			args = []string{args[1], "--help"}
+		} else {
+			fmt.Fprint(m.Stdout, m.usage())
+			return ExitOK
+		}
+	}
+	var err error
+	switch args[0] {
+	case "go":
+		err = m.runGo(ctx, args[1:])
+	case "once":
+		err = m.runOnce(ctx, args[1:])
+	case "setup":
+		err = m.runSetup(ctx, args[1:])
+	case "reply":
+		err = m.runReply(ctx, args[1:])
+	case "run":
+		err = m.runRun(ctx, args[1:])
+	case "demo", "report":
+		err = usageErrorf("`%s %s` is reserved and not built yet; `%s --help` lists what is", m.name(), args[0], m.name())
+	default:
+		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
+	}
+	return m.exit(err)
+}
+
+// exit prints err and maps it to its exit code.
+func (m *Command) exit(err error) int {
+	if err == nil || errors.Is(err, errHelp) {
+		return ExitOK
+	}
+	var code *exitError
+	if errors.As(err, &code) && code.silent {
+		return code.code
+	}
+	msg := err.Error()
+	if !strings.HasSuffix(msg, "\n") {
+		msg += "\n"
+	}
+	fmt.Fprint(m.Stderr, msg)
+	switch {
+	case errors.As(err, &code):
+		return code.code
+	}
+	return ExitFailure
+}
+
+// exitError carries an exit code other than 1.
+type exitError struct {
+	code   int
+	err    error
+	silent bool // already reported
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// UsageError is a command-line error: exit code 2.
+func usageErrorf(format string, a ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, a...)}
+}
+
+var errHelp = errors.New("")
+
+// rewrite inserts the default subcommand `go`: global flags are skipped left
+// to right (a valued one takes the next token unless written --x=v); if the
+// first other token is no subcommand, `go` goes before it; with none at all,
+// `go` is appended, unless help was asked for. `flower go run` asks for "run".
+func rewrite(args []string) []string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-h" || a == "--help" {
+			if i == len(args)-1 || !isSubcommand(nextNonGlobal(args[i+1:])) {
+				return append([]string{"help"}, args[i+1:]...)
+			}
+			continue
+		}
+		if g, ok := globalFlag(a); ok {
+			if g.valued && !strings.Contains(a, "=") {
+				i++
+			}
+			continue
+		}
+		if isSubcommand(a) {
+			return append(append([]string{a}, args[:i]...), args[i+1:]...)
+		}
+		return append([]string{"go"}, args...)
+	}
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			return []string{"help"}
+		}
+	}
+	return append([]string{"go"}, args...)
+}
+
+func nextNonGlobal(args []string) string {
+	for i := 0; i < len(args); i++ {
+		if g, ok := globalFlag(args[i]); ok {
+			if g.valued && !strings.Contains(args[i], "=") {
+				i++
+			}
+			continue
+		}
+		return args[i]
+	}
+	return ""
+}

@@ -1,0 +1,226 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// ensureCredentials is the gate go, run and once pass before any work:
+// load the .env chain; with no key, configure on a terminal or stop with
+// what to set; then one probe request, and one reconfiguration at most
+// when the gateway rejects the credentials.
+func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
+	env := flower.Environment{Lang: flower.Lang(ui.Lang)}
+	rep, _ := env.LoadDotenv()
+	for _, w := range rep.Warnings {
+		ui.Screen.Line(screen.Yellow, "! "+w)
+	}
+	if err := env.CheckCredentials(); err != nil {
+		if !ui.Interactive {
+			return err
+		}
+		if err := m.wizard(ctx, ui, ui.T("firstRun"), false); err != nil {
+			return err
+		}
+	}
+	v := probeEnv(ctx, nil)
+	switch v.Verdict {
+	case VerdictAuth, VerdictConfig:
+		key, noTTY := "probeAuth", "authNoTTY"
+		if v.Verdict == VerdictConfig {
+			key, noTTY = "probeConfig", "configNoTTY"
+		}
+		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T(key), clipRunes(v.Detail, 160)))
+		if !ui.Interactive {
+			return errorText(ui.Lang, noTTY)
+		}
+		if err := m.wizard(ctx, ui, ui.T("reconfigure"), false); err != nil {
+			return err
+		}
+		if v = probeEnv(ctx, nil); v.Verdict == VerdictAuth || v.Verdict == VerdictConfig {
+			return fmt.Errorf("%s\n%s", fmt.Sprintf(ui.T(key), clipRunes(v.Detail, 160)), ui.T(noTTY))
+		}
+	case VerdictNet:
+		ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("probeNet"), clipRunes(v.Detail, 80)))
+	}
+	return nil
+}
+
+// Verdict is what the probe request found.
+type Verdict string
+
+// The probe's verdicts.
+const (
+	VerdictOK     Verdict = "ok"     // < 400, or nothing decidable
+	VerdictAuth   Verdict = "auth"   // 401/403: the key or token is wrong
+	VerdictConfig Verdict = "config" // 404, or a 400 about the model: the address or model is wrong
+	VerdictNet    Verdict = "net"    // no answer, or 5xx: run anyway
+)
+
+// ProbeResult is a verdict and a short reason.
+type ProbeResult struct {
+	Verdict Verdict
+	Detail  string
+}
+
+// probeEnv probes with the process environment, or with vals laid over it.
+func probeEnv(ctx context.Context, vals map[string]string) ProbeResult {
+	get := func(k string) string {
+		if v, ok := vals[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	key, token := get("ANTHROPIC_API_KEY"), get("ANTHROPIC_AUTH_TOKEN")
+	model := firstNonEmpty(get("ANTHROPIC_DEFAULT_HAIKU_MODEL"), get("ANTHROPIC_MODEL"), "claude-3-5-haiku-20241022")
+	return Probe(ctx, get("ANTHROPIC_BASE_URL"), key, token, model)
+}
+
+// Probe sends one minimal Messages API request (16 tokens: models that
+// always think need more than one) and classifies the answer.
+func Probe(ctx context.Context, baseURL, apiKey, token, model string) ProbeResult {
+	if apiKey == "" && token == "" {
+		return ProbeResult{VerdictAuth, "no ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN"}
+	}
+	base := strings.TrimRight(firstNonEmpty(baseURL, "https://api.anthropic.com"), "/")
+	base = strings.TrimSuffix(base, "/v1")
+	body, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 16,
+		"messages": []map[string]string{{"role": "user", "content": "hi"}}})
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/messages", bytes.NewReader(body))
+	if err != nil {
+		return ProbeResult{VerdictConfig, err.Error()}
+	}
+	req.Header.Set("content-type", "application/json")
+	req.Header.Set("anthropic-version", "2023-06-01")
+	if apiKey != "" {
+		req.Header.Set("x-api-key", apiKey)
+	} else {
+		req.Header.Set("authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ProbeResult{VerdictNet, err.Error()}
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	detail := fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(data)))
+	switch {
+	case resp.StatusCode < 400:
+		return ProbeResult{VerdictOK, ""}
+	case resp.StatusCode == 401 || resp.StatusCode == 403:
+		return ProbeResult{VerdictAuth, detail}
+	case resp.StatusCode == 404, resp.StatusCode == 400 && modelMissing.Match(data):
+		return ProbeResult{VerdictConfig, detail}
+	case resp.StatusCode >= 500:
+		return ProbeResult{VerdictNet, detail}
+	}
+	return ProbeResult{VerdictOK, detail}
+}
+
+var modelMissing = regexp.MustCompile(`(?i)model`)
+
+// wizard asks for key, gateway and model on the terminal and writes them
+// to the per-user .env (0600). With check, the values are probed before
+// anything is written, and rejected ones leave the file as it was.
+func (m *Command) wizard(ctx context.Context, ui *UI, reason string, check bool) error {
+	path := flower.UserEnvPath()
+	ui.Screen.Line(screen.Cyan, screen.Cut(ui.T("wizardHead")+strings.Repeat("=", 60), max(40, ui.Screen.Width())))
+	ui.Printf("%s", reason)
+	ui.Printf(ui.T("wizardWhere"), path)
+	var vals [3]string
+	for i, q := range []string{"wizardKey", "wizardBase", "wizardModel"} {
+		ui.Printf("%s", ui.T(q))
+		line, err := ui.ReadLine("   > ")
+		if err != nil {
+			return errorText(ui.Lang, "cancelled")
+		}
+		vals[i] = strings.TrimSpace(line)
+		if i == 0 && vals[0] == "" {
+			return errorText(ui.Lang, "noToken")
+		}
+	}
+	kv := map[string]string{}
+	if strings.HasPrefix(vals[0], "sk-ant-") {
+		kv["ANTHROPIC_API_KEY"] = vals[0]
+	} else {
+		kv["ANTHROPIC_AUTH_TOKEN"] = vals[0]
+	}
+	if vals[1] != "" {
+		kv["ANTHROPIC_BASE_URL"] = vals[1]
+	}
+	if vals[2] != "" {
+		for _, k := range []string{"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL"} {
+			kv[k] = vals[2]
+		}
+	}
+	if check {
+		ui.Printf("%s", ui.T("probing"))
+		// The probe sees only what was typed, never an old key from the
+		// environment: the old one is what setup replaces.
+		probe := map[string]string{"ANTHROPIC_API_KEY": kv["ANTHROPIC_API_KEY"], "ANTHROPIC_AUTH_TOKEN": kv["ANTHROPIC_AUTH_TOKEN"],
+			"ANTHROPIC_BASE_URL": kv["ANTHROPIC_BASE_URL"], "ANTHROPIC_MODEL": kv["ANTHROPIC_MODEL"]}
+		switch v := probeEnv(ctx, probe); v.Verdict {
+		case VerdictAuth, VerdictConfig:
+			key := map[Verdict]string{VerdictAuth: "probeAuth", VerdictConfig: "probeConfig"}[v.Verdict]
+			return fmt.Errorf("%s\n%s", fmt.Sprintf(ui.T(key), clipRunes(v.Detail, 160)), fmt.Sprintf(ui.T("notSaved"), path))
+		case VerdictNet:
+			ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("probeNet"), clipRunes(v.Detail, 80)))
+		}
+	}
+	if err := writeUserEnv(path, ui.T("envHeader"), kv); err != nil {
+		return fmt.Errorf("cannot write %s: %w\nmake its directory writable, or set ANTHROPIC_API_KEY in the environment", path, err)
+	}
+	// Reloaded at once: typed values win over what the chain had.
+	for k, v := range kv {
+		os.Setenv(k, v)
+	}
+	ui.Screen.Line(screen.Green, fmt.Sprintf(ui.T("saved"), path))
+	return nil
+}
+
+// writeUserEnv replaces the per-user .env whole, readable by its owner only.
+func writeUserEnv(path, header string, kv map[string]string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(header + "\n")
+	for _, k := range flower.CredentialKeys() {
+		if v := kv[k]; v != "" {
+			fmt.Fprintf(&b, "%s=%s\n", k, v)
+		}
+	}
+	return atomicfile.Write(path, []byte(b.String()), 0o600)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func clipRunes(s string, n int) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) <= n {
+		return string(r)
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"strings"
+
+	"github.com/flowerrun/flower/human"
+)
+
+// runGo is `flower go [flags] ["ask"]`: the starter flow (or the program's
+// own flow) on one request.
+func (m *Command) runGo(ctx context.Context, args []string) error {
+	cfg, err := m.parseGo(args)
+	if err != nil {
+		return err
+	}
+	ui := m.newUI(cfg.Lang)
+	defer ui.Screen.Close()
+	if err := m.ensureCredentials(ctx, ui); err != nil {
+		return err
+	}
+	flow := m.Flow
+	if flow == nil {
+		flow = StarterFlow
+	}
+	if flow == nil {
+		return ErrNotWired
+	}
+	return flow(ctx, cfg, ui)
+}
+
+// parseGo parses and validates go's command line into a Config.
+func (m *Command) parseGo(args []string) (Config, error) {
+	var g globals
+	cfg := Config{MaxAsks: -1, Rounds: 3, AskTimeout: human.DefaultTimeout}
+	fs := newFlagSet("go")
+	g.register(fs)
+	fs.IntVar(&cfg.MaxAsks, "asks", -1, "")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "")
+	fs.BoolVar(&cfg.NoGoal, "no-goal", false, "")
+	fs.BoolVar(&cfg.JudgeCanRun, "judge-can-run", false, "")
+	fs.Var(timeoutValue{&cfg.AskTimeout}, "timeout", "")
+	fs.BoolVar(&cfg.Isolate, "isolate", false, "")
+	fs.IntVar(&cfg.Window, "window", 0, "")
+	fs.BoolVar(&cfg.NoHandoff, "no-handoff", false, "")
+	fs.BoolVar(&cfg.New, "new", false, "")
+	fs.BoolVar(&cfg.ClarifyOnly, "clarify-only", false, "")
+	fs.Var(budgetValue{&cfg.BudgetUSD}, "budget", "")
+	fs.StringVar(&cfg.Notify, "notify", "", "")
+	fs.BoolVar(&cfg.NoBequest, "no-bequest", false, "")
+	pos, err := m.parse(fs, m.goUsage(), args)
+	if err != nil {
+		return cfg, err
+	}
+	if err := g.checkLang(); err != nil {
+		return cfg, err
+	}
+	if g.workbench {
+		return cfg, usageErrorf("-W/--workbench is for `run` and `once`: `go` always keeps its workbench in <workspace>/.flower; drop -W")
+	}
+	switch {
+	case isSet(fs, "window") && cfg.Window <= 0:
+		return cfg, usageErrorf("--window %d: the window is a number of tokens above 0 (for example --window 200000); leave the flag out to guess it from the model", cfg.Window)
+	case cfg.Rounds < 1:
+		return cfg, usageErrorf("--rounds %d: give at least 1 round (the default is 3)", cfg.Rounds)
+	case cfg.MaxAsks < -1:
+		return cfg, usageErrorf("--asks %d: give 0 (no questions), a quota N, or -1 (unlimited, the default)", cfg.MaxAsks)
+	}
+	if cfg.Trim, err = g.trimFor(true); err != nil {
+		return cfg, err
+	}
+	if cfg.Notify == "" {
+		cfg.Notify = strings.TrimSpace(m.getenv(NotifyEnv))
+	}
+	cfg.Verbose, cfg.Lang = g.verbose, g.lang
+	if len(pos) > 0 {
+		cfg.Request = strings.TrimSpace(strings.Join(pos, " "))
+		if cfg.Request == "" {
+			return cfg, &exitError{code: ExitFailure, err: errorText(cfg.Lang, "empty")}
+		}
+	}
+	if cfg.Workspace, cfg.RunDir, err = g.resolve(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+

@@ -1,0 +1,165 @@
+package app
+
+import "strings"
+
+const exitCodes = `Exit codes:
+  0    done
+  1    stopped on purpose, message on stderr: cancelled, empty request, missing or
+       rejected credentials, a failed step, a directory that cannot be written
+  2    a command-line error: unknown command or flag, bad flag value
+  130  Ctrl-C twice: stopped, everything resumable (run flower again to continue)
+  128+N killed by signal N (SIGTERM, SIGHUP) after the in-flight step was recorded
+`
+
+const globalFlags = `Global flags (before or after the command):
+  -w, --workspace DIR   the repository to work in (default ., created if missing)
+  -r, --run-dir DIR     run records (default <workspace>/runs; a relative DIR is from here)
+  -v, --verbose         also subagent prose, tool output, prompts, the credentials in use
+  -W, --workbench       run/once: a workbench in <run-dir>/workbench (go always has one)
+  -T, --trim            trim old tool results when a session resumes (default on for go,
+      --no-trim         off for run and once)
+      --lang zh|en      flower's language (default: the run directory's, else zh)
+`
+
+const filesWritten = `Files written:
+  <run-dir>/sessions.db, manifest.json, lineage.json, events.jsonl   the run's records
+  <run-dir>/aside/                 side questions (? lines), kept apart
+  <run-dir>/human/                 pending.json and replies/ for flower reply
+  <workspace>/.flower/             the workbench: INDEX.md scripts/ artifacts/ notes/ spill/
+  ${XDG_CONFIG_HOME:-~/.config}/flower/.env   credentials (flower setup, mode 0600)
+`
+
+func (m *Command) usage() string {
+	return strings.ReplaceAll(`flower runs a coding agent for hours without losing the thread.
+
+Usage:
+  flower "build X"          start (or continue) work on a request in this directory
+  flower                    ask for the request, or offer to continue the last one
+  flower once "prompt"      one step of an ad-hoc agent, no workflow
+  flower setup              configure the API key, gateway and model
+  flower reply "words"      answer a waiting question of a run in this directory
+  flower run                run a workflow program of your own (see flower run --help)
+
+Examples:
+  flower "add a --json flag to the CLI" --rounds 2
+  flower -w ~/src/app --timeout 0 "fix the failing tests" < /dev/null
+  flower once -t Read,Grep "where is the config parsed?"
+  flower reply 2
+
+`+globalFlags+`
+`+exitCodes+`
+`+filesWritten+`
+flower <command> --help shows each command's flags.
+`, "flower", m.name())
+}
+
+func (m *Command) goUsage() string {
+	return strings.ReplaceAll(`Usage: flower [go] [flags] ["request"]
+
+Clarifies the request into a brief (asking you when it must), sets a goal with a
+checklist, then works in rounds until a judge rules the goal achieved. Run it again
+in the same directory to continue; type during the run to add to the request, or
+start a line with ? (or ？) to ask a side question.
+
+Flags:
+  --asks N          question quota: 0 = none, -1 = unlimited (default -1)
+  --rounds N        work rounds in all, at least 1 (default 3)
+  --no-goal         no goal step and no verdicts: one round of work
+  --judge-can-run   both judges (goal and round) may run Bash to verify
+  --timeout SEC     how long a question waits (default 1800); 0 = settle every
+                    question at once (for unattended runs); forever = until answered
+  --isolate         workers use git worktrees (needs a git repository)
+  --window N        the context window in tokens (default: from the model name)
+  --no-handoff      let the CLI compact instead of handing off to a fresh session
+  --new             archive the last brief, goal and lineage and start afresh
+  --clarify-only    stop after the brief
+  --budget USD      stop cleanly when the whole run has cost this much
+  --notify CMD      run CMD (sh -c) whenever a question starts waiting; also FLOWER_NOTIFY
+                    in the environment or a .env. CMD sees FLOWER_QUESTION,
+                    FLOWER_QUESTION_ID, FLOWER_CHOICES (one a line), FLOWER_WORKSPACE,
+                    FLOWER_RUN_DIR. It runs at most 30 s; a failure is reported once and
+                    never stops the run.
+  --no-bequest      skip the end-of-run hand-over
+
+Examples:
+  flower "build a CSV importer" --asks 3 --rounds 2
+  flower --timeout 0 "upgrade the dependencies" < /dev/null
+  flower --notify 'notify-send "flower asks" "$FLOWER_QUESTION"' "build X"
+  flower --notify 'curl -s -d "$FLOWER_QUESTION" ntfy.sh/my-flower' "build X"
+
+`+globalFlags+`
+`+exitCodes+`
+`+filesWritten, "flower", m.name())
+}
+
+func (m *Command) onceUsage() string {
+	return strings.ReplaceAll(`Usage: flower once [flags] "prompt"
+
+One step of an ad-hoc agent ("ad-hoc"): no workflow, no questions, no interrupt;
+the first Ctrl-C ends it. Its session is recorded in <run-dir> like any step.
+
+Flags:
+  -i, --instructions TEXT      appended to Claude Code's system prompt
+  -t, --tools LIST             tools approved without asking (default Read,Glob,Grep)
+  -p, --permission-mode MODE   default, acceptEdits, plan or bypassPermissions (default default)
+  -b, --budget USD             cap this step's cost
+      --resume SESSION_ID      continue a session
+      --fork                   with --resume: continue a copy of it
+
+Examples:
+  flower once "summarize README.md in three lines"
+  flower once -t Read,Edit -p acceptEdits "fix the typo in main.go"
+  flower once --resume 5f1c… --fork "now try the other approach"
+
+`+globalFlags+`
+`+exitCodes, "flower", m.name())
+}
+
+func (m *Command) setupUsage() string {
+	return strings.ReplaceAll(`Usage: flower setup
+
+Asks for the API key (or a gateway's token), the gateway address and the model, sends
+one small probe request, and saves them to ${XDG_CONFIG_HOME:-~/.config}/flower/.env
+(mode 0600), read by every flower run. Credentials the gateway rejects are not saved:
+the old file stays as it was (exit 1). Needs a terminal.
+
+Without a terminal, write the file yourself or export the variables:
+  ANTHROPIC_API_KEY=sk-ant-…     (or ANTHROPIC_AUTH_TOKEN=… for a gateway)
+  ANTHROPIC_BASE_URL=https://…   (a gateway; default Anthropic)
+  ANTHROPIC_MODEL=…
+
+`+exitCodes, "flower", m.name())
+}
+
+func (m *Command) replyUsage() string {
+	return strings.ReplaceAll(`Usage: flower reply [flags] "words"
+
+Answers the waiting question of the run in this directory (-w/-r as for the run), or,
+when none waits, leaves the words in its inbox. A number picks that choice. It waits
+for the run to take the reply (up to --wait) and says what became of it.
+
+Flags:
+  --id Q       answer question Q (default: the oldest waiting)
+  --skip       decline the question: it judges for itself
+  --mail       leave a message for the inbox even when a question waits
+  --wait D     how long to wait for the run (default 10s; 0 = do not wait)
+
+Examples:
+  flower reply "use PostgreSQL"
+  flower reply 2
+  flower -w ~/src/app reply --mail "also keep the old API"
+
+`+exitCodes, "flower", m.name())
+}
+
+func (m *Command) runUsage() string {
+	return strings.ReplaceAll(`Usage: flower run
+
+Runs a workflow of your own. In Go a workflow is a program: give its main
+app.Main(yourFlow) and it takes flower's whole command line (the go flags,
+credentials, screen, Ctrl-C, exit codes):
+
+`+runExample+`
+
+`, "flower", m.name())
+}

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/workbench"
+)
+
+// permissionModes are the values --permission-mode accepts.
+var permissionModes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+
+// onceOptions is once's command line.
+type onceOptions struct {
+	g            globals
+	prompt       string
+	instructions string
+	tools        string
+	mode         string
+	budget       float64
+	resume       string
+	fork         bool
+}
+
+func (m *Command) parseOnce(args []string) (onceOptions, error) {
+	var o onceOptions
+	fs := newFlagSet("once")
+	o.g.register(fs)
+	for _, n := range []string{"i", "instructions"} {
+		fs.StringVar(&o.instructions, n, "", "")
+	}
+	for _, n := range []string{"t", "tools"} {
+		fs.StringVar(&o.tools, n, "Read,Glob,Grep", "")
+	}
+	for _, n := range []string{"p", "permission-mode"} {
+		fs.StringVar(&o.mode, n, "default", "")
+	}
+	for _, n := range []string{"b", "budget"} {
+		fs.Var(budgetValue{&o.budget}, n, "")
+	}
+	fs.StringVar(&o.resume, "resume", "", "")
+	fs.BoolVar(&o.fork, "fork", false, "")
+	pos, err := m.parse(fs, m.onceUsage(), args)
+	if err != nil {
+		return o, err
+	}
+	if err := o.g.checkLang(); err != nil {
+		return o, err
+	}
+	o.prompt = strings.TrimSpace(strings.Join(pos, " "))
+	switch {
+	case o.prompt == "":
+		return o, usageErrorf("%s once needs a prompt: %s once \"summarize README.md\"", m.name(), m.name())
+	case !contains(permissionModes, o.mode):
+		return o, usageErrorf("--permission-mode %q: choose one of %s", o.mode, strings.Join(permissionModes, ", "))
+	case o.fork && o.resume == "":
+		return o, usageErrorf("--fork copies a session and needs --resume SESSION_ID; add it, or drop --fork")
+	}
+	return o, nil
+}
+
+// runOnce is `flower once "prompt"`: one step of an ad-hoc agent, no
+// workflow, no questions, no interrupt: the first Ctrl-C ends it.
+func (m *Command) runOnce(ctx context.Context, args []string) error {
+	o, err := m.parseOnce(args)
+	if err != nil {
+		return err
+	}
+	trim, err := o.g.trimFor(false)
+	if err != nil {
+		return err
+	}
+	ws, runDir, err := o.g.resolve()
+	if err != nil {
+		return err
+	}
+	ui := m.newUI(o.g.lang)
+	defer ui.Screen.Close()
+	if err := m.ensureCredentials(ctx, ui); err != nil {
+		return err
+	}
+	opts := []flower.Option{flower.WithRunDir(runDir)}
+	if o.g.lang != "" {
+		opts = append(opts, flower.WithLanguage(flower.Lang(o.g.lang)))
+	}
+	if trim {
+		opts = append(opts, flower.WithTrim(store.TrimPolicy{}))
+	}
+	if o.g.workbench {
+		opts = append(opts, flower.WithWorkbench(&workbench.Workbench{Workspace: ws, Home: filepath.Join(runDir, "workbench"), Texts: workbench.TextsFor(o.g.lang)}))
+	}
+	rt, err := flower.New(ws, opts...)
+	if err != nil {
+		return fmt.Errorf("%w\ncheck that the workspace and the run directory are writable (-w DIR, -r DIR)", err)
+	}
+	defer rt.Close()
+	if o.g.verbose {
+		ui.Printf("- workspace %s · run dir %s", ws, runDir)
+		for _, l := range flower.DescribeCredentials() {
+			ui.Printf("- %s", l)
+		}
+	}
+	spec := flower.AgentSpec{Name: "ad-hoc", Instructions: o.instructions, AllowedTools: splitList(o.tools),
+		PermissionMode: o.mode, MaxBudgetUSD: o.budget}
+	r := NewRenderer(ui, o.g.verbose)
+	res, err := rt.Run(ctx, spec, o.prompt, flower.RunOptions{Resume: o.resume, Fork: o.fork, OnEvent: r.Event})
+	if ctx.Err() != nil {
+		return &exitError{code: ExitInterrupted, err: errors.New(ui.T("cancelled"))}
+	}
+	if err != nil {
+		var se *flower.StepError
+		if errors.As(err, &se) {
+			return fmt.Errorf("%s: %s\nmanifest: %s", fmt.Sprintf(ui.T("aborted"), res.Step), res.Error, rt.ManifestPath())
+		}
+		return err
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

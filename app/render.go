@@ -1,0 +1,188 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// Renderer turns events into screen lines. One renderer lives for the whole
+// command, so the running total and the clock are the run's (the original
+// made one per event and showed $0.00 and 0:00 on once).
+type Renderer struct {
+	ui      *UI
+	verbose bool
+	start   time.Time
+
+	mu    sync.Mutex
+	total float64
+	ctx   int
+}
+
+// NewRenderer starts the clock.
+func NewRenderer(ui *UI, verbose bool) *Renderer {
+	return &Renderer{ui: ui, verbose: verbose, start: time.Now()}
+}
+
+// Elapsed is M:SS, or H:MM:SS past an hour, since the command started.
+func (r *Renderer) Elapsed() string { return clock(time.Since(r.start)) }
+
+func clock(d time.Duration) string {
+	s := int(d.Round(time.Second).Seconds())
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%d:%02d", s/60, s%60)
+}
+
+// Tokens formats a token count as 36.8K.
+func Tokens(n int) string {
+	if n >= 1000 {
+		return fmt.Sprintf("%.1fK", float64(n)/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// Event renders one event; safe from any goroutine.
+func (r *Renderer) Event(e event.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, t := r.ui.Screen, r.ui.T
+	sub := e.Subagent()
+	bar := "  "
+	if sub {
+		bar = "  | "
+	}
+	if c := e.Int("context"); c > 0 && !sub {
+		r.ctx = c
+	}
+	switch e.Kind {
+	case event.Text:
+		if sub && !r.verbose {
+			return
+		}
+		c := screen.Plain
+		if sub {
+			c = screen.Dim
+		}
+		s.Block(c, indent(bar, e.Text)...)
+	case event.Thinking:
+		if !sub {
+			s.Block(screen.Dim, indent("  ~ ", e.Text)...)
+		}
+	case event.Prompt:
+		if r.verbose {
+			s.Block(screen.Dim, indent(bar+"> ", e.Text)...)
+		}
+	case event.ToolCall:
+		if e.Tool == "Agent" || e.Tool == "Task" {
+			in, _ := e.Payload["input"].(map[string]any)
+			typ, _ := in["subagent_type"].(string)
+			desc, _ := in["description"].(string)
+			s.Line(screen.Cyan, bar+fmt.Sprintf(t("dispatch"), typ, clipRunes(desc, 60)))
+			return
+		}
+		s.Line(screen.Plain, bar+"* "+e.Tool+" "+e.Text)
+	case event.ToolResult:
+		if e.Bool("is_error") {
+			s.Line(screen.Red, bar+"x "+firstLine(e.Text))
+		} else if r.verbose && e.Text != "" {
+			s.Line(screen.Dim, bar+"  "+firstLine(e.Text))
+		}
+	case event.Result:
+		if sub {
+			return
+		}
+		cost := e.Float("cost_usd")
+		r.total += cost
+		if e.Bool("is_error") {
+			s.Line(screen.Red, "  "+fmt.Sprintf(t("failed"), firstLine(firstNonEmpty(e.Str("result"), e.Text))))
+		} else {
+			s.Line(screen.Green, "  "+fmt.Sprintf(t("done"), e.Int("num_turns"), cost, r.Elapsed()))
+		}
+		r.status()
+	case event.Error:
+		s.Line(screen.Yellow, bar+"! "+firstLine(e.Text))
+	case event.Retry, event.Reset:
+		s.Line(screen.Dim, "  ~ "+firstLine(e.Text))
+	case event.Handoff:
+		s.Line(screen.Cyan, "# "+firstLine(e.Text))
+	case event.Task:
+		if r.verbose {
+			s.Line(screen.Dim, "  # "+e.Str("kind"))
+		}
+	case event.Ask:
+		r.ask(e)
+	}
+}
+
+// status is the line under a round: context, running total, clock.
+func (r *Renderer) status() {
+	t := r.ui.T
+	if r.ctx > 0 {
+		r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("status"), Tokens(r.ctx), r.total, r.Elapsed()))
+		return
+	}
+	r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("statusNoCtx"), r.total, r.Elapsed()))
+}
+
+// ask renders the human channel's events: the question and its outcome.
+func (r *Renderer) ask(e event.Event) {
+	s, t := r.ui.Screen, r.ui.T
+	if e.Str("kind") == "mail" {
+		if e.Str("state") == "delivered" {
+			s.Line(screen.Green, "  + "+e.Text)
+		}
+		return
+	}
+	switch human.State(e.Str("state")) {
+	case human.Asked:
+		lines := []string{"  ? " + e.Text}
+		if opts, ok := e.Payload["options"].([]any); ok {
+			for i, o := range opts {
+				lines = append(lines, fmt.Sprintf("     %d) %v", i+1, o))
+			}
+		} else if opts, ok := e.Payload["options"].([]string); ok {
+			for i, o := range opts {
+				lines = append(lines, fmt.Sprintf("     %d) %s", i+1, o))
+			}
+		}
+		if _, ok := e.Payload["remaining"]; ok && e.Int("remaining") >= 0 {
+			lines = append(lines, "     "+fmt.Sprintf(t("remaining"), e.Int("remaining")))
+		}
+		s.Block(screen.Yellow, lines...)
+	case human.Answered:
+		s.Line(screen.Green, "  + "+e.Str("answer"))
+	case human.TimedOut:
+		s.Line(screen.Yellow, "  "+t("noAnswer"))
+	case human.OverBudget:
+		s.Line(screen.Yellow, "  "+t("quotaOut"))
+	case human.Declined:
+		s.Line(screen.Dim, "  "+t("skipped"))
+	}
+}
+
+// Total is the cost of this process's rounds so far.
+func (r *Renderer) Total() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
+func indent(prefix, text string) []string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return lines
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}

@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flowerrun/flower/human"
+)
+
+// ReplyDir is where a run in runDir serves its file front end
+// (human.ServeFiles) and where `flower reply` writes.
+func ReplyDir(runDir string) string { return filepath.Join(runDir, "human") }
+
+// runReply is `flower reply "…"`: answer the run's waiting question, or
+// leave it a message.
+func (m *Command) runReply(ctx context.Context, args []string) error {
+	var g globals
+	var id string
+	var skip, mail bool
+	wait := 10 * time.Second
+	fl := newFlagSet("reply")
+	g.register(fl)
+	fl.StringVar(&id, "id", "", "")
+	fl.BoolVar(&skip, "skip", false, "")
+	fl.BoolVar(&mail, "mail", false, "")
+	fl.DurationVar(&wait, "wait", wait, "")
+	pos, err := m.parse(fl, m.replyUsage(), args)
+	if err != nil {
+		return err
+	}
+	text := strings.TrimSpace(strings.Join(pos, " "))
+	switch {
+	case skip && mail:
+		return usageErrorf("--skip declines a question and --mail leaves a message; give one")
+	case text == "" && !skip:
+		return usageErrorf("%s reply needs the words: %s reply \"use PostgreSQL\" (a number picks a choice; --skip declines the question)", m.name(), m.name())
+	case wait < 0:
+		return usageErrorf("--wait %s: give 0 (do not wait) or a duration such as 10s", wait)
+	}
+	_, runDir, err := g.resolve()
+	if err != nil {
+		return err
+	}
+	dir := ReplyDir(runDir)
+	p, err := human.ReadPending(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no flower run serves replies in %s\nstart one in this directory first, or point at its run directory with -w DIR or -r DIR", runDir)
+	}
+	if err != nil {
+		return err
+	}
+	r := human.Reply{Text: text, Skip: skip}
+	if !mail {
+		r.ID = id
+		if r.ID == "" && len(p.Questions) > 0 {
+			r.ID = p.Questions[0].ID
+		}
+		if r.ID == "" && skip {
+			return fmt.Errorf("no question is waiting in %s: nothing to skip", runDir)
+		}
+	}
+	name, err := human.WriteReply(dir, r)
+	if err != nil {
+		return fmt.Errorf("%w\ncheck that %s is writable", err, dir)
+	}
+	if wait == 0 {
+		fmt.Fprintf(m.Stdout, "+ queued in %s\n", dir)
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out, err := human.WaitOutcome(wctx, dir, name)
+	if err != nil {
+		fmt.Fprintf(m.Stdout, "+ queued: the run has not picked it up within %s (is it still running?); it will when it next looks\n", wait)
+		return nil
+	}
+	switch out.Result {
+	case "answered":
+		fmt.Fprintf(m.Stdout, "+ answered %s: %s\n", out.ID, out.Answer)
+	case "declined":
+		fmt.Fprintf(m.Stdout, ". skipped %s: it judges for itself\n", out.ID)
+	case "mail":
+		fmt.Fprintf(m.Stdout, "+ left in the inbox (%s): it sees it at its next inbox check\n", out.ID)
+	default:
+		return fmt.Errorf("the run ignored the reply (%s)", out.Result)
+	}
+	return nil
+}

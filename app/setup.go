@@ -1,0 +1,38 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/flowerrun/flower"
+)
+
+// runSetup is `flower setup`: the interactive configuration, probed before
+// it is saved.
+func (m *Command) runSetup(ctx context.Context, args []string) error {
+	var g globals
+	fs := newFlagSet("setup")
+	g.register(fs)
+	pos, err := m.parse(fs, m.setupUsage(), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("`%s setup` takes no arguments (got %q); it asks its questions on the terminal", m.name(), pos[0])
+	}
+	if err := g.checkLang(); err != nil {
+		return err
+	}
+	ui := m.newUI(g.lang)
+	defer ui.Screen.Close()
+	path := flower.UserEnvPath()
+	if !ui.Interactive {
+		return fmt.Errorf(ui.T("setupNoTTY"), path)
+	}
+	reason := ui.T("setupNone")
+	if _, err := os.Stat(path); err == nil {
+		reason = ui.T("setupAgain")
+	}
+	return m.wizard(ctx, ui, reason, true)
+}

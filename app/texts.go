@@ -1,0 +1,76 @@
+package app
+
+import (
+	"errors"
+
+	"github.com/flowerrun/flower/internal/lang"
+)
+
+// texts are flower's own fixed words on screen and in messages, in the
+// original's Chinese and in English.
+var texts = map[string][2]string{
+	"empty": {"诉求是空的。直接 `flower` 然后按提示输入,或者 flower \"帮我做一个 X\"。",
+		"The request is empty. Run `flower` alone and type it at the prompt, or flower \"build me an X\"."},
+	"cancelled":     {"已取消", "Cancelled"},
+	"start":         {"要做什么? 一句话就够,回车开始(Ctrl-C 退出)", "What should it do? One sentence is enough; Enter starts (Ctrl-C quits)"},
+	"wake":          {"接着上次? 直接回车 = 接着做;也可以说点新的;/new = 重开一件事(Ctrl-C 退出)", "Continue where it stopped? Enter = continue; or say something new; /new = start something else (Ctrl-C quits)"},
+	"answerPrompt":  {"你的回答 (回车=跳过,让它自己判断) > ", "Your answer (Enter = skip, let it judge) > "},
+	"idlePrompt":    {"(直接说 = 加需求,下个检查点送达;? 开头 = 顺便问一句,不打扰它干活) > ", "(type = add to the request, delivered at the next checkpoint; start with ? = a side question that does not disturb it) > "},
+	"noTTY":         {"! 标准输入不是终端,没人能回答提问。想让它自己判断就加 --timeout 0", "! Standard input is not a terminal: nobody can answer questions. Add --timeout 0 to let it judge for itself"},
+	"received":      {"+ 收到 (它下次查收件箱时会看到;已追加进确认书)", "+ Received (it sees this at its next inbox check; appended to the brief)"},
+	"receivedNoDoc": {"+ 收到 (它下次查收件箱时会看到;没有确认书可落盘 —— 它可能活不过下一个步骤)", "+ Received (it sees this at its next inbox check; no brief to write it into — it may not survive the next step)"},
+	"noAnswer":      {"! 无人应答 —— 它会自己判断,把假设记进「未知与假设」", "! No answer — it will judge for itself and record the assumption under \"Unknowns and assumptions\""},
+	"quotaOut":      {"! 提问额度用完", "! Question quota used up"},
+	"skipped":       {". 已跳过", ". Skipped"},
+	"remaining":     {"(还能问 %d 次)", "(%d questions left)"},
+	"interrupted":   {"! 已打断这一轮。正在跑的 subagent 会丢掉半成品。", "! Interrupted this round. A running subagent loses its half-done work."},
+	"interruptAsk":  {"  要说什么?(直接回车 = 什么都不说,接着跑;再按一次 Ctrl+C = 退出)", "  What do you want to say? (Enter = nothing, keep going; Ctrl+C again = quit)"},
+	"done":          {"+ 完成 %d 轮 · $%.4f · 用时 %s", "+ Done, %d turns · $%.4f · %s"},
+	"failed":        {"x 失败 %s", "x Failed %s"},
+	"status":        {"- 上下文 %s · 累计 $%.2f · %s", "- context %s · total $%.2f · %s"},
+	"statusNoCtx":   {"- 累计 $%.2f · %s", "- total $%.2f · %s"},
+	"dispatch":      {"> 派人 %s %s", "> dispatch %s %s"},
+	"closing":       {"总花费 $%.4f · 清单 %s", "Total cost $%.4f · manifest %s"},
+	"wakeBanner":    {"<- 在 %s 接上上次  %s · 第 %d 次唤醒", "<- continuing in %s  %s · wake #%d"},
+	"briefDone":     {"需求已确认", "brief confirmed"},
+	"goalN":         {"目标 %d 条", "goal: %d checks"},
+	"workContext":   {"干活上下文 %s", "work context %s"},
+	"stepResumed":   {"  <- 接上次 · 第 %d 次唤醒", "  <- resumed · wake #%d"},
+	"aborted":       {"在步骤 '%s' 中止", "stopped at step '%s'"},
+	"probing":       {"- 验一下凭证…", "- checking the credentials…"},
+	"probeNet":      {"  (探针没打通:%s —— 当作网络问题,照常开跑)", "  (the probe did not get through: %s — taken as a network problem, running anyway)"},
+	"probeAuth":     {"! 凭证被拒:%s", "! Credentials rejected: %s"},
+	"probeConfig":   {"! 网关地址或模型名不对:%s", "! Wrong gateway address or model name: %s"},
+	"authNoTTY":     {"凭证被拒,且无法交互配置。跑 `flower setup` 重配。", "The credentials were rejected and there is no terminal to reconfigure. Run `flower setup` to set them again."},
+	"configNoTTY":   {"网关地址或模型名不对,且无法交互配置。跑 `flower setup` 重配。", "The gateway address or model name is wrong and there is no terminal to reconfigure. Run `flower setup` to set them again."},
+	"reconfigure":   {"重新配一下,配完立刻再验。", "Set them again; they are checked right after."},
+	"firstRun":      {"第一次用?给一次凭证就行。", "First time? Give the credentials once."},
+	"setupAgain":    {"重新配置。", "Reconfiguring."},
+	"setupNone":     {"还没配过凭证。", "No credentials configured yet."},
+	"wizardHead":    {"== 配置 flower ", "== configure flower "},
+	"wizardWhere":   {"凭证会存到 %s(只你可读)。装一次,处处生效。", "The credentials go to %s (readable by you only). Set once, works everywhere."},
+	"wizardKey":     {"1. 你的 API key 或网关 token (Anthropic 官方的 sk-ant-… 或第三方网关签发的)", "1. Your API key or gateway token (Anthropic's sk-ant-… or one a gateway issued)"},
+	"wizardBase":    {"2. 网关地址 (直接回车 = Anthropic 官方;第三方网关填它的 BASE_URL)", "2. Gateway address (Enter = Anthropic's own; for a gateway, its BASE_URL)"},
+	"wizardModel":   {"3. 模型名 (直接回车 = 默认;网关有自己的模型名就填,如 claude-opus-5[1m])", "3. Model name (Enter = the default; a gateway's own model name if it has one, e.g. claude-opus-5[1m])"},
+	"noToken":       {"没给 token,取消。", "No token given; cancelled."},
+	"saved":         {"+ 存好了:%s", "+ Saved: %s"},
+	"envHeader":     {"# flower 凭证 —— 由 `flower setup` 写。别提交进版本库。", "# flower credentials — written by `flower setup`. Do not commit this file."},
+	"notSaved":      {"凭证被拒,什么都没写:%s 保持原样。检查 key 和网关地址,再跑一次 `flower setup`。", "The credentials were rejected; nothing was written: %s is unchanged. Check the key and the gateway address, then run `flower setup` again."},
+	"setupNoTTY":    {"`flower setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`flower setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
+}
+
+func isEn(tag string) bool { return lang.IsEnglish(tag) }
+
+// text returns key's words in tag's language.
+func text(tag, key string) string {
+	t, ok := texts[key]
+	if !ok {
+		return key
+	}
+	if isEn(tag) {
+		return t[1]
+	}
+	return t[0]
+}
+
+func errorText(tag, key string) error { return errors.New(text(tag, key)) }

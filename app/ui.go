@@ -1,0 +1,46 @@
+package app
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// newUI makes the screen on stdout and says whether stdin is a terminal.
+func (m *Command) newUI(lang string) *UI {
+	ui := &UI{Stdin: m.Stdin, Lang: lang}
+	if f, ok := m.Stdout.(*os.File); ok {
+		ui.Screen = screen.New(f)
+	} else {
+		ui.Screen = screen.NewWriter(m.Stdout)
+	}
+	if f, ok := m.Stdin.(*os.File); ok {
+		ui.Interactive = screen.IsTerminal(int(f.Fd()))
+	}
+	ui.lines = bufio.NewReader(m.Stdin)
+	return ui
+}
+
+// ReadLine shows prompt and reads one line, as typed: no shell parsing.
+// io.EOF means the input closed (Ctrl-D).
+func (ui *UI) ReadLine(prompt string) (string, error) {
+	if ui.Interactive {
+		ui.Screen.SetPrompt(prompt)
+		defer ui.Screen.SetPrompt("")
+	}
+	line, err := ui.lines.ReadString('\n')
+	if err != nil && (err != io.EOF || line == "") {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// Printf writes one line in flower's plain colour.
+func (ui *UI) Printf(format string, a ...any) { ui.Screen.Line(screen.Plain, fmt.Sprintf(format, a...)) }
+
+// T is flower's fixed text key in the UI's language.
+func (ui *UI) T(key string) string { return text(ui.Lang, key) }

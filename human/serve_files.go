@@ -1,0 +1,233 @@
+package human
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flowerrun/flower/internal/atomicfile"
+)
+
+// The file front end: a run publishes its waiting questions in a directory
+// and reads answers dropped into it, so a human elsewhere (another shell,
+// a phone with ssh, a script) can answer with `flower reply`.
+//
+//	<dir>/pending.json      the waiting questions (PendingFile), replaced whole
+//	<dir>/replies/*.json    one Reply per file, written whole by the replier
+//	<dir>/outcomes/<name>   what became of reply <name> (Outcome)
+const (
+	PendingName  = "pending.json"
+	RepliesDir   = "replies"
+	OutcomesDir  = "outcomes"
+	filePollTick = 200 * time.Millisecond
+)
+
+// PendingFile is pending.json.
+type PendingFile struct {
+	// Questions wait for an answer, oldest first; empty when none does.
+	Questions []PendingQuestion `json:"questions"`
+	// PID is the serving process, so a replier can tell a live run.
+	PID int `json:"pid"`
+}
+
+// PendingQuestion is one waiting question.
+type PendingQuestion struct {
+	ID       string    `json:"id"`
+	Question string    `json:"question"`
+	Options  []string  `json:"options,omitempty"`
+	AskedAt  time.Time `json:"asked_at"`
+}
+
+// Reply is one reply file. With an ID it answers that question (digits
+// 1..n pick a choice) or, with Skip, declines it; a question that is no
+// longer waiting gets nothing, and the text goes to the inbox instead, so
+// no word is lost. Without an ID the text goes to the inbox.
+type Reply struct {
+	ID   string `json:"id,omitempty"`
+	Text string `json:"text"`
+	Skip bool   `json:"skip,omitempty"`
+}
+
+// Outcome says what a reply did: "answered", "declined" or "mail", with
+// the question's or the mail's id.
+type Outcome struct {
+	Result string `json:"result"`
+	ID     string `json:"id"`
+	// Answer is the text the model got (a picked choice's text).
+	Answer string `json:"answer,omitempty"`
+}
+
+// ServeFiles runs the file front end of ch in dir until ctx ends: it keeps
+// pending.json equal to ch.Pending() and consumes the reply files. It
+// returns nil when ctx ends, or an error when dir cannot be made. Files
+// that cannot be read are logged and left for the human to see.
+func ServeFiles(ctx context.Context, ch *Channel, dir string) error {
+	for _, d := range []string{dir, filepath.Join(dir, RepliesDir), filepath.Join(dir, OutcomesDir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("human: the reply directory: %w", err)
+		}
+	}
+	var published []PendingQuestion
+	first := true
+	tick := time.NewTicker(filePollTick)
+	defer tick.Stop()
+	for {
+		consumeReplies(ch, dir)
+		now := pendingQuestions(ch)
+		if first || !reflect.DeepEqual(now, published) {
+			if err := writeJSON(filepath.Join(dir, PendingName), PendingFile{Questions: now, PID: os.Getpid()}); err != nil {
+				slog.Warn("human: pending.json not written", "err", err)
+			} else {
+				published, first = now, false
+			}
+		}
+		select {
+		case <-ctx.Done():
+			// Nothing waits any more: say so, so a replier does not
+			// answer a run that is gone.
+			_ = writeJSON(filepath.Join(dir, PendingName), PendingFile{Questions: []PendingQuestion{}})
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func pendingQuestions(ch *Channel) []PendingQuestion {
+	out := []PendingQuestion{}
+	for _, a := range ch.Pending() {
+		out = append(out, PendingQuestion{ID: a.ID, Question: a.Question, Options: a.Options, AskedAt: a.AskedAt})
+	}
+	return out
+}
+
+// consumeReplies applies the reply files, oldest name first (WriteReply
+// names them by time).
+func consumeReplies(ch *Channel, dir string) {
+	rdir := filepath.Join(dir, RepliesDir)
+	entries, err := os.ReadDir(rdir)
+	if err != nil {
+		return
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		path := filepath.Join(rdir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var r Reply
+		if err := json.Unmarshal(data, &r); err != nil {
+			slog.Warn("human: a reply file is not JSON; renamed to .bad", "file", path, "err", err)
+			_ = os.Rename(path, path+".bad")
+			continue
+		}
+		out := ApplyReply(ch, r)
+		if err := writeJSON(filepath.Join(dir, OutcomesDir, name), out); err != nil {
+			slog.Warn("human: outcome not written", "err", err)
+		}
+		_ = os.Remove(path)
+	}
+}
+
+// ApplyReply gives r to ch and says what it did: an answer (digits pick a
+// choice), a refusal, or a message for the inbox.
+func ApplyReply(ch *Channel, r Reply) Outcome {
+	text := strings.TrimSpace(r.Text)
+	if r.ID != "" {
+		for _, a := range ch.Pending() {
+			if a.ID != r.ID {
+				continue
+			}
+			if r.Skip {
+				if ch.Decline(a.ID, text) {
+					return Outcome{Result: "declined", ID: a.ID}
+				}
+				break
+			}
+			if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(a.Options) {
+				text = a.Options[n-1]
+			}
+			if text != "" && ch.Answer(a.ID, text) {
+				return Outcome{Result: "answered", ID: a.ID, Answer: text}
+			}
+			break
+		}
+	}
+	if m, ok := ch.Send(text); ok {
+		return Outcome{Result: "mail", ID: m.ID, Answer: text}
+	}
+	return Outcome{Result: "ignored"}
+}
+
+// WriteReply drops r into dir's replies, written whole, and returns the
+// file's name (the key of its outcome).
+func WriteReply(dir string, r Reply) (string, error) {
+	rdir := filepath.Join(dir, RepliesDir)
+	if err := os.MkdirAll(rdir, 0o700); err != nil {
+		return "", fmt.Errorf("human: the replies directory: %w", err)
+	}
+	name := fmt.Sprintf("%020d-%d.json", time.Now().UnixNano(), os.Getpid())
+	return name, writeJSON(filepath.Join(rdir, name), r)
+}
+
+// ReadPending reads dir's pending.json; fs.ErrNotExist when no run has
+// served there.
+func ReadPending(dir string) (PendingFile, error) {
+	var p PendingFile
+	data, err := os.ReadFile(filepath.Join(dir, PendingName))
+	if err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return p, fmt.Errorf("human: %s is not JSON: %w", PendingName, err)
+	}
+	return p, nil
+}
+
+// WaitOutcome waits for reply name's outcome until ctx ends, and removes it.
+func WaitOutcome(ctx context.Context, dir, name string) (Outcome, error) {
+	path := filepath.Join(dir, OutcomesDir, name)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		data, err := os.ReadFile(path)
+		if err == nil {
+			var o Outcome
+			if err := json.Unmarshal(data, &o); err != nil {
+				return o, err
+			}
+			_ = os.Remove(path)
+			return o, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return Outcome{}, err
+		}
+		select {
+		case <-ctx.Done():
+			return Outcome{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'), 0o600)
+}
