@@ -204,10 +204,10 @@ func flagError(cmd, prog string, err error) error {
 }
 
 func didYouMean(flagText string) string {
-	known := map[string]string{"-round": "--rounds", "-ask": "--asks", "-workdir": "-w", "-dir": "-w",
-		"-runs": "-r", "-no-goals": "--no-goal", "-windows": "--window", "-budget-usd": "--budget",
-		"-language": "--lang", "-model": "set ANTHROPIC_MODEL (or run `flower setup`)"}
-	if s, ok := known[strings.TrimPrefix(flagText, "-")]; ok {
+	known := map[string]string{"round": "--rounds", "ask": "--asks", "workdir": "-w", "dir": "-w",
+		"runs": "-r", "no-goals": "--no-goal", "windows": "--window", "budget-usd": "--budget",
+		"language": "--lang", "model": "ANTHROPIC_MODEL (set it, or run `flower setup`)"}
+	if s, ok := known[strings.TrimLeft(flagText, "-")]; ok {
 		return " (did you mean " + s + "?)"
 	}
 	return ""

@@ -84,4 +84,3 @@ func (m *Command) parseGo(args []string) (Config, error) {
 	}
 	return cfg, nil
 }
-

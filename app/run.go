@@ -18,7 +18,7 @@ func (m *Command) runRun(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return usageErrorf("`%s run` runs a workflow of your own, and in Go that is a program of its own:\n\n%s\n`%s run --help` shows the whole example", m.name(), runExample, m.name())
+	return usageErrorf("`%s run` runs a workflow of your own; in Go that is a program whose main is app.Main(yourFlow): `%s run --help` shows one", m.name(), m.name())
 }
 
 const runExample = `    package main

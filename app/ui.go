@@ -40,7 +40,9 @@ func (ui *UI) ReadLine(prompt string) (string, error) {
 }
 
 // Printf writes one line in flower's plain colour.
-func (ui *UI) Printf(format string, a ...any) { ui.Screen.Line(screen.Plain, fmt.Sprintf(format, a...)) }
+func (ui *UI) Printf(format string, a ...any) {
+	ui.Screen.Line(screen.Plain, fmt.Sprintf(format, a...))
+}
 
 // T is flower's fixed text key in the UI's language.
 func (ui *UI) T(key string) string { return text(ui.Lang, key) }

@@ -1,0 +1,215 @@
+package app
+
+// Tests through the built binary, the pinned real CLI and claudetest's fake
+// Messages API (a pty where a terminal is needed).
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/flowerrun/flower/claude/claudetest"
+)
+
+// binEnv is a hermetic environment for the binary against srv.
+func binEnv(t *testing.T, srv *claudetest.Server, extra ...string) []string {
+	env := claudetest.BaseEnv()
+	for k, v := range claudetest.Env(t, srv) {
+		env = append(env, k+"="+v)
+	}
+	env = append(env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir())
+	return append(env, extra...)
+}
+
+func TestOnceRunsOneStepOfTheRealCLIThroughTheBinary(t *testing.T) {
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		return claudetest.Say("the answer is 42 \x1b]0;owned\x07\x1b[2J done")
+	})
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, flowerBin, "-w", ws, "once", "-t", "Read", "what is the answer?")
+	cmd.Env = binEnv(t, srv)
+	cmd.Dir = t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("flower once: %v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "the answer is 42") || !strings.Contains(out, "+ 完成") || !strings.Contains(out, "累计 $") {
+		t.Errorf("once's screen:\n%s", out)
+	}
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Errorf("an escape of the model reached the output: %q", out)
+	}
+	var rows []map[string]any
+	data, err := os.ReadFile(filepath.Join(ws, "runs", "manifest.json"))
+	if err != nil {
+		t.Fatalf("the run dir defaults to <workspace>/runs: %v", err)
+	}
+	if err := json.Unmarshal(data, &rows); err != nil || len(rows) != 1 || rows[0]["step"] != "ad-hoc" || rows[0]["ok"] != true {
+		t.Errorf("manifest: %s", data)
+	}
+	probes, asked := 0, false
+	for _, r := range srv.Requests() {
+		if r.MaxTokens == 16 && r.LastUserText() == "hi" {
+			probes++
+		}
+		asked = asked || r.HasText("what is the answer?")
+	}
+	if probes != 1 || !asked {
+		t.Errorf("want one probe and the prompt at the fake API: probes %d, asked %v", probes, asked)
+	}
+}
+
+// pty runs the binary on a terminal and lets the test type into it.
+type ptyRun struct {
+	cmd  *exec.Cmd
+	tty  *os.File
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+}
+
+func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
+	t.Helper()
+	cmd := exec.Command(flowerBin, args...)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyRun{cmd: cmd, tty: tty, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		r := bufio.NewReader(tty)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		tty.Close()
+		<-p.done
+	})
+	return p
+}
+
+// expect waits until the output holds s.
+func (p *ptyRun) expect(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		ok := strings.Contains(p.out.String(), s)
+		p.mu.Unlock()
+		if ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t.Fatalf("never saw %q in:\n%s", s, p.out.String())
+}
+
+func (p *ptyRun) wait(t *testing.T) int {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- p.cmd.Wait() }()
+	select {
+	case err := <-errc:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(60 * time.Second):
+		t.Fatal("flower did not exit")
+	}
+	return -1
+}
+
+func TestSetupWritesTheEnvFile0600AfterOneProbe(t *testing.T) {
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply { return claudetest.Say("hi") })
+	cfg := t.TempDir()
+	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+cfg)
+	p := startPTY(t, env, "--lang", "en", "setup")
+	p.expect(t, "1. Your API key")
+	io.WriteString(p.tty, "gw-token-123\r")
+	p.expect(t, "2. Gateway address")
+	io.WriteString(p.tty, srv.URL+"\r")
+	p.expect(t, "3. Model name")
+	io.WriteString(p.tty, "claude-test-model\r")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("setup exit %d:\n%s", code, p.out.String())
+	}
+	path := filepath.Join(cfg, "flower", ".env")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v, mode %v", path, err, fi)
+	}
+	data, _ := os.ReadFile(path)
+	for _, want := range []string{"ANTHROPIC_AUTH_TOKEN=gw-token-123", "ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_MODEL=claude-test-model",
+		"ANTHROPIC_DEFAULT_SONNET_MODEL=claude-test-model", "# flower credentials"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf(".env lacks %q:\n%s", want, data)
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer gw-token-123" || reqs[0].Model != "claude-test-model" || reqs[0].MaxTokens != 16 {
+		t.Errorf("want exactly one probe with the token and model, got %d requests", len(reqs))
+	}
+}
+
+func TestSetupRejectedCredentialsKeepTheOldFile(t *testing.T) {
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		return claudetest.Reply{Fault: &claudetest.Fault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}}
+	})
+	cfg := t.TempDir()
+	path := filepath.Join(cfg, "flower", ".env")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	os.WriteFile(path, []byte("ANTHROPIC_API_KEY=sk-ant-old\n"), 0o600)
+	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+cfg)
+	p := startPTY(t, env, "--lang", "en", "setup")
+	p.expect(t, "Reconfiguring.")
+	p.expect(t, "1. Your API key")
+	io.WriteString(p.tty, "sk-ant-wrong\r")
+	p.expect(t, "2. Gateway address")
+	io.WriteString(p.tty, srv.URL+"\r")
+	p.expect(t, "3. Model name")
+	io.WriteString(p.tty, "\r")
+	if code := p.wait(t); code != ExitFailure {
+		t.Fatalf("rejected setup: exit %d", code)
+	}
+	p.expect(t, "Credentials rejected: 401")
+	p.expect(t, "nothing was written")
+	if data, _ := os.ReadFile(path); string(data) != "ANTHROPIC_API_KEY=sk-ant-old\n" {
+		t.Errorf("the old file changed: %q", data)
+	}
+	if n := srv.Count(); n != 1 {
+		t.Errorf("%d probe requests, want 1", n)
+	}
+}
