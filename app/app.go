@@ -15,9 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/flowerrun/flower/internal/screen"
 )
@@ -60,15 +58,14 @@ type UI struct {
 	Lang string
 
 	lines *bufio.Reader
+	hooks *hooks
 }
 
 // Main runs the command line with os.Args and returns the exit code. flow
 // replaces the starter flow behind `go`; nil keeps it.
 func Main(flow Flow) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
-	m := &Command{Flow: flow, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	return m.Run(ctx, os.Args[1:])
+	m := &Command{Flow: flow, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: true}
+	return m.Run(context.Background(), os.Args[1:])
 }
 
 // Command is one invocation, testable without a process: the zero value
@@ -81,6 +78,12 @@ type Command struct {
 	// Getenv and Name are os.Getenv and "flower" when nil or empty.
 	Getenv func(string) string
 	Name   string
+	// Signals makes Run handle Ctrl-C, SIGTERM and SIGHUP (Main sets it;
+	// an in-process test leaves the process's signals alone).
+	Signals bool
+
+	hooks hooks
+	lang  string // the subcommand's --lang, for the last words
 }
 
 func (m *Command) getenv(k string) string {
@@ -122,6 +125,12 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 			return ExitOK
 		}
 	}
+	if m.Signals {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer m.watchSignals(cancel)()
+	}
 	var err error
 	switch args[0] {
 	case "go":
@@ -138,6 +147,12 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 		err = usageErrorf("`%s %s` is reserved and not built yet; `%s --help` lists what is", m.name(), args[0], m.name())
 	default:
 		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
+	}
+	if errors.Is(context.Cause(ctx), errQuit) {
+		// Quit by Ctrl-C: whatever the command returned, the step in
+		// flight is rescued and the exit says so in one line.
+		m.hooks.runRescue()
+		err = &exitError{code: ExitInterrupted, err: errors.New(text(m.lang, "quit"))}
 	}
 	return m.exit(err)
 }

@@ -99,6 +99,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w\ncheck that the workspace and the run directory are writable (-w DIR, -r DIR)", err)
 	}
 	defer rt.Close()
+	ui.OnRescue(rt.Rescue)
 	if o.g.verbose {
 		ui.Printf("- workspace %s · run dir %s", ws, runDir)
 		for _, l := range flower.DescribeCredentials() {
@@ -109,9 +110,6 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 		PermissionMode: o.mode, MaxBudgetUSD: o.budget}
 	r := NewRenderer(ui, o.g.verbose)
 	res, err := rt.Run(ctx, spec, o.prompt, flower.RunOptions{Resume: o.resume, Fork: o.fork, OnEvent: r.Event})
-	if ctx.Err() != nil {
-		return &exitError{code: ExitInterrupted, err: errors.New(ui.T("cancelled"))}
-	}
 	if err != nil {
 		var se *flower.StepError
 		if errors.As(err, &se) {

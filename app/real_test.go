@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,5 +212,98 @@ func TestSetupRejectedCredentialsKeepTheOldFile(t *testing.T) {
 	}
 	if n := srv.Count(); n != 1 {
 		t.Errorf("%d probe requests, want 1", n)
+	}
+}
+
+// startSlowOnce starts `flower once` against a model that never answers
+// the step (only the probe), and waits until the step's request arrived.
+func startSlowOnce(t *testing.T) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.MaxTokens == 16 {
+			return claudetest.Say("hi")
+		}
+		return claudetest.Reply{Fault: &claudetest.Fault{Delay: 2 * time.Minute}}
+	})
+	ws := t.TempDir()
+	cmd := exec.Command(flowerBin, "-w", ws, "once", "think for a long time")
+	cmd.Env = binEnv(t, srv)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.Now().Add(60 * time.Second)
+	for srv.Count() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the step's request never arrived")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return cmd, filepath.Join(ws, "runs", "manifest.json"), &stderr
+}
+
+func waitExit(t *testing.T, cmd *exec.Cmd) *os.ProcessState {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.Wait() }()
+	select {
+	case <-errc:
+	case <-time.After(60 * time.Second):
+		t.Fatal("flower did not exit")
+	}
+	return cmd.ProcessState
+}
+
+func manifestErrors(t *testing.T, path string) []string {
+	t.Helper()
+	var rows []struct {
+		Step  string  `json:"step"`
+		Error *string `json:"error"`
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatalf("manifest %s: %v", data, err)
+	}
+	var out []string
+	for _, r := range rows {
+		if r.Error != nil {
+			out = append(out, *r.Error)
+		} else {
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+func TestSIGTERMLeavesAKilledBySignalRowAndDiesByTheSignal(t *testing.T) {
+	cmd, manifest, _ := startSlowOnce(t)
+	cmd.Process.Signal(syscall.SIGTERM)
+	st := waitExit(t, cmd)
+	ws, ok := st.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("flower should die by SIGTERM, got %v", st)
+	}
+	if errs := manifestErrors(t, manifest); len(errs) != 1 || errs[0] != "killed-by-signal" {
+		t.Errorf("manifest errors %q, want one killed-by-signal row", errs)
+	}
+}
+
+func TestCtrlCOnOnceExits130InOneLine(t *testing.T) {
+	cmd, manifest, stderr := startSlowOnce(t)
+	cmd.Process.Signal(os.Interrupt)
+	st := waitExit(t, cmd)
+	if st.ExitCode() != ExitInterrupted {
+		t.Errorf("exit %v, want 130", st)
+	}
+	if s := strings.TrimSpace(stderr.String()); !strings.HasSuffix(s, "已退出。同一目录再跑一次 flower 会接着做。") || strings.Contains(s, "goroutine") || strings.Contains(s, "panic") {
+		t.Errorf("stderr: %q", s)
+	}
+	if errs := manifestErrors(t, manifest); len(errs) != 1 || errs[0] == "" {
+		t.Errorf("the interrupted step must be in the manifest: %q", errs)
 	}
 }

@@ -12,6 +12,7 @@ var texts = map[string][2]string{
 	"empty": {"诉求是空的。直接 `flower` 然后按提示输入,或者 flower \"帮我做一个 X\"。",
 		"The request is empty. Run `flower` alone and type it at the prompt, or flower \"build me an X\"."},
 	"cancelled":     {"已取消", "Cancelled"},
+	"quit":          {"已退出。同一目录再跑一次 flower 会接着做。", "Quit. Run flower again in the same directory to continue."},
 	"start":         {"要做什么? 一句话就够,回车开始(Ctrl-C 退出)", "What should it do? One sentence is enough; Enter starts (Ctrl-C quits)"},
 	"wake":          {"接着上次? 直接回车 = 接着做;也可以说点新的;/new = 重开一件事(Ctrl-C 退出)", "Continue where it stopped? Enter = continue; or say something new; /new = start something else (Ctrl-C quits)"},
 	"answerPrompt":  {"你的回答 (回车=跳过,让它自己判断) > ", "Your answer (Enter = skip, let it judge) > "},

@@ -12,7 +12,8 @@ import (
 
 // newUI makes the screen on stdout and says whether stdin is a terminal.
 func (m *Command) newUI(lang string) *UI {
-	ui := &UI{Stdin: m.Stdin, Lang: lang}
+	m.lang = lang
+	ui := &UI{Stdin: m.Stdin, Lang: lang, hooks: &m.hooks}
 	if f, ok := m.Stdout.(*os.File); ok {
 		ui.Screen = screen.New(f)
 	} else {

@@ -1,0 +1,95 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+)
+
+// errQuit is the cause of the run's context when the human pressed Ctrl-C
+// to quit: the command exits 130, after the rescue.
+var errQuit = errors.New("flower: quit by Ctrl-C")
+
+// hooks are what the running command asks of the signal handler. They are
+// set by the subcommand (once registers its Runtime's Rescue) or by a flow
+// through its UI.
+type hooks struct {
+	mu        sync.Mutex
+	interrupt func() // the first Ctrl-C, when set; else Ctrl-C quits
+	rescue    []func()
+	presses   int
+}
+
+// OnInterrupt makes the first Ctrl-C call fn (interrupt the round, ask
+// what to say) instead of quitting; a second Ctrl-C quits with exit 130.
+// fn runs on the signal goroutine and must not block. nil restores quitting
+// at the first Ctrl-C.
+func (ui *UI) OnInterrupt(fn func()) {
+	ui.hooks.mu.Lock()
+	defer ui.hooks.mu.Unlock()
+	ui.hooks.interrupt, ui.hooks.presses = fn, 0
+}
+
+// OnRescue registers fn (a Runtime's Rescue) to run before flower exits by
+// a signal: the step in flight is written to the manifest as
+// killed-by-signal, so the next run continues it.
+func (ui *UI) OnRescue(fn func()) {
+	ui.hooks.mu.Lock()
+	defer ui.hooks.mu.Unlock()
+	ui.hooks.rescue = append(ui.hooks.rescue, fn)
+}
+
+func (h *hooks) runRescue() {
+	h.mu.Lock()
+	fns := append([]func(){}, h.rescue...)
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// watchSignals is the one signal handler. Ctrl-C: the interrupt hook the
+// first time when one is set, else cancel ctx with errQuit (the command
+// rescues and exits 130). SIGTERM and SIGHUP: rescue, restore the default
+// action and re-raise, so that flower dies by the signal as its parent
+// expects. It returns the function that stops it.
+func (m *Command) watchSignals(cancel context.CancelCauseFunc) (stop func()) {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-ch:
+				if sig == os.Interrupt {
+					m.hooks.mu.Lock()
+					m.hooks.presses++
+					fn, first := m.hooks.interrupt, m.hooks.presses == 1
+					m.hooks.mu.Unlock()
+					if fn != nil && first {
+						fn()
+						continue
+					}
+					cancel(errQuit)
+					continue
+				}
+				m.hooks.runRescue()
+				signal.Reset(sig)
+				_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+		wg.Wait()
+	}
+}
