@@ -28,26 +28,29 @@ const NotifyTimeout = 30 * time.Second
 //	FLOWER_WORKSPACE     the workspace
 //	FLOWER_RUN_DIR       the run directory (where `flower reply` finds it)
 //
-// It never runs for routine events (answers, mail, tools). The command runs
-// in the background, at most NotifyTimeout; a failure is reported once, with
-// report, and never stops the run.
+// It never runs for routine events (answers, mail, tools). The commands run
+// one after another, in the order the questions came, on a goroutine of the
+// Notifier's, each for at most NotifyTimeout; the first failure is reported
+// with report, and none ever stops the run.
 type Notifier struct {
 	cmd, workspace, runDir string
 	report                 func(error)
+	timeout                time.Duration
 
 	mu       sync.Mutex
-	wg       sync.WaitGroup
-	ctx      context.Context
-	cancel   context.CancelFunc
-	reported bool
+	queue    [][]string
+	running  bool
 	closed   bool
+	reported bool
+	idle     *sync.Cond
 }
 
 // NewNotifier makes a notifier of the shell command cmd; "" makes one that
 // does nothing. report receives the first failure.
 func NewNotifier(cmd, workspace, runDir string, report func(error)) *Notifier {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Notifier{cmd: strings.TrimSpace(cmd), workspace: workspace, runDir: runDir, report: report, ctx: ctx, cancel: cancel}
+	n := &Notifier{cmd: strings.TrimSpace(cmd), workspace: workspace, runDir: runDir, report: report, timeout: NotifyTimeout}
+	n.idle = sync.NewCond(&n.mu)
+	return n
 }
 
 // Event is the human channel's event callback (chain it with a UI's): it
@@ -72,44 +75,61 @@ func (n *Notifier) Event(e event.Event) {
 	if n.closed {
 		return
 	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		n.run(env)
-	}()
+	n.queue = append(n.queue, env)
+	if !n.running {
+		n.running = true
+		go n.drain()
+	}
 }
 
-func (n *Notifier) run(env []string) {
-	ctx, cancel := context.WithTimeout(n.ctx, NotifyTimeout)
+// drain runs the queued commands until the queue is empty.
+func (n *Notifier) drain() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for len(n.queue) > 0 {
+		env := n.queue[0]
+		n.queue = n.queue[1:]
+		n.mu.Unlock()
+		err := n.run(env)
+		n.mu.Lock()
+		if err != nil && !n.reported {
+			n.reported = true
+			if n.report != nil {
+				n.report(err)
+			}
+		}
+	}
+	n.running = false
+	n.idle.Broadcast()
+}
+
+func (n *Notifier) run(env []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.timeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, "/bin/sh", "-c", n.cmd)
 	c.Env = append(os.Environ(), env...)
 	c.WaitDelay = time.Second
 	out, err := c.CombinedOutput()
 	if err == nil {
-		return
+		return nil
 	}
 	if ctx.Err() == context.DeadlineExceeded {
-		err = fmt.Errorf("did not finish in %s", NotifyTimeout)
+		err = fmt.Errorf("did not finish in %s", n.timeout)
 	}
-	n.mu.Lock()
-	first := !n.reported
-	n.reported = true
-	n.mu.Unlock()
-	if first && n.report != nil {
-		msg := strings.TrimSpace(string(out))
-		if len(msg) > 200 {
-			msg = msg[:200] + "…"
-		}
-		n.report(fmt.Errorf("--notify command %q failed: %v %s (the run goes on; later failures are not reported)", n.cmd, err, msg))
+	msg := strings.TrimSpace(string(out))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
 	}
+	return fmt.Errorf("--notify command %q failed: %v %s (the run goes on; later failures are not reported)", n.cmd, err, msg)
 }
 
-// Close stops the running commands and waits for them.
+// Close stops taking questions and waits for the queued commands, each
+// bounded by its timeout.
 func (n *Notifier) Close() {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.closed = true
-	n.mu.Unlock()
-	n.cancel()
-	n.wg.Wait()
+	for n.running {
+		n.idle.Wait()
+	}
 }
