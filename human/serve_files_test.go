@@ -1,0 +1,144 @@
+package human
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serve runs ServeFiles on ch in a fresh directory until the test ends.
+func serve(t *testing.T, ch *Channel) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "human")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := ServeFiles(ctx, ch, dir); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return dir
+}
+
+// waitPending waits until pending.json lists n questions.
+func waitPending(t *testing.T, dir string, n int) PendingFile {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := ReadPending(dir)
+		if err == nil && len(p.Questions) == n {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pending.json never listed %d questions: %+v %v", n, p, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func reply(t *testing.T, dir string, r Reply) Outcome {
+	t.Helper()
+	name, err := WriteReply(dir, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	o, err := WaitOutcome(ctx, dir, name)
+	if err != nil {
+		t.Fatalf("no outcome for %+v: %v", r, err)
+	}
+	return o
+}
+
+func TestServeFilesPublishesTheQuestionAndADigitPicksAChoice(t *testing.T) {
+	ch := New(WithTimeout(time.Minute))
+	dir := serve(t, ch)
+	waitPending(t, dir, 0)
+	got := make(chan Ask, 1)
+	go func() {
+		a, _ := ch.Ask(context.Background(), "Which database?", []string{"Postgres", "SQLite"})
+		got <- a
+	}()
+	p := waitPending(t, dir, 1)
+	q := p.Questions[0]
+	if q.Question != "Which database?" || len(q.Options) != 2 || p.PID != os.Getpid() {
+		t.Fatalf("pending.json: %+v", p)
+	}
+	if o := reply(t, dir, Reply{ID: q.ID, Text: "2"}); o.Result != "answered" || o.Answer != "SQLite" {
+		t.Errorf("outcome %+v", o)
+	}
+	if a := <-got; a.State != Answered || a.Answer != "SQLite" {
+		t.Errorf("the ask: %+v", a)
+	}
+	waitPending(t, dir, 0)
+	if entries, _ := os.ReadDir(filepath.Join(dir, RepliesDir)); len(entries) != 0 {
+		t.Errorf("reply files left: %v", entries)
+	}
+}
+
+func TestServeFilesSkipsAndMailsAndNeverLosesWords(t *testing.T) {
+	ch := New(WithTimeout(time.Minute))
+	dir := serve(t, ch)
+	got := make(chan Ask, 2)
+	go func() {
+		a, _ := ch.Ask(context.Background(), "First?", nil)
+		got <- a
+	}()
+	q := waitPending(t, dir, 1).Questions[0]
+	if o := reply(t, dir, Reply{ID: q.ID, Skip: true, Text: "busy"}); o.Result != "declined" {
+		t.Errorf("skip: %+v", o)
+	}
+	if a := <-got; a.State != Declined {
+		t.Errorf("the ask: %+v", a)
+	}
+	// A reply to a question already settled goes to the inbox.
+	if o := reply(t, dir, Reply{ID: q.ID, Text: "late answer"}); o.Result != "mail" {
+		t.Errorf("late: %+v", o)
+	}
+	if o := reply(t, dir, Reply{Text: "also add tests"}); o.Result != "mail" {
+		t.Errorf("mail: %+v", o)
+	}
+	if m := ch.PendingMail(); len(m) != 2 || m[0].Text != "late answer" || m[1].Text != "also add tests" {
+		t.Errorf("inbox: %+v", m)
+	}
+	// A file that is not JSON is set aside, not lost and not retried.
+	os.WriteFile(filepath.Join(dir, RepliesDir, "zz.json"), []byte("{not json"), 0o600)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, RepliesDir, "zz.json.bad")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a bad reply file was not set aside")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestServeFilesClearsPendingWhenItStops(t *testing.T) {
+	ch := New(WithTimeout(time.Minute))
+	dir := filepath.Join(t.TempDir(), "human")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ServeFiles(ctx, ch, dir) }()
+	actx, acancel := context.WithCancel(context.Background())
+	asked := make(chan struct{})
+	go func() { ch.Ask(actx, "Still there?", nil); close(asked) }()
+	waitPending(t, dir, 1)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ReadPending(dir); err != nil || len(p.Questions) != 0 {
+		t.Errorf("a stopped run still lists questions: %+v %v", p, err)
+	}
+	acancel()
+	<-asked
+}
