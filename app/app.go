@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/internal/screen"
 )
 
@@ -35,16 +36,18 @@ const (
 	ExitInterrupted = 130
 )
 
-// Flow is the work behind `go` (and, in a program of your own, behind the
-// same command line): it runs cfg's request to its end, rendering through
-// ui, and returns nil on success. The starter flow is the default.
-type Flow func(ctx context.Context, cfg Config, ui *UI) error
+// Program builds the workflow behind `go` for one command line: it may talk
+// to the human through ui first (ask for the request, show the wake
+// banner). Main then drives the workflow: the Runtime from the flags, the
+// screen, the human channel's terminal and file front ends, Ctrl-C, the
+// closing line and the exit code.
+type Program func(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, error)
 
-// StarterFlow is the flow bare `flower` runs; the root package's starter
-// flow is wired here. nil means it is not wired yet.
-var StarterFlow Flow
+// StarterFlow is the program bare `flower` runs: the root's starter flow
+// (clarify, goal, work rounds), wired here. nil means it is not wired yet.
+var StarterFlow Program
 
-// ErrNotWired is returned by `go` when no flow is set.
+// ErrNotWired is returned by `go` when no program is set.
 var ErrNotWired = errors.New("flower: the starter flow is not wired into this build; use `flower once \"…\"` for a single step")
 
 // UI is what a flow renders through: the screen and the terminal's input.
@@ -61,20 +64,32 @@ type UI struct {
 	hooks *hooks
 }
 
-// Main runs the command line with os.Args and returns the exit code. flow
-// replaces the starter flow behind `go`; nil keeps it.
-func Main(flow Flow) int {
-	m := &Command{Flow: flow, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: true}
+// Main runs the command line with os.Args and returns the exit code: wf
+// behind `go`, with every flag of flower's own command line (a workflow
+// program's defaults are those of the original's `run`: trim off unless
+// -T, -W allowed). nil runs the starter flow: that is cmd/flower.
+func Main(wf *flower.Workflow) int {
+	if wf == nil {
+		return MainFunc(nil)
+	}
+	return MainFunc(func(context.Context, Config, *UI) (*flower.Workflow, error) { return wf, nil })
+}
+
+// MainFunc is Main for a workflow built from the command line (the request
+// in cfg.Request, the flags); nil runs the starter flow.
+func MainFunc(p Program) int {
+	m := &Command{Program: p, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Signals: true}
 	return m.Run(context.Background(), os.Args[1:])
 }
 
 // Command is one invocation, testable without a process: the zero value
 // plus the three streams is a working command.
 type Command struct {
-	Flow   Flow
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
+	// Program builds the workflow behind `go`; nil means StarterFlow.
+	Program Program
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
 	// Getenv and Name are os.Getenv and "flower" when nil or empty.
 	Getenv func(string) string
 	Name   string

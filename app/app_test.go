@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/human"
 	"go.uber.org/goleak"
 )
@@ -85,7 +86,7 @@ func TestGoFlagsHaveTheirSemantics(t *testing.T) {
 	m := &Command{Stdout: &bytes.Buffer{}, Getenv: func(string) string { return "" }}
 	cfg, err := m.parseGo([]string{"-w", ws, "build", "X", "--asks", "2", "--rounds=5", "--no-goal", "--judge-can-run",
 		"--timeout", "0", "--isolate", "--window", "200000", "--no-handoff", "--new", "--clarify-only", "--no-trim",
-		"--lang", "en", "--budget", "$12.5", "--notify", "true", "--no-bequest", "-v"})
+		"--lang", "en", "--budget", "$12.5", "--notify", "true", "--no-bequest", "-v"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +96,14 @@ func TestGoFlagsHaveTheirSemantics(t *testing.T) {
 	if cfg != want {
 		t.Errorf("parsed\n %+v\nwant\n %+v", cfg, want)
 	}
-	cfg, err = m.parseGo([]string{"-w", ws})
+	cfg, err = m.parseGo([]string{"-w", ws}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.MaxAsks != -1 || cfg.Rounds != 3 || cfg.AskTimeout != human.DefaultTimeout || !cfg.Trim || cfg.Request != "" {
 		t.Errorf("defaults: %+v", cfg)
 	}
-	cfg, _ = m.parseGo([]string{"-w", ws, "--timeout", "forever", "-r", "rel"})
+	cfg, _ = m.parseGo([]string{"-w", ws, "--timeout", "forever", "-r", "rel"}, false)
 	cwd, _ := os.Getwd()
 	if cfg.AskTimeout != human.Forever || cfg.RunDir != filepath.Join(cwd, "rel") {
 		t.Errorf("--timeout forever / relative -r: %+v", cfg)
@@ -113,7 +114,7 @@ func TestGoFlagsHaveTheirSemantics(t *testing.T) {
 		}
 		return ""
 	}
-	if cfg, _ = m.parseGo([]string{"-w", ws}); cfg.Notify != "notify-send hi" {
+	if cfg, _ = m.parseGo([]string{"-w", ws}, false); cfg.Notify != "notify-send hi" {
 		t.Errorf("FLOWER_NOTIFY not read: %q", cfg.Notify)
 	}
 }
@@ -206,18 +207,19 @@ func TestMissingCredentialsWithoutATerminalSaysWhatToSet(t *testing.T) {
 func TestNotWiredGoSaysSo(t *testing.T) {
 	m := &Command{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 	called := false
-	m.Flow = func(ctx context.Context, cfg Config, ui *UI) error {
-		called = cfg.Request == "build X" && cfg.Rounds == 2
-		return nil
+	stop := errors.New("the program stops here")
+	m.Program = func(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, error) {
+		called = cfg.Request == "build X" && cfg.Rounds == 2 && !cfg.Trim
+		return nil, stop
 	}
 	t.Setenv("ANTHROPIC_API_KEY", "sk-x")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1") // the probe fails as a network problem: run anyway
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if code := m.Run(ctx, []string{"-w", t.TempDir(), "build X", "--rounds", "2"}); code != 0 || !called {
-		t.Errorf("the program's flow: exit %d, called %v", code, called)
+	if code := m.Run(ctx, []string{"-w", t.TempDir(), "build X", "--rounds", "2"}); code != ExitFailure || !called {
+		t.Errorf("the program: exit %d, called with the parsed flags and run's trim default: %v", code, called)
 	}
-	m.Flow = nil
+	m.Program = nil
 	errb := &bytes.Buffer{}
 	m.Stderr = errb
 	if code := m.Run(ctx, []string{"-w", t.TempDir(), "build X"}); code != ExitFailure || !strings.Contains(errb.String(), "not wired") {

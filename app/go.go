@@ -10,7 +10,11 @@ import (
 // runGo is `flower go [flags] ["ask"]`: the starter flow (or the program's
 // own flow) on one request.
 func (m *Command) runGo(ctx context.Context, args []string) error {
-	cfg, err := m.parseGo(args)
+	prog, own := m.Program, m.Program != nil
+	if !own {
+		prog = StarterFlow
+	}
+	cfg, err := m.parseGo(args, own)
 	if err != nil {
 		return err
 	}
@@ -19,18 +23,20 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 	if err := m.ensureCredentials(ctx, ui); err != nil {
 		return err
 	}
-	flow := m.Flow
-	if flow == nil {
-		flow = StarterFlow
-	}
-	if flow == nil {
+	if prog == nil {
 		return ErrNotWired
 	}
-	return flow(ctx, cfg, ui)
+	wf, err := prog(ctx, cfg, ui)
+	if err != nil {
+		return err
+	}
+	return Drive(ctx, wf, cfg, ui)
 }
 
-// parseGo parses and validates go's command line into a Config.
-func (m *Command) parseGo(args []string) (Config, error) {
+// parseGo parses and validates go's command line into a Config. own is a
+// workflow program's command line: the original's `run` defaults (trim off
+// unless -T; -W gives a workflow without a workbench one).
+func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	var g globals
 	cfg := Config{MaxAsks: -1, Rounds: 3, AskTimeout: human.DefaultTimeout}
 	fs := newFlagSet("go")
@@ -55,7 +61,7 @@ func (m *Command) parseGo(args []string) (Config, error) {
 	if err := g.checkLang(); err != nil {
 		return cfg, err
 	}
-	if g.workbench {
+	if g.workbench && !own {
 		return cfg, usageErrorf("-W/--workbench is for `run` and `once`: `go` always keeps its workbench in <workspace>/.flower; drop -W")
 	}
 	switch {
@@ -66,7 +72,8 @@ func (m *Command) parseGo(args []string) (Config, error) {
 	case cfg.MaxAsks < -1:
 		return cfg, usageErrorf("--asks %d: give 0 (no questions), a quota N, or -1 (unlimited, the default)", cfg.MaxAsks)
 	}
-	if cfg.Trim, err = g.trimFor(true); err != nil {
+	cfg.Workbench = g.workbench
+	if cfg.Trim, err = g.trimFor(!own); err != nil {
 		return cfg, err
 	}
 	if cfg.Notify == "" {

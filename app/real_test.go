@@ -282,8 +282,27 @@ func manifestErrors(t *testing.T, path string) []string {
 
 func TestSIGTERMLeavesAKilledBySignalRowAndDiesByTheSignal(t *testing.T) {
 	cmd, manifest, _ := startSlowOnce(t)
+	clis := childPIDs(cmd.Process.Pid)
+	if len(clis) == 0 {
+		t.Fatal("no CLI child to watch")
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	st := waitExit(t, cmd)
+	// The CLIs die with it: none is left to finish a request.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		alive := 0
+		for _, pid := range clis {
+			if syscall.Kill(pid, 0) == nil {
+				alive++
+			}
+		}
+		if alive == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d CLI processes outlived flower", alive)
+		}
+	}
 	ws, ok := st.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
 		t.Errorf("flower should die by SIGTERM, got %v", st)

@@ -6,10 +6,10 @@ import (
 
 // runRun is `flower run`. Python's flower imported a module:attr at run
 // time; Go cannot load code that way, so a workflow of your own is a Go
-// program whose main is app.Main(yourFlow): it then takes this whole
+// program whose main is app.Main(workflow) or app.MainFunc(build): it then takes this whole
 // command line (flower's `go` flags, credentials, screen, exit codes).
 func (m *Command) runRun(ctx context.Context, args []string) error {
-	if m.Flow != nil {
+	if m.Program != nil {
 		return m.runGo(ctx, args)
 	}
 	for _, a := range args {
@@ -27,14 +27,18 @@ const runExample = `    package main
         "context"
         "os"
 
+        "github.com/flowerrun/flower"
         "github.com/flowerrun/flower/app"
     )
 
-    func myFlow(ctx context.Context, cfg app.Config, ui *app.UI) error {
-        // build a flower.Runtime in cfg.Workspace / cfg.RunDir and run your steps
-        return nil
+    func build(ctx context.Context, cfg app.Config, ui *app.UI) (*flower.Workflow, error) {
+        spec := flower.AgentSpec{Name: "coder", AllowedTools: []string{"Read", "Edit", "Bash"}}
+        return &flower.Workflow{Steps: []flower.Step{
+            {Name: "plan", Spec: spec, Prompt: flower.Text("Plan, do not edit: " + cfg.Request)},
+            {Name: "build", Spec: spec, ResumeFrom: "plan", Prompt: flower.Text("Now do it.")},
+        }}, nil
     }
 
-    func main() { os.Exit(app.Main(myFlow)) }
+    func main() { os.Exit(app.MainFunc(build)) }
 
-then: go run . "build X" --rounds 2 -w ./repo`
+then: go run . -w ./repo "add a --json flag"   (examples/ownflow is this program)`

@@ -53,9 +53,9 @@ func (h *hooks) runRescue() {
 
 // watchSignals is the one signal handler. Ctrl-C: the interrupt hook the
 // first time when one is set, else cancel ctx with errQuit (the command
-// rescues and exits 130). SIGTERM and SIGHUP: rescue, restore the default
-// action and re-raise, so that flower dies by the signal as its parent
-// expects. It returns the function that stops it.
+// rescues and exits 130). SIGTERM and SIGHUP: rescue, end the CLIs, restore
+// the default action and re-raise, so that flower dies by the signal as its
+// parent expects. It returns the function that stops it.
 func (m *Command) watchSignals(cancel context.CancelCauseFunc) (stop func()) {
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -82,6 +82,7 @@ func (m *Command) watchSignals(cancel context.CancelCauseFunc) (stop func()) {
 					continue
 				}
 				m.hooks.runRescue()
+				signalChildren(syscall.SIGTERM)
 				signal.Reset(sig)
 				_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
 			}

@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/workbench"
+)
+
+// RuntimeOptions are the Runtime's options for cfg: run directory,
+// language, trim, handoff (window, or off), whole-run budget, and the
+// workbench: the workflow's (always beating -W), else -W's
+// <run_dir>/workbench, else the Runtime's default.
+func (cfg Config) RuntimeOptions(wf *flower.Workflow) []flower.Option {
+	opts := []flower.Option{
+		flower.WithRunDir(cfg.RunDir),
+		flower.WithTrim(store.TrimPolicy{Disabled: !cfg.Trim}),
+		flower.WithHandoff(flower.HandoffPolicy{Disabled: cfg.NoHandoff, Window: cfg.Window}),
+	}
+	if cfg.Lang != "" {
+		opts = append(opts, flower.WithLanguage(flower.Lang(cfg.Lang)))
+	}
+	if cfg.BudgetUSD > 0 {
+		opts = append(opts, flower.WithBudget(cfg.BudgetUSD))
+	}
+	switch {
+	case wf != nil && wf.Workbench != nil:
+		opts = append(opts, flower.WithWorkbench(wf.Workbench))
+	case cfg.Workbench:
+		wb := &workbench.Workbench{Workspace: cfg.Workspace, Home: filepath.Join(cfg.RunDir, "workbench"), Texts: workbench.TextsFor(cfg.Lang)}
+		if wf != nil {
+			wf.Workbench = wb
+		}
+		opts = append(opts, flower.WithWorkbench(wb))
+	}
+	return opts
+}
+
+// Drive runs wf on a Runtime made from cfg and renders it: step rules, the
+// agents' lines, the human channel's questions (and its file front end for
+// `flower reply`, and --notify), the closing line with the total cost and
+// the manifest. A workflow that stopped at a step returns the error that
+// names it (exit 1).
+func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
+	rt, err := flower.New(cfg.Workspace, cfg.RuntimeOptions(wf)...)
+	if err != nil {
+		return fmt.Errorf("%w\ncheck that the workspace and the run directory are writable (-w DIR, -r DIR)", err)
+	}
+	defer rt.Close()
+	ui.OnRescue(rt.Rescue)
+	if cfg.Verbose {
+		ui.Printf("- workspace %s · run dir %s", cfg.Workspace, cfg.RunDir)
+		for _, l := range flower.DescribeCredentials() {
+			ui.Printf("- %s", l)
+		}
+	}
+	r := NewRenderer(ui, cfg.Verbose)
+	notifier := NewNotifier(cfg.Notify, cfg.Workspace, cfg.RunDir, func(err error) {
+		ui.Screen.Line(screen.Yellow, "! "+err.Error())
+	})
+	defer notifier.Close()
+	sink := func(e event.Event) {
+		if e.Kind == event.Step {
+			ui.Screen.Line(screen.Cyan, StepRule(ui.Lang, e.Text, e.Int("index"), e.Int("total"), e.Bool("resumed"), e.Int("woke"), ui.Screen.Width()))
+			return
+		}
+		r.Event(e)
+		notifier.Event(e)
+	}
+	var wg sync.WaitGroup
+	sctx, stop := context.WithCancel(ctx)
+	defer func() { stop(); wg.Wait() }()
+	if ch, ok := wf.Channel.(*human.Channel); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := human.ServeFiles(sctx, ch, ReplyDir(cfg.RunDir)); err != nil {
+				ui.Screen.Line(screen.Yellow, "! flower reply will not reach this run: "+err.Error())
+			}
+		}()
+	}
+	wctx, err := wf.Run(ctx, rt, sink, nil)
+	ui.Screen.Line(screen.Plain, Closing(ui.Lang, rt.TotalCost(), rt.ManifestPath()))
+	if err != nil {
+		return err
+	}
+	if step, failed := wctx.FailedAt(); failed {
+		msg := fmt.Sprintf(ui.T("aborted"), step)
+		if why, ok := wctx.Aborted(); ok {
+			msg += ": " + why
+		} else if res, ok := wctx.Result(step); ok && res.Error != "" {
+			msg += ": " + firstLine(res.Error)
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	return nil
+}
+
+// StepRule is a step's header: "== <name> ====…  i/total", with the wake
+// note when the step continues its session.
+func StepRule(lang, name string, i, total int, resumed bool, woke, width int) string {
+	if width <= 0 {
+		width = screen.MaxWidth
+	}
+	tail := fmt.Sprintf("  %d/%d", i, total)
+	if resumed {
+		tail += fmt.Sprintf(text(lang, "stepResumed"), max(woke, 1))
+	}
+	head := "== " + name + " "
+	fill := max(4, width-screen.Columns(head)-screen.Columns(tail))
+	return head + strings.Repeat("=", fill) + tail
+}
+
+// Closing is the last line of go and run: this process's total cost and
+// the manifest's absolute path.
+func Closing(lang string, total float64, manifest string) string {
+	if abs, err := filepath.Abs(manifest); err == nil {
+		manifest = abs
+	}
+	return fmt.Sprintf(text(lang, "closing"), total, manifest)
+}
+
+// WakeBanner is the line a continuing run starts with: where, whether the
+// brief is confirmed, the goal's checks (when any), the work session's
+// last context (when known) and which wake this is.
+func WakeBanner(lang, workspace, home string, briefDone bool, goalChecks, workContext, wake int) string {
+	where := workspace
+	if home != "" && (where == home || strings.HasPrefix(where, home+string(filepath.Separator))) {
+		where = "~" + strings.TrimPrefix(where, home)
+	}
+	var parts []string
+	if briefDone {
+		parts = append(parts, text(lang, "briefDone"))
+	}
+	if goalChecks > 0 {
+		parts = append(parts, fmt.Sprintf(text(lang, "goalN"), goalChecks))
+	}
+	if workContext > 0 {
+		parts = append(parts, fmt.Sprintf(text(lang, "workContext"), Tokens(workContext)))
+	}
+	parts = append(parts, fmt.Sprintf(text(lang, "wakeN"), wake))
+	return fmt.Sprintf(text(lang, "wakeBanner"), where, strings.Join(parts, " · "))
+}
