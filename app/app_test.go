@@ -18,19 +18,21 @@ import (
 
 // flowerBin is the command, built once for the tests that run it as a
 // process.
-var flowerBin string
+var flowerBin, ownflowBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "flower-bin-")
 	if err != nil {
 		panic(err)
 	}
-	flowerBin = filepath.Join(dir, "flower")
-	build := exec.Command("go", "build", "-o", flowerBin, "github.com/flowerrun/flower/cmd/flower")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		os.RemoveAll(dir)
-		panic("building cmd/flower: " + err.Error())
+	flowerBin, ownflowBin = filepath.Join(dir, "flower"), filepath.Join(dir, "ownflow")
+	for bin, pkg := range map[string]string{flowerBin: "cmd/flower", ownflowBin: "examples/ownflow"} {
+		build := exec.Command("go", "build", "-o", bin, "github.com/flowerrun/flower/"+pkg)
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			os.RemoveAll(dir)
+			panic("building " + pkg + ": " + err.Error())
+		}
 	}
 	code := 0
 	func() {

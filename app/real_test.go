@@ -326,3 +326,49 @@ func TestCtrlCOnOnceExits130InOneLine(t *testing.T) {
 		t.Errorf("the interrupted step must be in the manifest: %q", errs)
 	}
 }
+
+func TestAWorkflowProgramGetsTheSameCommandLine(t *testing.T) {
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		switch {
+		case r.MaxTokens == 16:
+			return claudetest.Say("hi")
+		case r.HasText("Now make the change"):
+			return claudetest.Say("made the change")
+		}
+		return claudetest.Say("the plan: one flag")
+	})
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ownflowBin, "-w", ws, "--lang", "en", "add a --json flag", "--budget", "5")
+	cmd.Env = binEnv(t, srv)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ownflow: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	manifest := filepath.Join(ws, "runs", "manifest.json")
+	for _, want := range []string{"== plan ", "  1/2", "the plan: one flag", "== build ", "  2/2", "made the change", "+ Done", "Total cost $", "manifest " + manifest} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, out)
+		}
+	}
+	if errs := manifestErrors(t, manifest); len(errs) != 2 || errs[0] != "" || errs[1] != "" {
+		t.Errorf("manifest errors %q", errs)
+	}
+	// The second step resumed the first one's session: its request holds the plan.
+	resumed := false
+	for _, r := range srv.Requests() {
+		resumed = resumed || (r.HasText("Now make the change") && r.HasText("the plan: one flag"))
+	}
+	if !resumed {
+		t.Error("build did not continue plan's session")
+	}
+	// Bad input is refused the same way as flower's.
+	bad := exec.Command(ownflowBin, "-w", ws, "--window", "-3", "x")
+	bad.Env = cmd.Env
+	if out, err := bad.CombinedOutput(); !strings.Contains(string(out), "--window -3") || bad.ProcessState.ExitCode() != ExitUsage {
+		t.Errorf("ownflow --window -3: %v %s", err, out)
+	}
+}
