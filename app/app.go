@@ -60,6 +60,7 @@ type UI struct {
 	// Lang is the language of flower's own lines.
 	Lang string
 
+	in    *pollReader
 	lines *bufio.Reader
 	hooks *hooks
 }

@@ -67,6 +67,8 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		ui.Screen.Line(screen.Yellow, "! "+err.Error())
 	})
 	defer notifier.Close()
+	aside := NewAside(ctx, ui, cfg, rt.Workbench())
+	var console *Console
 	sink := func(e event.Event) {
 		if e.Kind == event.Step {
 			ui.Screen.Line(screen.Cyan, StepRule(ui.Lang, e.Text, e.Int("index"), e.Int("total"), e.Bool("resumed"), e.Int("woke"), ui.Screen.Width()))
@@ -74,12 +76,31 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		}
 		r.Event(e)
 		notifier.Event(e)
+		aside.Event(e)
+		if console != nil {
+			console.Event(e)
+		}
 	}
 	var wg sync.WaitGroup
 	sctx, stop := context.WithCancel(ctx)
-	defer func() { stop(); wg.Wait() }()
+	defer stop()
 	if ch, ok := wf.Channel.(*human.Channel); ok {
-		wg.Add(1)
+		console = NewConsole(ui, ch, aside.Ask, func(words string) {
+			if words != "" && rt.Interrupt(words) {
+				ui.Screen.Line(screen.Yellow, ui.T("interrupted"))
+			}
+		})
+		if ui.Interactive {
+			ui.OnInterrupt(console.Interrupted)
+			defer ui.OnInterrupt(nil)
+		} else if ch.Timeout() > 0 {
+			ui.Screen.Line(screen.Yellow, ui.T("noTTY"))
+		}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			console.Run(sctx)
+		}()
 		go func() {
 			defer wg.Done()
 			if err := human.ServeFiles(sctx, ch, ReplyDir(cfg.RunDir)); err != nil {
@@ -88,6 +109,9 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		}()
 	}
 	wctx, err := wf.Run(ctx, rt, sink, nil)
+	stop()
+	wg.Wait()
+	aside.Wait()
 	ui.Screen.Line(screen.Plain, Closing(ui.Lang, rt.TotalCost(), rt.ManifestPath()))
 	if err != nil {
 		return err

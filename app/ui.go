@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,8 @@ func (m *Command) newUI(lang string) *UI {
 	if f, ok := m.Stdin.(*os.File); ok {
 		ui.Interactive = screen.IsTerminal(int(f.Fd()))
 	}
-	ui.lines = bufio.NewReader(m.Stdin)
+	ui.in = newPollReader(m.Stdin)
+	ui.lines = bufio.NewReader(ui.in)
 	return ui
 }
 
@@ -33,6 +35,13 @@ func (ui *UI) ReadLine(prompt string) (string, error) {
 		ui.Screen.SetPrompt(prompt)
 		defer ui.Screen.SetPrompt("")
 	}
+	return ui.readLineCtx(context.Background())
+}
+
+// readLineCtx reads one line, giving up when ctx ends.
+func (ui *UI) readLineCtx(ctx context.Context) (string, error) {
+	ui.in.setContext(ctx)
+	defer ui.in.setContext(context.Background())
 	line, err := ui.lines.ReadString('\n')
 	if err != nil && (err != io.EOF || line == "") {
 		return "", err

@@ -1,0 +1,224 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/screen"
+	"golang.org/x/sys/unix"
+)
+
+// Console reads the human's lines during a run, all the time, so that text
+// typed while the agents work is never taken as the next answer, and routes
+// each line:
+//
+//	typed        a question waits          none waits
+//	empty        declined (it judges)      nothing
+//	?… or ？…    a side question           a side question
+//	1..n         that choice               sent to the inbox
+//	other        the answer                sent to the inbox, with a receipt
+//	end of input the question declined, and every later one settled at once
+//
+// After a Ctrl-C (Interrupted) the next line is the words the round resumes
+// with.
+type Console struct {
+	ui        *UI
+	ch        *human.Channel
+	oracle    func(question string)
+	interrupt func(words string)
+
+	mu           sync.Mutex
+	closed       bool // the input ended
+	interrupting bool
+}
+
+// NewConsole routes ui's lines to ch; oracle answers "?" lines (nil: none
+// in this run) and interrupt takes the words typed after a Ctrl-C.
+func NewConsole(ui *UI, ch *human.Channel, oracle func(string), interrupt func(string)) *Console {
+	return &Console{ui: ui, ch: ch, oracle: oracle, interrupt: interrupt}
+}
+
+// Event follows the channel's questions: the prompt says whether a line
+// answers, and once the input has ended a new question is settled at once.
+func (c *Console) Event(e event.Event) {
+	if e.Kind != event.Ask || e.Str("kind") == "mail" {
+		return
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed && human.State(e.Str("state")) == human.Asked {
+		// The callback may call the channel; Decline settles the ask
+		// the model is waiting on.
+		go c.ch.Decline(e.Str("id"), c.ui.T("inputClosed"))
+		return
+	}
+	c.prompt()
+}
+
+func (c *Console) prompt() {
+	if !c.ui.Interactive {
+		return
+	}
+	if len(c.ch.Pending()) > 0 {
+		c.ui.Screen.SetPrompt(c.ui.T("answerPrompt"))
+	} else {
+		c.ui.Screen.SetPrompt(c.ui.T("idlePrompt"))
+	}
+}
+
+// Interrupted is the first Ctrl-C: say what happened and take the next line
+// as the words to resume with.
+func (c *Console) Interrupted() {
+	c.mu.Lock()
+	c.interrupting = true
+	c.mu.Unlock()
+	lines := []string{c.ui.T("interrupted"), c.ui.T("interruptAsk")}
+	if n := len(c.ch.Pending()); n > 0 {
+		lines = append(lines, fmt.Sprintf(c.ui.T("stillPending"), n))
+	}
+	c.ui.Screen.Block(screen.Yellow, lines...)
+	if c.ui.Interactive {
+		c.ui.Screen.SetPrompt("> ")
+	}
+}
+
+// Run reads lines until ctx ends or the input does.
+func (c *Console) Run(ctx context.Context) {
+	c.prompt()
+	defer c.ui.Screen.SetPrompt("")
+	for {
+		line, err := c.ui.readLineCtx(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.inputEnded()
+			}
+			return
+		}
+		c.Route(line)
+	}
+}
+
+// inputEnded settles the waiting questions and every later one.
+func (c *Console) inputEnded() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	for _, a := range c.ch.Pending() {
+		c.ch.Decline(a.ID, c.ui.T("inputClosed"))
+	}
+	c.ui.Screen.Line(screen.Yellow, c.ui.T("inputClosedNote"))
+}
+
+// Route acts on one typed line.
+func (c *Console) Route(line string) {
+	text := strings.TrimSpace(line)
+	c.mu.Lock()
+	interrupting := c.interrupting
+	c.interrupting = false
+	c.mu.Unlock()
+	defer c.prompt()
+	if interrupting {
+		if c.interrupt != nil {
+			c.interrupt(text)
+		}
+		return
+	}
+	if q, ok := cutOraclePrefix(text); ok {
+		if q == "" {
+			return
+		}
+		if c.oracle == nil {
+			c.ui.Screen.Line(screen.Dim, "  "+c.ui.T("noOracle"))
+			return
+		}
+		c.oracle(q)
+		return
+	}
+	if pending := c.ch.Pending(); len(pending) > 0 {
+		a := pending[0]
+		if text == "" {
+			c.ch.Decline(a.ID, "")
+			return
+		}
+		if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(a.Options) {
+			text = a.Options[n-1]
+		}
+		c.ch.Answer(a.ID, text)
+		return
+	}
+	if text == "" {
+		return
+	}
+	if m, ok := c.ch.Send(text); ok {
+		key := "received"
+		if !m.Amended {
+			key = "receivedNoDoc"
+		}
+		c.ui.Screen.Line(screen.Green, "  "+c.ui.T(key))
+	}
+}
+
+// cutOraclePrefix reports a side question: a line starting with ? or the
+// full-width ？ that Chinese input methods type by default.
+func cutOraclePrefix(s string) (string, bool) {
+	for _, p := range []string{"?", "？"} {
+		if rest, ok := strings.CutPrefix(s, p); ok {
+			return strings.TrimSpace(rest), true
+		}
+	}
+	return "", false
+}
+
+// pollReader reads a file only once poll says it is readable, looking at
+// ctx every 200 ms, so that a reader of the terminal stops with its owner
+// instead of blocking in read(2) for ever. Other readers are read as is.
+type pollReader struct {
+	r   io.Reader
+	fd  int
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func newPollReader(r io.Reader) *pollReader {
+	p := &pollReader{r: r, fd: -1, ctx: context.Background()}
+	if f, ok := r.(*os.File); ok {
+		p.fd = int(f.Fd())
+	}
+	return p
+}
+
+func (p *pollReader) setContext(ctx context.Context) {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+}
+
+func (p *pollReader) Read(b []byte) (int, error) {
+	if p.fd < 0 {
+		return p.r.Read(b)
+	}
+	for {
+		p.mu.Lock()
+		ctx := p.ctx
+		p.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int((200 * time.Millisecond).Milliseconds()))
+		if err == unix.EINTR || (err == nil && n == 0) {
+			continue
+		}
+		// Readable, at its end, or not pollable at all: read.
+		return p.r.Read(b)
+	}
+}
