@@ -164,7 +164,7 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 	default:
 		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
 	}
-	if errors.Is(context.Cause(ctx), errQuit) {
+	if errors.Is(context.Cause(ctx), errQuit) && !errors.Is(err, errCancelled) {
 		// Quit by Ctrl-C: whatever the command returned, the step in
 		// flight is rescued and the exit says so in one line.
 		m.hooks.runRescue()

@@ -113,7 +113,9 @@ func TestConsoleRoutesEachLine(t *testing.T) {
 	if m := ch.PendingMail(); m[0].Text != "also add tests" {
 		t.Errorf("inbox: %+v", m)
 	}
-	eventually(t, "the receipt", func() bool { return strings.Contains(out.String(), "+ 收到 (它下次查收件箱时会看到;已追加进确认书)") })
+	eventually(t, "the receipt", func() bool {
+		return strings.Contains(out.String(), "+ 收到 (它下次查收件箱时会看到;已追加进确认书)")
+	})
 }
 
 func TestConsoleEndOfInputSettlesEveryQuestionAtOnce(t *testing.T) {

@@ -86,7 +86,12 @@ type ptyRun struct {
 
 func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
 	t.Helper()
-	cmd := exec.Command(flowerBin, args...)
+	return startPTYBin(t, flowerBin, env, args...)
+}
+
+func startPTYBin(t *testing.T, bin string, env []string, args ...string) *ptyRun {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir = env, t.TempDir()
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
@@ -118,7 +123,7 @@ func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
 // expect waits until the output holds s.
 func (p *ptyRun) expect(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		p.mu.Lock()
 		ok := strings.Contains(p.out.String(), s)
@@ -370,5 +375,86 @@ func TestAWorkflowProgramGetsTheSameCommandLine(t *testing.T) {
 	bad.Env = cmd.Env
 	if out, err := bad.CombinedOutput(); !strings.Contains(string(out), "--window -3") || bad.ProcessState.ExitCode() != ExitUsage {
 		t.Errorf("ownflow --window -3: %v %s", err, out)
+	}
+}
+
+// ownflowServer answers the probe and every step.
+func ownflowServer(t *testing.T) *claudetest.Server {
+	return claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.MaxTokens == 16 {
+			return claudetest.Say("hi")
+		}
+		return claudetest.Say("step done")
+	})
+}
+
+func TestBareProgramAsksForTheRequestOnATerminal(t *testing.T) {
+	srv := ownflowServer(t)
+	p := startPTYBin(t, ownflowBin, binEnv(t, srv), "-w", t.TempDir())
+	p.expect(t, "要做什么? 一句话就够,回车开始(Ctrl-C 退出)")
+	p.expect(t, "> ")
+	io.WriteString(p.tty, "add a --json flag; keep 'quotes' and $HOME as typed\r")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.out.String())
+	}
+	p.expect(t, "总花费 $")
+	typed := false
+	for _, r := range srv.Requests() {
+		typed = typed || r.HasText("add a --json flag; keep 'quotes' and $HOME as typed")
+	}
+	if !typed {
+		t.Error("the typed line did not reach the model as typed")
+	}
+}
+
+func TestBareProgramCtrlDAtThePromptCancels(t *testing.T) {
+	p := startPTYBin(t, ownflowBin, binEnv(t, ownflowServer(t)), "-w", t.TempDir())
+	p.expect(t, "要做什么?")
+	p.expect(t, "> ")
+	p.tty.Write([]byte{4})
+	if code := p.wait(t); code != ExitFailure {
+		t.Fatalf("Ctrl-D: exit %d", code)
+	}
+	p.expect(t, "已取消")
+}
+
+func TestPipedRequestRunsWithoutAHeader(t *testing.T) {
+	srv := ownflowServer(t)
+	cmd := exec.Command(ownflowBin, "-w", t.TempDir())
+	cmd.Env = binEnv(t, srv)
+	cmd.Stdin = strings.NewReader("build X\nwith two lines\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "要做什么") {
+		t.Errorf("a header on a pipe:\n%s", out)
+	}
+	found := false
+	for _, r := range srv.Requests() {
+		found = found || r.HasText("build X\nwith two lines")
+	}
+	if !found {
+		t.Error("the piped request did not reach the model")
+	}
+	empty := exec.Command(ownflowBin, "-w", t.TempDir())
+	empty.Env = binEnv(t, srv)
+	empty.Stdin = strings.NewReader("  \n")
+	if out, _ := empty.CombinedOutput(); empty.ProcessState.ExitCode() != ExitFailure || !strings.Contains(string(out), "诉求是空的") {
+		t.Errorf("an empty piped request: exit %d %s", empty.ProcessState.ExitCode(), out)
+	}
+}
+
+func TestBareProgramCtrlCAtThePromptCancels(t *testing.T) {
+	p := startPTYBin(t, ownflowBin, binEnv(t, ownflowServer(t)), "-w", t.TempDir())
+	p.expect(t, "要做什么?")
+	p.expect(t, "> ")
+	p.tty.Write([]byte{3})
+	if code := p.wait(t); code != ExitFailure {
+		t.Fatalf("Ctrl-C at the prompt: exit %d", code)
+	}
+	p.expect(t, "已取消")
+	if strings.Contains(p.out.String(), "goroutine") {
+		t.Errorf("a trace:\n%s", p.out.String())
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -56,3 +57,74 @@ func (ui *UI) Printf(format string, a ...any) {
 
 // T is flower's fixed text key in the UI's language.
 func (ui *UI) T(key string) string { return text(ui.Lang, key) }
+
+// Request is what the human typed at the start prompt.
+type Request struct {
+	// Text is the request; "" with Continue.
+	Text string
+	// Continue: Enter on a waking run, carry on where it stopped.
+	Continue bool
+	// New: /new, archive the last brief, goal and lineage, then ask again
+	// (AskRequest with waking false).
+	New bool
+}
+
+// errCancelled is Ctrl-C or Ctrl-D at the start prompt: exit 1, 已取消.
+var errCancelled = errors.New("flower: cancelled at the prompt")
+
+// AskRequest asks for the request, as bare `flower` does: on a terminal
+// with the start (or, waking, the continue) header and a "> " prompt, the
+// line read as typed, no shell parsing; from a pipe the whole input is the
+// request, with no header. Ctrl-C or Ctrl-D cancels (exit 1); an empty
+// request is an error unless waking, where it means continue.
+func (ui *UI) AskRequest(ctx context.Context, waking bool) (Request, error) {
+	var text string
+	if ui.Interactive {
+		head := "start"
+		if waking {
+			head = "wake"
+		}
+		ui.Screen.Line(screen.Plain, ui.T(head))
+		ui.Screen.SetPrompt("> ")
+		line, err := ui.readLineCtx(ctx)
+		ui.Screen.SetPrompt("")
+		if err != nil {
+			return Request{}, &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("cancelled"), silentWrap{errCancelled})}
+		}
+		text = line
+	} else {
+		data, err := io.ReadAll(&ctxReader{ctx: ctx, ui: ui})
+		if err != nil && len(data) == 0 {
+			return Request{}, &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("cancelled"), silentWrap{errCancelled})}
+		}
+		text = string(data)
+	}
+	text = strings.TrimSpace(text)
+	switch {
+	case text == "/new":
+		return Request{New: true}, nil
+	case text == "" && waking:
+		return Request{Continue: true}, nil
+	case text == "":
+		return Request{}, &exitError{code: ExitFailure, err: errorText(ui.Lang, "empty")}
+	}
+	return Request{Text: text}, nil
+}
+
+// ctxReader reads the UI's input until ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	ui  *UI
+}
+
+func (r *ctxReader) Read(p []byte) (int, error) {
+	r.ui.in.setContext(r.ctx)
+	defer r.ui.in.setContext(context.Background())
+	return r.ui.lines.Read(p)
+}
+
+// silentWrap carries an error for errors.Is without adding to the message.
+type silentWrap struct{ err error }
+
+func (s silentWrap) Error() string { return "" }
+func (s silentWrap) Unwrap() error { return s.err }

@@ -3,6 +3,7 @@
 // the work. It takes flower's whole command line:
 //
 //	go run ./examples/ownflow -w ./repo "add a --json flag" --budget 5
+//	go run ./examples/ownflow -w ./repo          (asks for the request)
 package main
 
 import (
@@ -14,6 +15,14 @@ import (
 )
 
 func build(ctx context.Context, cfg app.Config, ui *app.UI) (*flower.Workflow, error) {
+	if cfg.Request == "" {
+		// Bare `ownflow`: ask, as bare `flower` does.
+		req, err := ui.AskRequest(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Request = req.Text
+	}
 	spec := flower.AgentSpec{Name: "coder", AllowedTools: []string{"Read", "Glob", "Grep", "Edit", "Write", "Bash"}, PermissionMode: "acceptEdits"}
 	return &flower.Workflow{Steps: []flower.Step{
 		{Name: "plan", Spec: spec, Prompt: flower.Text("Plan the change, do not edit yet: " + cfg.Request)},
