@@ -85,6 +85,9 @@ func TestRewriteInsertsGoUnlessASubcommandComesFirst(t *testing.T) {
 
 func TestGoFlagsHaveTheirSemantics(t *testing.T) {
 	ws := t.TempDir()
+	if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
 	m := &Command{Stdout: &bytes.Buffer{}, Getenv: func(string) string { return "" }}
 	cfg, err := m.parseGo([]string{"-w", ws, "build", "X", "--asks", "2", "--rounds=5", "--no-goal", "--judge-can-run",
 		"--timeout", "0", "--isolate", "--window", "200000", "--no-handoff", "--new", "--clarify-only", "--no-trim",
@@ -139,6 +142,7 @@ func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
 		{[]string{"--lang", "fr", "x"}, ExitUsage, "--lang en"},
 		{[]string{"-W", "x"}, ExitUsage, "drop -W"},
 		{[]string{"-T", "--no-trim", "x"}, ExitUsage, "give one"},
+		{[]string{"--isolate", "x"}, ExitFailure, "git init"},
 		{[]string{"   "}, ExitFailure, "诉求是空的"},
 		{[]string{"--lang", "en", " \t "}, ExitFailure, "The request is empty"},
 		{[]string{"once", "-p", "yolo", "hi"}, ExitUsage, "acceptEdits"},

@@ -130,6 +130,8 @@ func (c *Console) Route(line string) {
 		if c.interrupt != nil {
 			c.interrupt(text)
 		}
+		// The words are given: the next Ctrl-C is a first one again.
+		c.ui.hooks.rearm()
 		return
 	}
 	if q, ok := cutOraclePrefix(text); ok {

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
 	"strings"
 
 	"github.com/flowerrun/flower/human"
@@ -88,6 +90,11 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	}
 	if cfg.Workspace, cfg.RunDir, err = g.resolve(); err != nil {
 		return cfg, err
+	}
+	if cfg.Isolate {
+		if out, err := exec.Command("git", "-C", cfg.Workspace, "rev-parse", "--git-dir").CombinedOutput(); err != nil {
+			return cfg, fmt.Errorf("--isolate gives each worker a git worktree, and %s is not in a git repository (%s)\nrun `git init` there, or drop --isolate", cfg.Workspace, strings.TrimSpace(string(out)))
+		}
 	}
 	return cfg, nil
 }

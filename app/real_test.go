@@ -458,3 +458,15 @@ func TestBareProgramCtrlCAtThePromptCancels(t *testing.T) {
 		t.Errorf("a trace:\n%s", p.out.String())
 	}
 }
+
+func TestARunDirThatCannotBeWrittenSaysSo(t *testing.T) {
+	srv := ownflowServer(t)
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	os.WriteFile(file, nil, 0o600)
+	cmd := exec.Command(flowerBin, "-w", t.TempDir(), "-r", filepath.Join(file, "runs"), "once", "hi")
+	cmd.Env = binEnv(t, srv)
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != ExitFailure || !strings.Contains(string(out), "writable (-w DIR, -r DIR)") {
+		t.Errorf("exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+}

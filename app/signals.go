@@ -42,6 +42,16 @@ func (ui *UI) OnRescue(fn func()) {
 	ui.hooks.rescue = append(ui.hooks.rescue, fn)
 }
 
+// rearm makes the next Ctrl-C a first one.
+func (h *hooks) rearm() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	h.presses = 0
+	h.mu.Unlock()
+}
+
 func (h *hooks) runRescue() {
 	h.mu.Lock()
 	fns := append([]func(){}, h.rescue...)
