@@ -224,3 +224,8 @@ func clipRunes(s string, n int) string {
 	}
 	return string(r[:n]) + "…"
 }
+
+// reconfigure runs the wizard after a run failed on its credentials.
+func reconfigure(ctx context.Context, ui *UI) error {
+	return (&Command{}).wizard(ctx, ui, ui.T("reconfigure"), false)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -118,15 +119,30 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	}
 	if step, failed := wctx.FailedAt(); failed {
 		msg := fmt.Sprintf(ui.T("aborted"), step)
+		res, _ := wctx.Result(step)
 		if why, ok := wctx.Aborted(); ok {
 			msg += ": " + why
-		} else if res, ok := wctx.Result(step); ok && res.Error != "" {
+		} else if res.Error != "" {
 			msg += ": " + firstLine(res.Error)
+		}
+		if looksLikeBadCredentials(res.Error) && ui.Interactive {
+			// One offer to reconfigure, then the same command again
+			// continues where this one stopped.
+			ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("badCreds"), clipRunes(res.Error, 120)))
+			if err := reconfigure(ctx, ui); err != nil {
+				return err
+			}
+			return errorText(ui.Lang, "reconfigured")
 		}
 		return fmt.Errorf("%s", msg)
 	}
 	return nil
 }
+
+var badCredentials = regexp.MustCompile(`(?i)401|invalid[_ ]?api[_ ]?key|authentication|unauthorized|无效.*(key|token|密钥)`)
+
+// looksLikeBadCredentials is the original's test of a failed step's error.
+func looksLikeBadCredentials(s string) bool { return s != "" && badCredentials.MatchString(s) }
 
 // StepRule is a step's header: "== <name> ====…  i/total", with the wake
 // note when the step continues its session.

@@ -75,3 +75,18 @@ func TestQuestionStatesOnScreen(t *testing.T) {
 		t.Errorf("question states:\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+func TestBadCredentialsAreRecognized(t *testing.T) {
+	for s, want := range map[string]bool{
+		"API Error: 401 {\"type\":\"authentication_error\"}": true,
+		"Invalid API key · Please run /login":                true,
+		"invalid_api_key":                                    true,
+		"token 无效,请检查 key":                                   true,
+		"API Error: 529 overloaded":                          false,
+		"":                                                   false,
+	} {
+		if got := looksLikeBadCredentials(s); got != want {
+			t.Errorf("%q: %v, want %v", s, got, want)
+		}
+	}
+}

@@ -49,6 +49,8 @@ var texts = map[string][2]string{
 	"probeConfig":     {"! 网关地址或模型名不对:%s", "! Wrong gateway address or model name: %s"},
 	"authNoTTY":       {"凭证被拒,且无法交互配置。跑 `flower setup` 重配。", "The credentials were rejected and there is no terminal to reconfigure. Run `flower setup` to set them again."},
 	"configNoTTY":     {"网关地址或模型名不对,且无法交互配置。跑 `flower setup` 重配。", "The gateway address or model name is wrong and there is no terminal to reconfigure. Run `flower setup` to set them again."},
+	"badCreds":        {"! 看起来是凭证不对:%s", "! The credentials look wrong: %s"},
+	"reconfigured":    {"配好了。再跑一次刚才的命令 —— 同一目录会接着上次。", "Configured. Run the same command again — in the same directory it continues where it stopped."},
 	"reconfigure":     {"重新配一下,配完立刻再验。", "Set them again; they are checked right after."},
 	"firstRun":        {"第一次用?给一次凭证就行。", "First time? Give the credentials once."},
 	"setupAgain":      {"重新配置。", "Reconfiguring."},
