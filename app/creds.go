@@ -32,7 +32,7 @@ func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
 		if !ui.Interactive {
 			return err
 		}
-		if err := m.wizard(ctx, ui, ui.T("firstRun"), false); err != nil {
+		if err := wizard(ctx, ui, ui.T("firstRun"), false); err != nil {
 			return err
 		}
 	}
@@ -47,7 +47,7 @@ func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
 		if !ui.Interactive {
 			return errorText(ui.Lang, noTTY)
 		}
-		if err := m.wizard(ctx, ui, ui.T("reconfigure"), false); err != nil {
+		if err := wizard(ctx, ui, ui.T("reconfigure"), false); err != nil {
 			return err
 		}
 		if v = probeEnv(ctx, nil); v.Verdict == VerdictAuth || v.Verdict == VerdictConfig {
@@ -137,7 +137,7 @@ var modelMissing = regexp.MustCompile(`(?i)model`)
 // wizard asks for key, gateway and model on the terminal and writes them
 // to the per-user .env (0600). With check, the values are probed before
 // anything is written, and rejected ones leave the file as it was.
-func (m *Command) wizard(ctx context.Context, ui *UI, reason string, check bool) error {
+func wizard(ctx context.Context, ui *UI, reason string, check bool) error {
 	path := flower.UserEnvPath()
 	ui.Screen.Line(screen.Cyan, screen.Cut(ui.T("wizardHead")+strings.Repeat("=", 60), max(40, ui.Screen.Width())))
 	ui.Printf("%s", reason)
@@ -223,9 +223,4 @@ func clipRunes(s string, n int) string {
 		return string(r)
 	}
 	return string(r[:n]) + "…"
-}
-
-// reconfigure runs the wizard after a run failed on its credentials.
-func reconfigure(ctx context.Context, ui *UI) error {
-	return (&Command{}).wizard(ctx, ui, ui.T("reconfigure"), false)
 }

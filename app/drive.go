@@ -59,7 +59,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	ui.OnRescue(rt.Rescue)
 	if cfg.Verbose {
 		ui.Printf("- workspace %s · run dir %s", cfg.Workspace, cfg.RunDir)
-		for _, l := range flower.DescribeCredentials() {
+		for _, l := range (flower.Environment{Lang: flower.Lang(ui.Lang)}).DescribeCredentials() {
 			ui.Printf("- %s", l)
 		}
 	}
@@ -129,7 +129,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			// One offer to reconfigure, then the same command again
 			// continues where this one stopped.
 			ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("badCreds"), clipRunes(res.Error, 120)))
-			if err := reconfigure(ctx, ui); err != nil {
+			if err := wizard(ctx, ui, ui.T("reconfigure"), false); err != nil {
 				return err
 			}
 			return errorText(ui.Lang, "reconfigured")

@@ -102,7 +102,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	ui.OnRescue(rt.Rescue)
 	if o.g.verbose {
 		ui.Printf("- workspace %s · run dir %s", ws, runDir)
-		for _, l := range flower.DescribeCredentials() {
+		for _, l := range (flower.Environment{Lang: flower.Lang(ui.Lang)}).DescribeCredentials() {
 			ui.Printf("- %s", l)
 		}
 	}

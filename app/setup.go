@@ -34,5 +34,5 @@ func (m *Command) runSetup(ctx context.Context, args []string) error {
 	if _, err := os.Stat(path); err == nil {
 		reason = ui.T("setupAgain")
 	}
-	return m.wizard(ctx, ui, reason, true)
+	return wizard(ctx, ui, reason, true)
 }
