@@ -9,7 +9,6 @@ package flower
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -131,7 +130,7 @@ func TestFakeUsageLimitWaitsForTheResetWithoutSpendingAnAttempt(t *testing.T) {
 	defer rt.Close()
 	var log eventLog
 	begin := time.Now()
-	res, err := rt.Run(context.Background(), testSpec(), "work", RunOptions{OnEvent: log.add})
+	res, err := rt.Run(runCtx(t), testSpec(), "work", RunOptions{OnEvent: log.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +249,7 @@ func TestFakeRetryAfterAHandoffRerunsTheSuccessorsOpening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	res, err := rt.Run(context.Background(), testSpec(), "ORIGINAL TASK", RunOptions{})
+	res, err := rt.Run(runCtx(t), testSpec(), "ORIGINAL TASK", RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

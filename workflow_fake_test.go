@@ -214,7 +214,7 @@ func TestFakeWorkflowRetriesAreLabelledAndStartOver(t *testing.T) {
 		Name: "a", Spec: wfSpec(), Prompt: Text("do a"), Retries: 2,
 		Gate: func(context.Context, StepResult, *Ctx) (bool, error) { gates++; return false, nil },
 	}}}
-	c, err := wf.Run(context.Background(), rt, nil, nil)
+	c, err := wf.Run(runCtx(t), rt, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestFakeWorkflowOnRejectResumesTheRejectedSession(t *testing.T) {
 		},
 	}
 	wf := &Workflow{NoContinuity: true, Steps: []Step{step}}
-	c, err := wf.Run(context.Background(), rt, nil, nil)
+	c, err := wf.Run(runCtx(t), rt, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestFakeWorkflowOnRejectResumesTheRejectedSession(t *testing.T) {
 		t.Errorf("ctx[b] = %q, %v", v, err)
 	}
 	// The Step was not written back: a second run starts from its prompt.
-	if _, err := wf.Run(context.Background(), rt, nil, nil); err != nil {
+	if _, err := wf.Run(runCtx(t), rt, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.call(5).Prompt; !strings.HasPrefix(p, "do b") {
@@ -300,7 +300,7 @@ func TestFakeWorkflowStepAbortSpendsNoMoreRetries(t *testing.T) {
 					}},
 				{Name: "next", Spec: wfSpec(), Prompt: Text("after")},
 			}}
-			c, err := wf.Run(context.Background(), rt, nil, nil)
+			c, err := wf.Run(runCtx(t), rt, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -356,7 +356,7 @@ func TestFakeWorkflowOnFailHasThreeMeanings(t *testing.T) {
 					return "after", nil
 				}},
 			}}
-			c, err := wf.Run(context.Background(), rt, nil, func(s Step, r StepResult) { steps = append(steps, s.Name) })
+			c, err := wf.Run(runCtx(t), rt, nil, func(s Step, r StepResult) { steps = append(steps, s.Name) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -391,7 +391,7 @@ func TestFakeWorkflowWhenFalseSkipsEntirelyAndResumeFromItFails(t *testing.T) {
 			When: func(context.Context, *Ctx) (bool, error) { return false, nil }},
 		{Name: "uses", Spec: wfSpec(), Prompt: Text("y"), ResumeFrom: "maybe"},
 	}}
-	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	c, err := wf.Run(runCtx(t), rt, log.add, nil)
 	if !errors.Is(err, ErrNoSession) || !strings.Contains(err.Error(), "maybe") {
 		t.Fatalf("err = %v, want ErrNoSession naming the step", err)
 	}
@@ -423,7 +423,7 @@ func TestFakeWorkflowResumeFromAndForkAndReduce(t *testing.T) {
 		}},
 		{Name: "branch", Spec: wfSpec(), ResumeFrom: "first", Fork: true, Prompt: Text("three")},
 	}}
-	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	c, err := wf.Run(runCtx(t), rt, log.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestFakeWorkflowContinuesTheSameNamedStepFromTheLineage(t *testing.T) {
 				Gate: func(_ context.Context, _ StepResult, c *Ctx) (bool, error) {
 					// A judge the gate runs on the same Runtime: its
 					// session must never enter the lineage.
-					if _, err := c.Runtime().Run(context.Background(), wfSpec(), "judge", RunOptions{StepName: "check·判定#1"}); err != nil {
+					if _, err := c.Runtime().Run(runCtx(t), wfSpec(), "judge", RunOptions{StepName: "check·判定#1"}); err != nil {
 						return false, err
 					}
 					return false, nil // so that check retries: its label must not enter the lineage either
@@ -474,7 +474,7 @@ func TestFakeWorkflowContinuesTheSameNamedStepFromTheLineage(t *testing.T) {
 		}}
 	}
 	var log1 eventLog
-	c1, err := build().Run(context.Background(), f.runtime(), log1.add, nil)
+	c1, err := build().Run(runCtx(t), f.runtime(), log1.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -489,7 +489,7 @@ func TestFakeWorkflowContinuesTheSameNamedStepFromTheLineage(t *testing.T) {
 
 	var log2 eventLog
 	rt2 := f.runtime() // a new process on the same run directory
-	c2, err := build().Run(context.Background(), rt2, log2.add, nil)
+	c2, err := build().Run(runCtx(t), rt2, log2.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func TestFakeWorkflowALineageSessionTheStoreLacksStartsNew(t *testing.T) {
 	}
 	var log eventLog
 	wf := &Workflow{Steps: []Step{{Name: "work", Spec: wfSpec(), Prompt: Text("task")}}}
-	if _, err := wf.Run(context.Background(), rt, log.add, nil); err != nil {
+	if _, err := wf.Run(runCtx(t), rt, log.add, nil); err != nil {
 		t.Fatal(err)
 	}
 	if sid, _ := f.call(1).resumed(); sid != "" {
@@ -538,7 +538,7 @@ func TestFakeWorkflowACorruptLineageIsSaidAndTheRunGoesOn(t *testing.T) {
 	}
 	var log eventLog
 	wf := &Workflow{Steps: []Step{{Name: "work", Spec: wfSpec(), Prompt: Text("task")}}}
-	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	c, err := wf.Run(runCtx(t), rt, log.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,7 +565,7 @@ func TestFakeWorkflowAStepThatCannotStartStopsTheWorkflowWithAnError(t *testing.
 		{Name: "broken", Spec: bad, Prompt: Text("never"), Retries: 2},
 		{Name: "after", Spec: wfSpec(), Prompt: Text("never either")},
 	}}
-	c, err := wf.Run(context.Background(), rt, nil, nil)
+	c, err := wf.Run(runCtx(t), rt, nil, nil)
 	var se *StepError
 	if err == nil || errors.As(err, &se) || !errors.Is(err, ErrInvalidPolicy) || !strings.Contains(err.Error(), "could not start") {
 		t.Fatalf("err = %v; want a could-not-start error wrapping the cause", err)
@@ -596,7 +596,7 @@ func TestFakeWorkflowKeepsWordsTypedBetweenSteps(t *testing.T) {
 		}},
 		{Name: "two", Spec: wfSpec(), Prompt: Text("second")},
 	}}
-	_, err := wf.Run(context.Background(), rt, nil, func(s Step, _ StepResult) {
+	_, err := wf.Run(runCtx(t), rt, nil, func(s Step, _ StepResult) {
 		if s.Name == "one" {
 			rt.Interrupt("prefer short names")
 		}
@@ -617,7 +617,7 @@ func TestFakeWorkflowGivesAnEventChannelTheRunsSink(t *testing.T) {
 	ch := &sinkChannel{}
 	var log eventLog
 	wf := &Workflow{NoContinuity: true, Channel: ch, Steps: []Step{{Name: "one", Spec: wfSpec(), Prompt: Text("x")}}}
-	c, err := wf.Run(context.Background(), rt, log.add, nil)
+	c, err := wf.Run(runCtx(t), rt, log.add, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +638,7 @@ func TestFakeWorkflowGivesAnEventChannelTheRunsSink(t *testing.T) {
 	var own eventLog
 	wired := &sinkChannel{sink: own.add}
 	wf = &Workflow{NoContinuity: true, Channel: wired, Steps: []Step{{Name: "one", Spec: wfSpec(), Prompt: Text("x")}}}
-	if _, err := wf.Run(context.Background(), rt, log.add, nil); err != nil {
+	if _, err := wf.Run(runCtx(t), rt, log.add, nil); err != nil {
 		t.Fatal(err)
 	}
 	wired.sink(event.New(event.Ask, "mine", nil))
@@ -680,7 +680,7 @@ func TestWorkflowRefusesInvalidStepsBeforeAnyRequest(t *testing.T) {
 		"retries":   {{Name: "a", Spec: wfSpec(), Prompt: Text("x"), Retries: -1}},
 		"duplicate": {ok, ok},
 	} {
-		if _, err := (&Workflow{Steps: steps}).Run(context.Background(), rt, nil, nil); err == nil {
+		if _, err := (&Workflow{Steps: steps}).Run(runCtx(t), rt, nil, nil); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
@@ -729,7 +729,7 @@ func TestWorkflowCallbacksHonourTheContextAndTheirErrorsStopTheRun(t *testing.T)
 			Gate: func(context.Context, StepResult, *Ctx) (bool, error) { return false, boom }},
 		{Name: "b", Spec: wfSpec(), Prompt: Text("y")},
 	}}
-	c, err := wf.Run(context.Background(), rt, nil, nil)
+	c, err := wf.Run(runCtx(t), rt, nil, nil)
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "gate") {
 		t.Errorf("err = %v; want the gate's error", err)
 	}
@@ -811,7 +811,7 @@ func TestFakeWorkflowSaysWhenItsWorkbenchIsNotTheRuntimes(t *testing.T) {
 	rt := f.runtime(WithLanguage(English))
 	var log eventLog
 	wf := &Workflow{NoContinuity: true, Workbench: workbench.At(f.ws, false), Steps: []Step{{Name: "one", Spec: wfSpec(), Prompt: Text("x")}}}
-	if _, err := wf.Run(context.Background(), rt, log.add, nil); err != nil {
+	if _, err := wf.Run(runCtx(t), rt, log.add, nil); err != nil {
 		t.Fatal(err)
 	}
 	if evs := workbenchNotices(&log); len(evs) != 1 || !strings.Contains(evs[0].Text, "WithWorkbench") {
@@ -819,7 +819,7 @@ func TestFakeWorkflowSaysWhenItsWorkbenchIsNotTheRuntimes(t *testing.T) {
 	}
 	same := f.runtime(WithWorkbench(workbench.At(f.ws, false)))
 	var quiet eventLog
-	if _, err := wf.Run(context.Background(), same, quiet.add, nil); err != nil {
+	if _, err := wf.Run(runCtx(t), same, quiet.add, nil); err != nil {
 		t.Fatal(err)
 	}
 	if evs := workbenchNotices(&quiet); len(evs) != 0 {

@@ -577,11 +577,11 @@ func TestConcurrentAskersAnswerersAndSenders(t *testing.T) {
 		human.WithLogPath(filepath.Join(dir, "log.md")), human.WithAmendPath(filepath.Join(dir, "brief.md")))
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
-	var askers, helpers sync.WaitGroup
+	var askers, senders, helpers sync.WaitGroup
 	asks := make([]human.Ask, n)
 	for i := range n {
 		askers.Go(func() { asks[i], _ = ch.Ask(ctx, fmt.Sprintf("question %d", i), []string{"a", "b"}) })
-		helpers.Go(func() { ch.Send(fmt.Sprintf("mail %d", i)) })
+		senders.Go(func() { ch.Send(fmt.Sprintf("mail %d", i)) })
 	}
 	var delivered sync.Map
 	var turn atomic.Int32
@@ -616,6 +616,8 @@ func TestConcurrentAskersAnswerersAndSenders(t *testing.T) {
 		})
 	}
 	askers.Wait()
+	// Every mail must be sent before "none pending" means "all delivered".
+	senders.Wait()
 	waitFor(t, func() bool { return len(ch.PendingMail()) == 0 })
 	cancel()
 	helpers.Wait()
