@@ -112,10 +112,11 @@ func (c *Console) inputEnded() {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
+	// The note first: whoever sees a question settled sees why.
+	c.ui.Screen.Line(screen.Yellow, c.ui.T("inputClosedNote"))
 	for _, a := range c.ch.Pending() {
 		c.ch.Decline(a.ID, c.ui.T("inputClosed"))
 	}
-	c.ui.Screen.Line(screen.Yellow, c.ui.T("inputClosedNote"))
 }
 
 // Route acts on one typed line.
