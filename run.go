@@ -30,6 +30,12 @@ type RunOptions struct {
 	// OnSession is called the moment a session id is known, successors
 	// after a handoff included.
 	OnSession func(step, sessionID string)
+	// Aside marks a run beside the work, such as a gate's judge: it
+	// neither takes the words a human left for the next step nor answers
+	// an Interrupt. Words given while it runs wait for the next step that
+	// is not aside (Interrupt reports false), so they reach the work, never
+	// the judge.
+	Aside bool
 }
 
 // StepError is Run's error for a step that ran but did not succeed; the
@@ -68,13 +74,18 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 		return StepResult{}, errors.New("flower: a step is already running on this Runtime; use one Runtime per concurrent step")
 	}
 	snap := r.clone()
-	rt.running, rt.inflight, rt.rescuedRow = true, &snap, -1
-	carried := strings.Join(rt.words, "\n\n")
-	rt.words = nil
+	rt.running, rt.aside, rt.inflight, rt.rescuedRow = true, ro.Aside, &snap, -1
+	carried := ""
+	if !ro.Aside {
+		carried = strings.Join(rt.words, "\n\n")
+		rt.words = nil
+	}
 	rt.mu.Unlock()
-	select { // an interrupt of an earlier step must not hit this one
-	case <-rt.interrupts:
-	default:
+	if !ro.Aside {
+		select { // an interrupt of an earlier step must not hit this one
+		case <-rt.interrupts:
+		default:
+		}
 	}
 	if carried != "" {
 		prompt += "\n\n" + fmt.Sprintf(textsFor(rt.lang).betweenSteps, carried)
@@ -85,7 +96,7 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 
 	r.EndedAt = time.Now()
 	rt.mu.Lock()
-	rt.running = false
+	rt.running, rt.aside = false, false
 	// A step that Rescue recorded and that ended after all replaces its
 	// rescued row: the real end is the better record.
 	if rt.rescuedRow >= 0 {
@@ -216,9 +227,11 @@ func (s *stepRun) loop(ctx context.Context) {
 			// An interrupt that landed while the handoff came due or was
 			// being written is for the work, not for the handoff turn: its
 			// words follow the handoff block in the successor's prompt.
-			s.drainInterrupt()
-			if words := rt.takeWords(); words != "" {
-				gen.prompt += "\n\n" + t.interruptPrompt(words)
+			if !s.ro.Aside {
+				s.drainInterrupt()
+				if words := rt.takeWords(); words != "" {
+					gen.prompt += "\n\n" + t.interruptPrompt(words)
+				}
 			}
 			cur = gen
 			s.watermark, s.warned = 0, false
@@ -344,8 +357,12 @@ func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool,
 		prompt = FirstMessage(s.rt.workbench, spec, prompt)
 	}
 	var interrupted atomic.Bool
+	listen := &interrupted
+	if s.ro.Aside {
+		listen = nil // an aside run is never interrupted: the words wait
+	}
 	var stopped string
-	err = s.session(ctx, opts, prompt, &interrupted, func(m claude.Message) bool {
+	err = s.session(ctx, opts, prompt, listen, func(m claude.Message) bool {
 		s.flushLoops() // a refusal's tool result follows its hook
 		s.noteSession(m)
 		stop := false

@@ -65,7 +65,10 @@ type Runtime struct {
 	// running step, or kept for the next one.
 	words   []string
 	running bool
-	events  *os.File
+	// aside says the running step is an aside run (RunOptions.Aside),
+	// which an Interrupt does not reach.
+	aside  bool
+	events *os.File
 }
 
 // Option configures a Runtime.
@@ -428,7 +431,7 @@ func (rt *Runtime) ContextOf(ctx context.Context, id string) (int, error) {
 	return 0, fmt.Errorf("flower: the session store cannot tell a session's context: %w", errors.ErrUnsupported)
 }
 
-// Interrupt stops the running step at its next message boundary (the CLI
+// Interrupt stops the running step (unless it runs Aside) at its next message boundary (the CLI
 // is interrupted at once, so a long tool call does not hold it up) and
 // resumes the same session with words. It is safe from any goroutine and
 // reports whether a running step took it.
@@ -445,7 +448,7 @@ func (rt *Runtime) Interrupt(words string) bool {
 	if w != "" {
 		rt.words = append(rt.words, w)
 	}
-	running := rt.running
+	running := rt.running && !rt.aside
 	rt.mu.Unlock()
 	if !running {
 		return false

@@ -34,7 +34,14 @@ type MCPRemoteServer struct {
 // SDKServer is an MCP server running in this process (built with the
 // official Go MCP SDK). The CLI reaches it through the control protocol;
 // its tools are named mcp__<name>__<tool>.
-type SDKServer struct{ Server *mcp.Server }
+type SDKServer struct {
+	Server *mcp.Server
+	// AlwaysLoad offers the server's tools to the model from the first
+	// turn. Without it the CLI (2.1.332, tool search on by default) may
+	// defer them behind ToolSearch, and a model that calls one at once
+	// gets an error instead of the tool.
+	AlwaysLoad bool
+}
 
 func (s MCPStdioServer) mcpConfig(string) any {
 	m := map[string]any{"type": "stdio", "command": s.Command}
@@ -55,7 +62,13 @@ func (s MCPRemoteServer) mcpConfig(string) any {
 	return m
 }
 
-func (s SDKServer) mcpConfig(name string) any { return map[string]any{"type": "sdk", "name": name} }
+func (s SDKServer) mcpConfig(name string) any {
+	m := map[string]any{"type": "sdk", "name": name}
+	if s.AlwaysLoad {
+		m["alwaysLoad"] = true
+	}
+	return m
+}
 
 func mcpConfigJSON(servers map[string]MCPServer) (string, error) {
 	cfg := map[string]any{}

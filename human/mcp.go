@@ -13,7 +13,10 @@ import (
 // ("human"), for claude.Options.MCPServers or an AgentSpec. Every call
 // returns the same server, so all sessions share one channel.
 func (c *Channel) MCPServers() map[string]claude.MCPServer {
-	return map[string]claude.MCPServer{Server: claude.SDKServer{Server: c.srv}}
+	// Always loaded: with tool search on (the CLI's default) the tools
+	// would otherwise be deferred, and a clarifier whose first move is a
+	// question would meet an unknown tool.
+	return map[string]claude.MCPServer{Server: claude.SDKServer{Server: c.srv, AlwaysLoad: true}}
 }
 
 // newServer builds the MCP server. Both tools take raw arguments and read

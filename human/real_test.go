@@ -219,3 +219,32 @@ func TestRealEnvKeepsABlockingAskWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestRealAskOnTheFirstTurn: with tool search at the CLI's default (on), a
+// model that calls ask on its very first turn, without ToolSearch, gets the
+// tool: the channel's server is always loaded, so the ask tool is offered
+// in the first request itself.
+func TestRealAskOnTheFirstTurn(t *testing.T) {
+	t.Parallel()
+	ch := human.New()
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:first": {
+		use(human.AskTool, map[string]any{"question": "Which name?", "options": []string{"hello", "world"}}),
+		claudetest.Say("done"),
+	}}.Handler())
+	wait := answerNext(t, ch, func(a human.Ask) { ch.Answer(a.ID, "hello") })
+	opts := realOptions(t, srv, ch)
+	if _, set := opts.Env["ENABLE_TOOL_SEARCH"]; set {
+		t.Fatal("the test must leave tool search at the CLI's default")
+	}
+	if r := runCLI(t, "SCENARIO:first", opts); r.IsError || r.Result != "done" {
+		t.Fatalf("result = %+v", r)
+	}
+	wait()
+	if first := srv.Requests()[0]; !slices.Contains(first.Tools, human.AskTool) || !slices.Contains(first.Tools, human.InboxTool) {
+		t.Errorf("the first request offers %v; the channel's tools must be loaded from the start", first.Tools)
+	}
+	res := mainResults(t, srv, 1)
+	if r := res[0]; r.IsError || r.Content != "hello" {
+		t.Errorf("the first-turn ask returned %q (error %v), want the answer", r.Content, r.IsError)
+	}
+}
