@@ -168,6 +168,7 @@ func Coordinator(name, instructions string, workers map[string]claude.AgentDefin
 		tools = append(tools, InboxTool, AskTool)
 		servers = maps.Clone(c.channel.MCPServers())
 	}
+	env := channelEnv(c.channel)
 	for _, web := range webTools {
 		for _, w := range workers {
 			if slices.Contains(w.Tools, web) && !slices.Contains(tools, web) {
@@ -182,6 +183,7 @@ func Coordinator(name, instructions string, workers map[string]claude.AgentDefin
 		PermissionMode: "acceptEdits",
 		Agents:         maps.Clone(workers),
 		MCPServers:     servers,
+		Env:            env,
 		Glance:         !c.noGlance,
 		DelegateOnly:   true,
 	}
@@ -230,6 +232,7 @@ func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).ClarifierRules), c.instructions),
 		AllowedTools: tools,
 		MCPServers:   servers,
+		Env:          channelEnv(ch),
 		NoWorkbench:  true,
 	}
 }
@@ -252,6 +255,7 @@ func Judge(name string, ch Channel, opts ...RoleOption) AgentSpec {
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).JudgeRules), c.instructions),
 		AllowedTools: tools,
 		MCPServers:   servers,
+		Env:          channelEnv(ch),
 		NoWorkbench:  true,
 	}
 }
@@ -284,4 +288,23 @@ func channelTools(ch Channel) ([]string, map[string]claude.MCPServer) {
 		return []string{}, nil
 	}
 	return []string{AskTool}, maps.Clone(ch.MCPServers())
+}
+
+// EnvChannel is a Channel that needs variables in the CLI's environment:
+// the *human.Channel sets the CLI's MCP tool timeout above its own ask
+// timeout, so that a long wait for a human is never cut by the CLI. The
+// roles that take a channel put them into the spec's Env.
+type EnvChannel interface {
+	Channel
+	Env() map[string]string
+}
+
+// channelEnv is the channel's variables, nil without any.
+func channelEnv(ch Channel) map[string]string {
+	if ec, ok := ch.(EnvChannel); ok {
+		if env := ec.Env(); len(env) > 0 {
+			return maps.Clone(env)
+		}
+	}
+	return nil
 }

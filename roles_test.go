@@ -2,10 +2,13 @@ package flower
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/human"
 )
 
 // fakeChannel serves one stdio server under the channel's name; what it
@@ -202,5 +205,32 @@ func TestOracle(t *testing.T) {
 	}
 	if got := Oracle("side").Name; got != "side" {
 		t.Errorf("Name = %q", got)
+	}
+}
+
+// TestRolesCarryTheChannelsEnv: a role given a *human.Channel carries its
+// variables, so the CLI's MCP tool timeout lies above the ask timeout and a
+// long wait for a human is not cut by the CLI.
+func TestRolesCarryTheChannelsEnv(t *testing.T) {
+	ch := human.New(human.WithTimeout(2 * time.Hour))
+	want := strconv.FormatInt((2*time.Hour + time.Minute).Milliseconds(), 10)
+	for _, spec := range []AgentSpec{
+		Coordinator("c", "", map[string]claude.AgentDefinition{"coder": Worker("x", "x")}, WithChannel(ch)),
+		Clarify("q", ch),
+		Judge("j", ch),
+	} {
+		if got := spec.Env[human.ToolTimeoutEnv]; got != want {
+			t.Errorf("%s: %s = %q, want %q (above the ask timeout)", spec.Name, human.ToolTimeoutEnv, got, want)
+		}
+		opts, err := BuildOptions(spec, BuildConfig{Cwd: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts.Env[human.ToolTimeoutEnv] != want {
+			t.Errorf("%s: the session's env lacks the channel's timeout: %v", spec.Name, opts.Env)
+		}
+	}
+	if env := Judge("j", fakeChannel{}).Env; env != nil {
+		t.Errorf("a channel without Env gave %v", env)
 	}
 }
