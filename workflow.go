@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -388,6 +389,18 @@ type Workflow struct {
 	// step without ResumeFrom continues the session its name last used in
 	// the run directory's lineage, and every session is recorded there.
 	NoContinuity bool
+	// Finally, when set, runs once after the steps however they ended
+	// (all passed, one failed or aborted, Run about to return an error),
+	// before Run returns; it is not called for a workflow whose steps are
+	// invalid. Its ctx may have ended. The starter flow writes its bequest
+	// here. A panic in it is recovered and logged.
+	Finally func(ctx context.Context, rt *Runtime, c *Ctx)
+}
+
+// mailbox is a channel that takes a human's words for the inbox (the
+// *human.Channel).
+type mailbox interface {
+	Send(text string) (human.Mail, bool)
 }
 
 func (w *Workflow) name() string {
@@ -428,6 +441,11 @@ func (w *Workflow) check() error {
 //
 // Words a human gives rt.Interrupt between steps are never lost here: the
 // Runtime keeps them and the next step's Run delivers them.
+//
+// Words given rt.Interrupt while an aside run (a gate's judge) ran wait for
+// the next step; left over when the last step is done, they go to the
+// channel's inbox when it has one (and so into the brief), else they stay
+// with the Runtime for its next Run. Finally runs last.
 func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), onStep func(Step, StepResult)) (*Ctx, error) {
 	if w.Context == nil {
 		w.Context = NewCtx()
@@ -439,6 +457,21 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 	if err := w.check(); err != nil {
 		return c, fmt.Errorf("flower: %s: %w", w.name(), err)
 	}
+	c, err := w.run(ctx, rt, c, onEvent, onStep)
+	if w.Finally != nil {
+		safeCall("Finally", func() { w.Finally(ctx, rt, c) })
+	}
+	if mb, ok := w.Channel.(mailbox); ok {
+		if words := rt.takeWords(); words != "" {
+			if _, sent := mb.Send(words); !sent {
+				rt.keepWords(words)
+			}
+		}
+	}
+	return c, err
+}
+
+func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Event), onStep func(Step, StepResult)) (*Ctx, error) {
 	c.Set(KeyRuntime, rt)
 	if onEvent != nil {
 		c.Set(KeyOnEvent, onEvent)

@@ -1,0 +1,298 @@
+package flower
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/human"
+)
+
+// GoalOptions adjust GoalStep. The zero value is the seed's defaults.
+type GoalOptions struct {
+	// Name is the step's name; default StarterNamesFor(Lang).Goal (设定目标).
+	Name string
+	// BriefKey is the step whose value is the brief; default
+	// StarterNamesFor(Lang).Clarify.
+	BriefKey string
+	// Spec replaces the default Judge(Name, ch) role.
+	Spec *AgentSpec
+	// Instructions follow the judge's rules in the default role.
+	Instructions string
+	// CanRun gives the goal-setting judge Bash, so that it can look at the
+	// environment first as its rules say (uname -a). The original had no
+	// such switch (its judge_can_run reached only the round judge).
+	CanRun bool
+	// AlwaysSet derives the goal again even when a complete one is on
+	// disk: the brief changed.
+	AlwaysSet bool
+	// OnFail and Retries are the step's (default stop, no retry).
+	OnFail  OnFail
+	Retries int
+	// Lang is the language of the goal, the rules and the name.
+	Lang Lang
+}
+
+// GoalStep builds the step in which a judge turns the brief into a goal
+// and its checklist, frozen at goalPath. It has ClarifyStep's shape: When
+// skips it for a complete goal on disk (loaded into GoalKey and the step's
+// value; a goal that cannot be loaded counts as absent); the gate parses
+// the reply, writes a complete goal and loads it, and fails an incomplete
+// one; Reduce is the goal's prompt block. A check tagged as not verifiable
+// here is announced at once with a task event {unverifiable, total, path}
+// through the run's event sink: it is bound to fail when judged, and now
+// is the time to change it. No ResumePrompt: setting a goal needs the
+// whole brief again.
+func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
+	names := StarterNamesFor(o.Lang)
+	name, briefKey := o.Name, o.BriefKey
+	if name == "" {
+		name = names.Goal
+	}
+	if briefKey == "" {
+		briefKey = names.Clarify
+	}
+	lang, t := o.Lang, starterTextsFor(o.Lang)
+	var spec AgentSpec
+	if o.Spec != nil {
+		spec = *o.Spec
+	} else {
+		opts := []RoleOption{WithLang(lang), WithInstructions(o.Instructions)}
+		if o.CanRun {
+			opts = append(opts, CanRun())
+		}
+		spec = Judge(name, channelOrNil(ch), opts...)
+	}
+	hydrate := func(c *Ctx, g *doc.Goal) {
+		c.Set(GoalKey, g)
+		c.Set(name, g.PromptBlock(lang))
+	}
+	return Step{
+		Name:    name,
+		Spec:    spec,
+		OnFail:  o.OnFail,
+		Retries: o.Retries,
+		Prompt: func(c *Ctx) (string, error) {
+			brief, err := c.Output(briefKey)
+			if err != nil || strings.TrimSpace(brief) == "" {
+				brief = t.noBrief
+			}
+			return PromptsFor(lang).SetGoalPrompt(brief), nil
+		},
+		When: func(_ context.Context, c *Ctx) (bool, error) {
+			if o.AlwaysSet {
+				return true, nil
+			}
+			if g := loadDoc(c, lang, langPick(lang, "目标", "goal"), goalPath, doc.LoadGoal); g != nil && g.Complete() {
+				hydrate(c, g)
+				return false, nil
+			}
+			return true, nil
+		},
+		Gate: func(_ context.Context, r StepResult, c *Ctx) (bool, error) {
+			g := doc.ParseGoal(r.Text)
+			if !g.Complete() {
+				return false, nil
+			}
+			if err := g.Write(lang, goalPath); err != nil {
+				return false, fmt.Errorf("the goal is complete but cannot be written; make %s writable and run again: %w", goalPath, err)
+			}
+			hydrate(c, g)
+			if bad := g.Unverifiable(); len(bad) > 0 {
+				rows := []string{fmt.Sprintf(t.unverifiable, len(bad), len(g.Checks), g.Path)}
+				for _, b := range bad {
+					rows = append(rows, fmt.Sprintf(t.unverifiableRow, b))
+				}
+				if f := c.OnEvent(); f != nil {
+					e := event.New(event.Task, strings.Join(rows, "\n"), map[string]any{
+						"unverifiable": len(bad), "total": len(g.Checks), "path": g.Path})
+					safeCall("OnEvent", func() { f(e) })
+				}
+			}
+			return true, nil
+		},
+		Reduce: func(r StepResult, c *Ctx) string {
+			if g := ctxGoal(c); g != nil {
+				return g.PromptBlock(lang)
+			}
+			return r.Text
+		},
+	}
+}
+
+// GoalGuardOptions adjust WithGoal.
+type GoalGuardOptions struct {
+	// GoalPath is the goal file (read when the ctx has no complete goal,
+	// written when the human amends it).
+	GoalPath string
+	// Spec replaces the default Judge(Name, ch) role of the round judge.
+	Spec *AgentSpec
+	// Rounds is the total number of rounds, the first included; 0 means
+	// 3. The step's Retries becomes Rounds-1.
+	Rounds int
+	// Instructions follow the judge's rules in the default role.
+	Instructions string
+	// CanRun gives the round judge Bash, to run the checks itself.
+	CanRun bool
+	// Name labels the judge: its runs are <Name>#<round>; default
+	// <step>·判定 (<step>·judge in English).
+	Name string
+	// Lang is the language of the judge's rules, prompts and texts.
+	Lang Lang
+}
+
+// DefaultRounds is WithGoal's total number of rounds.
+const DefaultRounds = 3
+
+// WithGoal puts a goal guard on step: after every round a fresh judge
+// rules on it against the goal (achieved, not yet, unreachable), and a
+// round that falls short sends the judge's reason back to the same session.
+// The result is a copy of step with only Retries, Gate and OnReject
+// changed: its ResumePrompt and everything else survive.
+//
+// The gate: no Runtime in the ctx is a StepAbort (a guard that cannot
+// judge must not pass). Each round counts in RoundKey and runs the judge
+// in a new session labelled <Name>#<round>, beside the work (RunOptions.Aside:
+// it neither takes words left for the work nor answers an Interrupt, and it
+// never enters the lineage). The verdict goes to VerdictKey. Achieved
+// passes; not yet, or no clear conclusion, fails; unreachable asks the
+// human: accept and go on (passes), amend the goal (the new words are
+// appended to it, never overwriting it, and written back), or anything
+// else, read as "your verdict is wrong" (fails, their words become the
+// reason). No answer (or no channel) is a StepAbort: going round in
+// circles is the dearest choice.
+func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
+	lang, t := o.Lang, starterTextsFor(o.Lang)
+	rounds := o.Rounds
+	if rounds <= 0 {
+		rounds = DefaultRounds
+	}
+	label := o.Name
+	if label == "" {
+		label = step.Name + StarterNamesFor(lang).Judge
+	}
+	var judge AgentSpec
+	if o.Spec != nil {
+		judge = *o.Spec
+	} else {
+		opts := []RoleOption{WithLang(lang), WithInstructions(o.Instructions)}
+		if o.CanRun {
+			opts = append(opts, CanRun())
+		}
+		judge = Judge(label, channelOrNil(ch), opts...)
+	}
+	guarded := step
+	guarded.Retries = max(0, rounds-1)
+	guarded.Gate = func(ctx context.Context, r StepResult, c *Ctx) (bool, error) {
+		rt := c.Runtime()
+		if rt == nil {
+			return false, &StepAbort{Reason: t.noRuntime}
+		}
+		round := 1
+		if v, ok := c.Get(RoundKey); ok {
+			if n, ok := v.(int); ok {
+				round = n + 1
+			}
+		}
+		c.Set(RoundKey, round)
+		goal := ctxGoal(c)
+		if goal == nil {
+			if g, err := doc.LoadGoal(o.GoalPath); err == nil && g.Complete() {
+				goal = g
+			}
+		}
+		goalBlock, report := t.noGoal, strings.TrimSpace(r.Text)
+		if goal != nil {
+			goalBlock = goal.PromptBlock(lang)
+		}
+		if report == "" {
+			report = t.noReport
+		}
+		vr, err := rt.Run(ctx, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report), RunOptions{
+			StepName: label + "#" + strconv.Itoa(round), OnEvent: c.OnEvent(), Aside: true})
+		if se := (*StepError)(nil); err != nil && !errors.As(err, &se) {
+			return false, fmt.Errorf("the judge %s could not start: %w", label, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		v := doc.ParseVerdict(vr.Text)
+		c.Set(VerdictKey, v)
+		switch {
+		case v.State == doc.Achieved:
+			return true, nil
+		case v.State != doc.Unreachable:
+			if !v.Ok() {
+				v.Reason = t.ambiguous
+			}
+			return false, nil
+		}
+		reason := strings.TrimSpace(v.Reason)
+		if reason == "" {
+			reason = t.noReason
+		}
+		abort := &StepAbort{Reason: fmt.Sprintf(t.abort, reason, o.GoalPath, rt.ManifestPath())}
+		if ch == nil {
+			return false, abort
+		}
+		a, err := ch.Ask(ctx, fmt.Sprintf(t.unreachable, reason), []string{t.accept, t.amend, t.wrong})
+		if err != nil {
+			return false, err
+		}
+		if a.State != human.Answered {
+			return false, abort
+		}
+		answer := strings.TrimSpace(a.Answer)
+		switch {
+		case strings.HasPrefix(answer, t.acceptPrefix):
+			return true, nil
+		case strings.HasPrefix(answer, t.amendPrefix):
+			na, err := ch.Ask(ctx, t.newGoal, nil)
+			if err != nil {
+				return false, err
+			}
+			if extra := strings.TrimSpace(na.Answer); na.State == human.Answered && extra != "" {
+				g := &doc.Goal{}
+				if goal != nil {
+					g = &doc.Goal{Statement: goal.Statement, Checks: append([]string(nil), goal.Checks...)}
+				}
+				g.Amend(lang, extra)
+				if err := g.Write(lang, o.GoalPath); err != nil {
+					return false, fmt.Errorf("the amended goal cannot be written; make %s writable (the new goal: %s): %w", o.GoalPath, extra, err)
+				}
+				c.Set(GoalKey, g)
+				v.Reason = fmt.Sprintf(t.amended, g.PromptBlock(lang))
+			}
+			return false, nil
+		default:
+			v.Reason = fmt.Sprintf(t.overruled, answer)
+			return false, nil
+		}
+	}
+	guarded.OnReject = func(_ context.Context, _ StepResult, c *Ctx) (string, error) {
+		if v, ok := c.Get(VerdictKey); ok {
+			if v, ok := v.(*doc.Verdict); ok && v != nil {
+				return v.Feedback(lang), nil
+			}
+		}
+		return "", nil
+	}
+	return guarded
+}
+
+// ctxGoal is the complete goal in the ctx, nil if none.
+func ctxGoal(c *Ctx) *doc.Goal {
+	v, ok := c.Get(GoalKey)
+	if !ok {
+		return nil
+	}
+	g, ok := v.(*doc.Goal)
+	if !ok || g == nil || !g.Complete() {
+		return nil
+	}
+	return g
+}

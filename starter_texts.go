@@ -1,0 +1,151 @@
+package flower
+
+// StarterNames are the names the starter flow gives its steps, roles and
+// files in one language. Step names are keys (ctx, manifest, lineage): a run
+// directory keeps the language of its first run, so they never change under
+// a continuing run.
+type StarterNames struct {
+	// Clarify, Goal and Work are the three steps (确认需求, 设定目标, 干活).
+	Clarify, Goal, Work string
+	// Coordinator and Coder are the work step's role and its worker.
+	Coordinator, Coder string
+	// Judge follows a step's name in its judge's label: <step>·判定#<round>.
+	Judge string
+	// Bequest follows the work step's name in the bequest's label.
+	Bequest string
+	// Brief, GoalFile and Log are the files in the workbench's notes/.
+	Brief, GoalFile, Log string
+}
+
+// StarterNamesFor returns the starter flow's names in lang: the original's
+// Chinese literals, or their English equivalents.
+func StarterNamesFor(lang Lang) StarterNames {
+	if isEnglish(lang) {
+		return StarterNames{Clarify: "clarify", Goal: "goal", Work: "work", Coordinator: "coordinator", Coder: "coder",
+			Judge: "·judge", Bequest: "·bequest", Brief: "brief.md", GoalFile: "goal.md", Log: "qa-log.md"}
+	}
+	return StarterNames{Clarify: "确认需求", Goal: "设定目标", Work: "干活", Coordinator: "协调者", Coder: "coder",
+		Judge: "·判定", Bequest: "·交代", Brief: "需求.md", GoalFile: "目标.md", Log: "问答记录.md"}
+}
+
+// starterTexts are the fixed texts of the clarify, goal and work steps, the
+// goal guard and the bequest. The Chinese ones are the original's
+// literals.
+type starterTexts struct {
+	noBrief, noGoal, noReport     string
+	noRuntime, ambiguous          string
+	unreachable, noReason         string // reason
+	accept, amend, wrong          string // the three choices
+	acceptPrefix, amendPrefix     string // what an answer picking one begins with
+	abort                         string // reason, goal path, manifest path
+	newGoal, amended, overruled   string // new goal block; the human's words
+	unverifiable, unverifiableRow string // n, total, path; item
+	unreadable                    string // document, path, error
+	isolateNotGit, emptyAsk       string // workspace; -
+	coderDesc, coderPrompt        string
+	work, workGoal                string // brief; goal block
+	carryOn, rederived            string // -; goal block
+	bequestPrompt                 string // outcome, workbench, brief, goal, manifest
+	outcomes                      [4]string
+}
+
+// The outcomes a bequest reports.
+const (
+	outcomeAchieved = iota
+	outcomeAccepted
+	outcomeStopped
+	outcomeNotYet
+)
+
+func starterTextsFor(lang Lang) starterTexts {
+	if isEnglish(lang) {
+		return starterTexts{
+			noBrief:         "(no brief)",
+			noGoal:          "(no goal)",
+			noReport:        "(no reply this round)",
+			noRuntime:       "no Runtime to judge the goal with (ctx['_runtime'] is missing)",
+			ambiguous:       "the judge gave no clear conclusion; taken as not yet achieved",
+			unreachable:     "The goal was judged **unreachable**: %s\nWhat now?",
+			noReason:        "(no reason given)",
+			accept:          "Accept this result and go on",
+			amend:           "Amend the goal",
+			wrong:           "Your verdict is wrong, keep working",
+			acceptPrefix:    "Accept",
+			amendPrefix:     "Amend",
+			abort:           "The goal was judged unreachable and nobody answered — stopped. Reason: %s\nSee %s and %s; a human decides what comes next.",
+			newGoal:         "What is the new goal? (one sentence; it is appended to the old goal)",
+			amended:         "The human amended the goal. The new goal:\n%s",
+			overruled:       "The human holds that this goal can be achieved and the judge was wrong. They said: %s",
+			unverifiable:    "%d of the goal's %d checks cannot be verified here — they are bound to fail when judged, and the run will stop to ask you. There is still time to edit %s:",
+			unverifiableRow: "  · %s",
+			unreadable:      "the %s %s cannot be read (%v); it counts as absent",
+			isolateNotGit:   "--isolate needs %s to be a git repository (every subagent gets a worktree of its own). Run git init first, or drop --isolate.",
+			emptyAsk:        "give a one-line request, e.g. flower 'build me an X'",
+			coderDesc:       "Writes code and tests. Dispatch it for any hands-on implementation.",
+			coderPrompt:     "You implement. Run a check after every change; do not save them up for the end.",
+			work:            "Do as this brief says:\n\n%s",
+			workGoal:        "\n\n---\n\nHow done is judged (an independent judge checks it item by item):\n\n%s",
+			carryOn:         "Carry on. Pick up where you stopped last time; first say in one sentence what you will do first.",
+			rederived:       "\n\n---\n\nThe checklist has been derived again from these words; **this one stands**:\n\n%s",
+			bequestPrompt: `The run ends here (%s). Write a short hand-over for whoever works on this repository next, a person or a tool, who knows nothing of this run. flower puts it into CLAUDE.md and AGENTS.md at the workspace root.
+
+Cover, in a few dozen lines at most:
+- what this is (one or two sentences);
+- which acceptance checks passed and which did not (one line each);
+- which files are generated and from what (so nobody edits an output by hand);
+- dead ends: what was tried and did not work, and why;
+- where the workbench is (%s) and how to read it: INDEX.md first; the brief is %s, the goal %s, the run's steps and costs %s.
+
+Give pointers (paths, commands), not content: never paste files, logs or diffs. Reply with the hand-over itself as Markdown, nothing before or after it; do not write any file.`,
+			outcomes: [4]string{"the goal was achieved", "a human accepted the result", "the run stopped before the goal was achieved", "the goal is not achieved yet"},
+		}
+	}
+	return starterTexts{
+		noBrief:         "(没有确认书)",
+		noGoal:          "(没有目标)",
+		noReport:        "(这一轮没有回话)",
+		noRuntime:       "拿不到 Runtime,无法判定目标(ctx['_runtime'] 缺失)",
+		ambiguous:       "判定者没给出明确结论,按未达成处理",
+		unreachable:     "目标被判为**无法达成**:%s\n怎么办?",
+		noReason:        "(没给理由)",
+		accept:          "接受这个结果,就这样往下走",
+		amend:           "修改目标",
+		wrong:           "你判断错了,继续做",
+		acceptPrefix:    "接受这个",
+		amendPrefix:     "修改",
+		abort:           "目标被判为无法达成,而且无人应答 —— 已停下。理由:%s\n看 %s 和 %s,人来决定下一步。",
+		newGoal:         "新的目标是什么?(一句话,会追加到原目标后面)",
+		amended:         "目标已被人修改。新目标:\n%s",
+		overruled:       "人认为这个目标是能达成的,判定者判断有误。人的说法:%s",
+		unverifiable:    "目标里有 %d/%d 条在这个环境里验不了 —— 判定时它们必然过不去,会停下来问你。现在改 %s 还来得及:",
+		unverifiableRow: "  · %s",
+		unreadable:      "%s %s 读不了(%v),按没有处理",
+		isolateNotGit:   "--isolate 要求 %s 是 git 仓库(每个 subagent 要分一份 worktree)。先 git init,或者去掉 --isolate。",
+		emptyAsk:        "要给一句诉求,例如 flower '帮我做一个 X'",
+		coderDesc:       "写代码与测试。要动手实现的活派给它。",
+		coderPrompt:     "你负责实现。每改一处就跑一次验证,别攒到最后。",
+		work:            "照这份需求做:\n\n%s",
+		workGoal:        "\n\n---\n\n做完的判定标准(会有独立的判定者逐条对):\n\n%s",
+		carryOn:         "接着做。上次干到哪就从哪接着,先说一句你打算先动什么。",
+		rederived:       "\n\n---\n\n判定标准已经按这句话重新推导过,**以这份为准**:\n\n%s",
+		bequestPrompt: `这次运行到此结束(%s)。给下一个接手这个仓库的人或工具写一份简短的交代 —— 对方对这次运行一无所知。flower 会把它放进工作区根目录的 CLAUDE.md 和 AGENTS.md。
+
+最多几十行,写清楚:
+- 这是什么(一两句);
+- 哪些验收项过了、哪些没过(每项一行);
+- 哪些文件是生成的、由什么生成(免得有人手改产物);
+- 走不通的路:试过什么、为什么不行;
+- 工作台在哪(%s)、怎么读:先看 INDEX.md;需求在 %s,目标在 %s,每一步和花费在 %s。
+
+给指针(路径、命令),不给内容:别贴文件、日志、diff。只回复交代本身(Markdown),前后不要别的话;不要写任何文件。`,
+		outcomes: [4]string{"目标已达成", "人接受了这个结果", "没达成目标就停下了", "目标还没达成"},
+	}
+}
+
+// langPick is en in English, zh otherwise.
+func langPick(l Lang, zh, en string) string {
+	if isEnglish(l) {
+		return en
+	}
+	return zh
+}
