@@ -46,7 +46,7 @@ type starterTexts struct {
 	work, workGoal                string // brief; goal block
 	carryOn, rederived            string // -; goal block
 	bequestPrompt                 string // outcome, workbench, brief, goal, manifest
-	outcomes                      [4]string
+	outcomes                      [5]string
 }
 
 // The outcomes a bequest reports.
@@ -55,6 +55,7 @@ const (
 	outcomeAccepted
 	outcomeStopped
 	outcomeNotYet
+	outcomeFinished // no goal guard
 )
 
 func starterTextsFor(lang Lang) starterTexts {
@@ -97,7 +98,8 @@ Cover, in a few dozen lines at most:
 - where the workbench is (%s) and how to read it: INDEX.md first; the brief is %s, the goal %s, the run's steps and costs %s.
 
 Give pointers (paths, commands), not content: never paste files, logs or diffs. Reply with the hand-over itself as Markdown, nothing before or after it; do not write any file.`,
-			outcomes: [4]string{"the goal was achieved", "a human accepted the result", "the run stopped before the goal was achieved", "the goal is not achieved yet"},
+			outcomes: [5]string{"the goal was achieved", "a human accepted the result", "the run stopped before the goal was achieved", "the goal is not achieved yet",
+				"the work step finished (no goal guard)"},
 		}
 	}
 	return starterTexts{
@@ -138,7 +140,7 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 - 工作台在哪(%s)、怎么读:先看 INDEX.md;需求在 %s,目标在 %s,每一步和花费在 %s。
 
 给指针(路径、命令),不给内容:别贴文件、日志、diff。只回复交代本身(Markdown),前后不要别的话;不要写任何文件。`,
-		outcomes: [4]string{"目标已达成", "人接受了这个结果", "没达成目标就停下了", "目标还没达成"},
+		outcomes: [5]string{"目标已达成", "人接受了这个结果", "没达成目标就停下了", "目标还没达成", "干活这一步跑完了(没有目标看守)"},
 	}
 }
 

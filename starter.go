@@ -1,0 +1,289 @@
+package flower
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/workbench"
+)
+
+// StarterWorkflowName is the starter flow's Workflow name.
+const StarterWorkflowName = "starter"
+
+// StarterOptions configure StarterFlow and WakeState. The zero value is the
+// seed's defaults. WakeState must get the same Workspace, RunDir, Isolate
+// and file names as the StarterFlow it foretells.
+type StarterOptions struct {
+	// Workspace is the folder the agents work in; default ".".
+	Workspace string
+	// RunDir is the run directory; default <Workspace>/runs (not the
+	// current directory: a run started elsewhere must find its lineage).
+	// Give the Runtime the same one (WithRunDir).
+	RunDir string
+	// New archives the lineage, the brief and the goal into
+	// notes/archive/<timestamp>/ (moved, never deleted) and starts afresh.
+	New bool
+	// Isolate runs each worker in a git worktree of its own; the workspace
+	// must be a git work tree and the workbench moves beside it
+	// (workbench.Location).
+	Isolate bool
+	// ClarifyOnly builds the clarify step alone.
+	ClarifyOnly bool
+	// NoGoal leaves out the goal step and the goal guard: the work step's
+	// word that it is done is taken for it.
+	NoGoal bool
+	// Rounds is the total number of work rounds under the goal guard; 0
+	// means DefaultRounds (3), a negative value is an error.
+	Rounds int
+	// JudgeCanRun gives both judges (the one that sets the goal and the
+	// one that rules on each round) Bash.
+	JudgeCanRun bool
+	// MaxAsks caps the questions: nil unlimited, 0 none.
+	MaxAsks *int
+	// Timeout is how long a question waits: 0 means human.DefaultTimeout
+	// (1800 s), a negative value settles every question at once
+	// (unattended), human.Forever waits for ever.
+	Timeout time.Duration
+	// Instructions follow the clarifier's rules.
+	Instructions string
+	// WorkerPrompt is the coder's prompt; default "you implement; run a
+	// check after every change".
+	WorkerPrompt string
+	// BriefName, GoalName and LogName name the files in the workbench's
+	// notes/; defaults from StarterNamesFor.
+	BriefName, GoalName, LogName string
+	// Lang is the language of a new run directory. A run directory that
+	// recorded a language on its first run keeps it (RunDirLanguage), so
+	// step and file names never change under a continuing run.
+	Lang Lang
+	// NoBequest turns the bequest off: by default, when the run ends, the
+	// work step's coordinator writes a short hand-over that flower puts
+	// into CLAUDE.md and AGENTS.md at the workspace root.
+	NoBequest bool
+}
+
+// starterPlace is where a starter flow's things are: the one computation
+// StarterFlow and WakeState share.
+type starterPlace struct {
+	ws, runDir  string
+	lang        Lang
+	names       StarterNames
+	wb          *workbench.Workbench
+	brief, goal string
+	log         string
+}
+
+func (o StarterOptions) place() (starterPlace, error) {
+	wsIn := o.Workspace
+	if wsIn == "" {
+		wsIn = "."
+	}
+	ws, err := filepath.Abs(wsIn)
+	if err != nil {
+		return starterPlace{}, fmt.Errorf("flower: workspace %s: %w", wsIn, err)
+	}
+	runDir := o.RunDir
+	if runDir == "" {
+		runDir = filepath.Join(ws, "runs")
+	}
+	if runDir, err = filepath.Abs(runDir); err != nil {
+		return starterPlace{}, fmt.Errorf("flower: run directory %s: %w", o.RunDir, err)
+	}
+	lang := canonicalLang(o.Lang)
+	if l, ok, err := RunDirLanguage(runDir); err == nil && ok {
+		lang = l
+	}
+	names := StarterNamesFor(lang)
+	p := starterPlace{ws: ws, runDir: runDir, lang: lang, names: names, wb: workbench.At(ws, o.Isolate)}
+	p.wb.Texts = workbench.TextsFor(string(lang))
+	notes := p.wb.Notes()
+	p.brief = filepath.Join(notes, or(o.BriefName, names.Brief))
+	p.goal = filepath.Join(notes, or(o.GoalName, names.GoalFile))
+	p.log = filepath.Join(notes, or(o.LogName, names.Log))
+	return p, nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// StarterFlow builds the ready-to-run workflow the flower command runs:
+// clarify (ask the human, freeze the brief), goal (a judge turns the brief
+// into a checklist) and work (a coordinator dispatches a coder; after every
+// round a fresh judge rules, and a round that falls short goes back to the
+// same session), as the seed assembles it. ask is the human's request, one
+// line is enough; it may be empty only when a complete brief is on disk (a
+// wake).
+//
+// The workflow's Channel is a *human.Channel (the Q&A log and the amend
+// file, the brief, in the workbench's notes/) and its Workbench is
+// workbench.At(workspace, isolate): give the Runtime the same Workbench
+// (WithWorkbench), the same run directory (WithRunDir) and the workflow's
+// language (WithLanguage(WakeState(o).Lang)).
+//
+// On a wake (a complete brief on disk), new words land in all three places
+// that need them, or they are silently void: the brief, amended once under
+// the wake label; the goal, derived again from it; and the coordinator,
+// whose continued session is given them with the new checklist. Isolate
+// outside a git work tree is an error before anything is written or paid
+// for.
+func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
+	p, err := o.place()
+	if err != nil {
+		return nil, err
+	}
+	t, names := starterTextsFor(p.lang), p.names
+	if o.Rounds < 0 {
+		return nil, fmt.Errorf("flower: Rounds is %d; give 1 or more (0 means %d)", o.Rounds, DefaultRounds)
+	}
+	if o.Isolate && !isGitWorkTree(p.ws) {
+		return nil, errors.New(fmt.Sprintf(t.isolateNotGit, p.ws))
+	}
+	if err := p.wb.Ensure(); err != nil {
+		return nil, fmt.Errorf("flower: the workbench: %w", err)
+	}
+	if o.New {
+		if _, err := OpenLineage(p.runDir, p.ws).Archive(filepath.Join(p.wb.Notes(), "archive"), p.brief, p.goal); err != nil {
+			return nil, err
+		}
+	}
+	ask = strings.TrimSpace(ask)
+	brief, _ := doc.LoadBrief(p.brief) // missing or unreadable: absent
+	waking := brief != nil && brief.Complete()
+	if !waking && ask == "" {
+		return nil, errors.New(t.emptyAsk)
+	}
+	hopts := []human.Option{human.WithLogPath(p.log), human.WithAmendPath(p.brief), human.WithLang(string(p.lang))}
+	if o.MaxAsks != nil {
+		hopts = append(hopts, human.WithMaxAsks(*o.MaxAsks))
+	}
+	switch {
+	case o.Timeout < 0:
+		hopts = append(hopts, human.WithTimeout(0))
+	case o.Timeout > 0:
+		hopts = append(hopts, human.WithTimeout(o.Timeout))
+	}
+	ch := human.New(hopts...)
+	amended := waking && ask != "" && ch.AmendOnce(ask, ch.Texts().WakeLabel)
+
+	clarify := ClarifyStep(ch, p.brief, Text(ask), ClarifyOptions{Name: names.Clarify, Instructions: o.Instructions, Lang: p.lang})
+	wf := &Workflow{Name: StarterWorkflowName, Channel: ch, Workbench: p.wb, Steps: []Step{clarify}}
+	if o.ClarifyOnly {
+		return wf, nil
+	}
+	goal := !o.NoGoal
+	if goal {
+		wf.Steps = append(wf.Steps, GoalStep(ch, p.goal, GoalOptions{
+			Name: names.Goal, BriefKey: names.Clarify, AlwaysSet: amended, CanRun: o.JudgeCanRun, Lang: p.lang}))
+	}
+	coordinator := Coordinator(names.Coordinator, "", map[string]claude.AgentDefinition{
+		names.Coder: workerFor(t, o, p.lang),
+	}, WithChannel(ch), WithLang(p.lang))
+	goalPart := func(c *Ctx) string {
+		if g := ctxGoal(c); goal && g != nil {
+			return g.PromptBlock(p.lang)
+		}
+		return ""
+	}
+	work := Step{
+		Name: names.Work,
+		Spec: coordinator,
+		Prompt: func(c *Ctx) (string, error) {
+			brief, err := c.Output(names.Clarify)
+			if err != nil {
+				return "", err
+			}
+			prompt := fmt.Sprintf(t.work, brief)
+			if g := goalPart(c); g != "" {
+				prompt += fmt.Sprintf(t.workGoal, g)
+			}
+			return prompt, nil
+		},
+		ResumePrompt: func(c *Ctx) (string, error) {
+			prompt := t.carryOn
+			if ask != "" && waking {
+				prompt = ask
+			}
+			if g := goalPart(c); amended && g != "" {
+				prompt += fmt.Sprintf(t.rederived, g)
+			}
+			return prompt, nil
+		},
+	}
+	if goal {
+		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang})
+	}
+	wf.Steps = append(wf.Steps, work)
+	if !o.NoBequest {
+		b := &bequest{place: p, work: work}
+		wf.Finally = b.write
+	}
+	return wf, nil
+}
+
+func workerFor(t starterTexts, o StarterOptions, lang Lang) claude.AgentDefinition {
+	opts := []RoleOption{WithLang(lang)}
+	if o.Isolate {
+		opts = append(opts, Isolate())
+	}
+	return Worker(t.coderDesc, or(o.WorkerPrompt, t.coderPrompt), opts...)
+}
+
+// isGitWorkTree asks git, as the original did, whether dir is inside a
+// work tree.
+func isGitWorkTree(dir string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--is-inside-work-tree").Output()
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}
+
+// Wake is what WakeState finds: whether a starter run would continue the
+// last one, and from what.
+type Wake struct {
+	// Waking: a complete brief is on disk, so the run continues.
+	Waking bool
+	// Brief and Goal are the documents' paths (present or not).
+	Brief, Goal string
+	// Checks is the number of checks of a complete goal on disk, 0
+	// without one.
+	Checks int
+	// Woke is how many times the run directory was woken so far.
+	Woke int
+	// Steps is a copy of the lineage's step → session map.
+	Steps map[string]string
+	// Workbench is the workbench folder; Lang the run's language.
+	Workbench string
+	Lang      Lang
+}
+
+// WakeState tells, before a run, whether a StarterFlow with the same
+// options would continue the last run or start afresh. It writes nothing:
+// no workbench, no lineage, no language record.
+func WakeState(o StarterOptions) (Wake, error) {
+	p, err := o.place()
+	if err != nil {
+		return Wake{}, err
+	}
+	w := Wake{Brief: p.brief, Goal: p.goal, Workbench: p.wb.Root(), Lang: p.lang}
+	if b, err := doc.LoadBrief(p.brief); err == nil {
+		w.Waking = b.Complete()
+	}
+	if g, err := doc.LoadGoal(p.goal); err == nil && g.Complete() {
+		w.Checks = len(g.Checks)
+	}
+	lin := OpenLineage(p.runDir, p.ws)
+	w.Woke, w.Steps = lin.Woke(), lin.Steps()
+	return w, nil
+}
