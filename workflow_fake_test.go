@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/event"
@@ -89,7 +90,8 @@ func fakeWorkflowCLI() {
 	out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": fmt.Sprintf("i-%d", n)})
 	out.Encode(map[string]any{"type": "transcript_mirror", "filePath": transcript, "entries": []any{map[string]any{
 		"type": "user", "uuid": fmt.Sprintf("u-%d", n), "sessionId": sid, "message": map[string]any{"role": "user", "content": text}}}})
-	reply := fmt.Sprintf("reply %d", n)
+	reply := scriptedReply(n, text)
+	holdFakeCall(text)
 	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
 		"message": map[string]any{"id": fmt.Sprintf("m-%d", n), "model": "fake", "content": []any{map[string]any{"type": "text", "text": reply}}}})
 	if strings.Contains(text, "FAIL") {
@@ -116,6 +118,72 @@ func recordFakeCall(prompt string) int {
 		}
 		if !os.IsExist(err) {
 			os.Exit(3)
+		}
+	}
+}
+
+// fakeRule gives the replies to the prompts that contain Match: the k-th
+// such call gets Replies[k] (the last one once they run out). The first rule
+// that matches wins.
+type fakeRule struct {
+	Match   string   `json:"match"`
+	Replies []string `json:"replies"`
+}
+
+// scriptedReply is the reply FLOWER_FAKE_DIR/replies.json scripts for call
+// n with prompt text, or "reply <n>" without a script or a matching rule.
+func scriptedReply(n int, text string) string {
+	dir := os.Getenv("FLOWER_FAKE_DIR")
+	b, err := os.ReadFile(filepath.Join(dir, "replies.json"))
+	if err != nil {
+		return fmt.Sprintf("reply %d", n)
+	}
+	var rules []fakeRule
+	if json.Unmarshal(b, &rules) != nil {
+		os.Exit(4)
+	}
+	rule := func(prompt string) int {
+		for i, r := range rules {
+			if strings.Contains(prompt, r.Match) {
+				return i
+			}
+		}
+		return -1
+	}
+	i := rule(text)
+	if i < 0 || len(rules[i].Replies) == 0 {
+		return fmt.Sprintf("reply %d", n)
+	}
+	k := 0
+	for m := 1; m < n; m++ {
+		var c fakeCall
+		if b, err := os.ReadFile(fmt.Sprintf("%s/call-%d.json", dir, m)); err == nil && json.Unmarshal(b, &c) == nil && rule(c.Prompt) == i {
+			k++
+		}
+	}
+	return rules[i].Replies[min(k, len(rules[i].Replies)-1)]
+}
+
+// holdFakeCall, for a prompt holding the text in FLOWER_FAKE_DIR/hold,
+// writes held-<k> (k from 1) and waits until release-<k> exists: the test
+// acts while the session runs.
+func holdFakeCall(text string) {
+	dir := os.Getenv("FLOWER_FAKE_DIR")
+	marker, err := os.ReadFile(filepath.Join(dir, "hold"))
+	if err != nil || !strings.Contains(text, string(marker)) {
+		return
+	}
+	k := 1
+	for ; ; k++ {
+		f, err := os.OpenFile(fmt.Sprintf("%s/held-%d", dir, k), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			f.Close()
+			break
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("%s/release-%d", dir, k)); err == nil {
+			return
 		}
 	}
 }
