@@ -1,0 +1,234 @@
+package flower
+
+// The starter flow on the pinned Claude Code CLI against claudetest's fake
+// Messages API, played by internal/demo's scripted model (which the flower
+// demo command plays too). Tool search stays at the CLI's default.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/demo"
+)
+
+// realStarter runs a starter flow on a fresh Runtime (one "process").
+func realStarter(t *testing.T, srv *claudetest.Server, ask string, o StarterOptions, answers []string, onEvent func(*human.Channel, Event)) (*Workflow, *Runtime, *Ctx) {
+	t.Helper()
+	wf, err := StarterFlow(ask, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := wf.Channel.(*human.Channel)
+	answerer(t, ch, answers...)
+	rt := newTestRuntimeIn(t, o.Workspace, srv, WithRunDir(o.RunDir), WithWorkbench(wf.Workbench))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var sink func(Event)
+	if onEvent != nil {
+		sink = func(e Event) { onEvent(ch, e) }
+	}
+	c, err := wf.Run(ctx, rt, sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wf, rt, c
+}
+
+// requestsWith are the main-thread requests whose last prompt holds s.
+func requestsWith(srv *claudetest.Server, s string) []*claudetest.Request {
+	var out []*claudetest.Request
+	for _, r := range srv.Requests() {
+		if !r.Subagent && strings.Contains(r.LastUserText(), s) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestRealStarterFlowWakeAndNew(t *testing.T) {
+	t.Parallel()
+	ws, runDir := t.TempDir(), t.TempDir()
+	texts := demo.TextsFor("zh")
+	srv := claudetest.NewServer(t, demo.Script("zh", ws).Handler())
+	o := StarterOptions{Workspace: ws, RunDir: runDir}
+	const mail = "记得给 hello.txt 加换行"
+	wf, rt, c := realStarter(t, srv, texts.Ask, o, []string{texts.Answer}, func(ch *human.Channel, e Event) {
+		if e.Kind == "step" && e.Text == "干活" {
+			ch.Send(mail) // mid-run: the coordinator's next inbox check
+		}
+	})
+	if at, failed := c.FailedAt(); failed {
+		r, _ := c.Result(at)
+		t.Fatalf("failed at %s: %+v", at, r)
+	}
+	// Clarify: one question on its first turn, answered through the channel.
+	first := requestsWith(srv, texts.Ask)
+	if len(first) == 0 || !slices.Contains(first[0].Tools, AskTool) {
+		t.Fatalf("the clarifier's first request must offer %s", AskTool)
+	}
+	asks := wf.Channel.(*human.Channel).Asks()
+	if len(asks) != 1 || asks[0].Question != texts.Question || asks[0].State != human.Answered || asks[0].Answer != texts.Answer {
+		t.Fatalf("asks = %+v", asks)
+	}
+	notes := wf.Workbench.Notes()
+	brief, err := doc.LoadBrief(filepath.Join(notes, "需求.md"))
+	if err != nil || !brief.Complete() || !strings.Contains(brief.Goal, texts.Answer) {
+		t.Fatalf("brief: %+v, %v", brief, err)
+	}
+	if g, err := doc.LoadGoal(filepath.Join(notes, "目标.md")); err != nil || len(g.Checks) != 2 {
+		t.Fatalf("goal: %+v, %v", g, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, texts.File)); err != nil || string(b) != texts.Answer+"\n" {
+		t.Errorf("the coder's file: %q, %v", b, err)
+	}
+	want := []string{"确认需求", "设定目标", "干活", "干活·判定#1", "干活#round2", "干活·判定#2", "干活·交代"}
+	rows, err := ReadManifest(rt.ManifestPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Step)
+		if r.CostUSD <= 0 {
+			t.Errorf("manifest row %s has no cost: %+v", r.Step, r)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("manifest = %v, want %v", got, want)
+	}
+	// Round 2 continued the same session with the judge's reason.
+	r2 := requestsWith(srv, "没有达成目标")
+	if len(r2) == 0 || !r2[0].HasText(texts.Reason) || !r2[0].HasText("照这份需求做") {
+		t.Errorf("round 2 must continue the work session with the judge's reason")
+	}
+	// The mail reached the coordinator's inbox check and the brief.
+	var inboxed bool
+	for _, r := range srv.Requests() {
+		for _, b := range r.ToolResults() {
+			inboxed = inboxed || strings.Contains(b.Content, mail)
+		}
+	}
+	if !inboxed {
+		t.Error("the coordinator's inbox check did not return the mail")
+	}
+	if b := readText(t, filepath.Join(notes, "需求.md")); !strings.Contains(b, "## 运行中补充") || !strings.Contains(b, mail) {
+		t.Errorf("the brief lacks the mail:\n%s", b)
+	}
+	for _, name := range BequestFiles {
+		if got := readText(t, filepath.Join(ws, name)); got != BequestBegin+"\n"+texts.Bequest+"\n"+BequestEnd+"\n" {
+			t.Errorf("%s = %q", name, got)
+		}
+	}
+
+	// Wake with new words: brief amended once, goal derived again, the
+	// coordinator's session continued and given the words.
+	const words = "hello.txt 末尾再加一行 bye"
+	srv.Reset()
+	_, rt2, c2 := realStarter(t, srv, words, o, nil, nil)
+	if at, failed := c2.FailedAt(); failed {
+		t.Fatalf("wake failed at %s", at)
+	}
+	rows, _ = ReadManifest(rt2.ManifestPath())
+	got = nil
+	for _, r := range rows[len(want):] {
+		got = append(got, r.Step)
+	}
+	if want := []string{"设定目标", "干活", "干活·判定#1", "干活·交代"}; !slices.Equal(got, want) {
+		t.Errorf("wake manifest = %v, want %v", got, want)
+	}
+	b := readText(t, filepath.Join(notes, "需求.md"))
+	if strings.Count(b, words) != 1 || !strings.Contains(b, "## 唤醒时追加") {
+		t.Errorf("the brief must carry the words once under the wake label:\n%s", b)
+	}
+	if sets := requestsWith(srv, "变成一个可判定的目标"); len(sets) == 0 || !sets[0].HasText(words) {
+		t.Error("the goal was not derived again from the amended brief")
+	}
+	woke := requestsWith(srv, "判定标准已经按这句话重新推导过")
+	if len(woke) == 0 || !woke[0].HasText(words) || !woke[0].HasText("照这份需求做") || !woke[0].HasText(texts.Round2) {
+		t.Error("the coordinator's own session must be continued with the words")
+	}
+
+	// New: archived, and an empty ask is refused.
+	if _, err := StarterFlow("", StarterOptions{Workspace: ws, RunDir: runDir, New: true}); err == nil {
+		t.Error("new with no ask must be refused")
+	}
+	if _, err := os.Stat(filepath.Join(notes, "需求.md")); err == nil {
+		t.Error("new left the brief in place")
+	}
+	if w, _ := WakeState(o); w.Waking || len(w.Steps) != 0 {
+		t.Errorf("after new: %+v", w)
+	}
+}
+
+func TestRealStarterUnreachableAnswers(t *testing.T) {
+	t.Parallel()
+	texts := demo.TextsFor("zh")
+	for _, tc := range []struct {
+		name    string
+		answers []string
+		rounds  int // work rounds run
+		failed  bool
+	}{
+		{"accept", []string{texts.Answer, "接受这个结果,就这样往下走"}, 1, false},
+		{"amend", []string{texts.Answer, "修改目标", "在 Linux 上验就行"}, 2, false},
+		{"wrong", []string{texts.Answer, "这里能验"}, 2, false},
+		{"no answer", []string{texts.Answer, ""}, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ws, runDir := t.TempDir(), t.TempDir()
+			script := demo.Script("zh", ws)
+			script["判定这一轮"] = []claudetest.Responder{claudetest.Func(func(req *claudetest.Request) claudetest.Reply {
+				if req.HasText(texts.Round2) {
+					return claudetest.Say(texts.Achieved)
+				}
+				return claudetest.Say("## 结论\n无法达成\n\n## 理由\n这里没有 macOS\n\n## 未通过\n- 在 macOS 上运行")
+			})}
+			srv := claudetest.NewServer(t, script.Handler())
+			_, rt, c := realStarter(t, srv, texts.Ask, StarterOptions{Workspace: ws, RunDir: runDir}, tc.answers, nil)
+			rows, _ := ReadManifest(rt.ManifestPath())
+			rounds := 0
+			for _, r := range rows {
+				if r.Step == "干活" || strings.HasPrefix(r.Step, "干活#round") {
+					rounds++
+				}
+			}
+			_, failed := c.FailedAt()
+			if rounds != tc.rounds || failed != tc.failed {
+				t.Errorf("rounds %d failed %v; want %d %v", rounds, failed, tc.rounds, tc.failed)
+			}
+			if tc.failed {
+				if reason, _ := c.Aborted(); !strings.Contains(reason, "无人应答") {
+					t.Errorf("aborted = %q", reason)
+				}
+			}
+			if tc.name == "amend" && !strings.Contains(readText(t, filepath.Join(ws, ".flower", "notes", "目标.md")), "(已修改)在 Linux 上验就行") {
+				t.Error("the amended goal is not on disk")
+			}
+			if tc.name == "wrong" && len(requestsWith(srv, "人认为这个目标是能达成的")) == 0 {
+				t.Error("round 2 lacks the human's word")
+			}
+		})
+	}
+}
+
+func TestRealStarterIsolateOutsideGitMakesNoRequest(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	srv := claudetest.NewServer(t, demo.Script("zh", ws).Handler())
+	_, err := StarterFlow(demo.TextsFor("zh").Ask, StarterOptions{Workspace: ws, Isolate: true})
+	if err == nil || !strings.HasPrefix(err.Error(), "--isolate 要求 ") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := srv.Count(); n != 0 {
+		t.Errorf("%d API requests", n)
+	}
+}
