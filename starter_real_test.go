@@ -6,10 +6,14 @@ package flower
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,5 +234,87 @@ func TestRealStarterIsolateOutsideGitMakesNoRequest(t *testing.T) {
 	}
 	if n := srv.Count(); n != 0 {
 		t.Errorf("%d API requests", n)
+	}
+}
+
+// TestRealStarterAKilledProcessResumesTheWorkSession: the process is killed
+// while the coordinator's turn runs; the next run wakes (the brief and the
+// goal are on disk), skips clarify and goal, and resumes the killed
+// session from the lineage with the carry-on prompt.
+func TestRealStarterAKilledProcessResumesTheWorkSession(t *testing.T) {
+	t.Parallel()
+	ws, runDir := t.TempDir(), t.TempDir()
+	texts := demo.TextsFor("zh")
+	script := demo.Script("zh", ws).Handler()
+	release := make(chan struct{})
+	var once sync.Once
+	var hung atomic.Bool
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.Subagent || !strings.Contains(r.LastUserText(), "照这份需求做") {
+			return script(ctx, r)
+		}
+		if len(r.ToolResults()) == 0 {
+			return bashReply("ls")
+		}
+		hung.Store(true) // the killed turn
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return claudetest.Say("too late")
+	})
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	cfg, err := json.Marshal(workflowHelperConfig{WS: ws, RunDir: runDir, CLI: claudetest.CLIPath(t), Env: claudetest.Env(t, srv), Starter: texts.Ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "FLOWER_TEST_WORKFLOW_HELPER="+string(cfg))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var sid string
+	for deadline := time.Now().Add(90 * time.Second); sid == "" || !hung.Load() || !storeHas(t, runDir, ws, sid); {
+		select {
+		case err := <-exited:
+			t.Fatalf("the helper ended before it was killed: %v\n%s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Fatalf("no work session to kill (%q)\n%s", sid, out.String())
+		}
+		sid, _ = OpenLineage(runDir, ws).Session("干活")
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	once.Do(func() { close(release) })
+
+	if w, _ := WakeState(StarterOptions{Workspace: ws, RunDir: runDir}); !w.Waking || w.Steps["干活"] != sid {
+		t.Fatalf("wake state after the kill: %+v", w)
+	}
+	_, rt, c := realStarter(t, srv, "", StarterOptions{Workspace: ws, RunDir: runDir}, nil, nil)
+	if at, failed := c.FailedAt(); failed {
+		t.Fatalf("failed at %s", at)
+	}
+	if got, _ := c.Session("干活"); got != sid {
+		t.Errorf("the work step ran in %s, want the killed session %s", got, sid)
+	}
+	carry := requestsWith(srv, "接着做。上次干到哪")
+	if len(carry) == 0 || !carry[0].HasText("照这份需求做") {
+		t.Error("the killed session was not resumed with the carry-on prompt")
+	}
+	rows, _ := ReadManifest(rt.ManifestPath())
+	var last []string
+	for _, r := range rows {
+		last = append(last, r.Step)
+	}
+	if !slices.Contains(last, "干活·判定#1") || slices.Index(last, "干活·交代") != len(last)-1 {
+		t.Errorf("manifest = %v", last)
 	}
 }

@@ -108,6 +108,9 @@ func TestRealContinuousWorkflowResumesItsStepInANewRuntime(t *testing.T) {
 type workflowHelperConfig struct {
 	WS, RunDir, CLI string
 	Env             map[string]string
+	// Starter runs the starter flow with this ask instead (no human:
+	// every question settles at once).
+	Starter string
 }
 
 // workflowHelper runs a one-step continuous workflow on the real CLI, in a
@@ -117,18 +120,27 @@ func workflowHelper(spec string) error {
 	if err := json.Unmarshal([]byte(spec), &cfg); err != nil {
 		return err
 	}
-	rt, err := New(cfg.WS, WithRunDir(cfg.RunDir), WithEnv(cfg.Env), WithResilience(fastResilience),
+	wf := killedWorkflow()
+	var opts []Option
+	if cfg.Starter != "" {
+		var err error
+		if wf, err = StarterFlow(cfg.Starter, StarterOptions{Workspace: cfg.WS, RunDir: cfg.RunDir, Timeout: -1}); err != nil {
+			return err
+		}
+		opts = append(opts, WithWorkbench(wf.Workbench))
+	}
+	rt, err := New(cfg.WS, append(opts, WithRunDir(cfg.RunDir), WithEnv(cfg.Env), WithResilience(fastResilience),
 		WithSessionOptions(func(o *claude.Options) {
 			o.CLIPath = cfg.CLI
 			o.BaseEnv = claudetest.BaseEnv()
-		}))
+		}))...)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err = killedWorkflow().Run(ctx, rt, nil, nil)
+	_, err = wf.Run(ctx, rt, nil, nil)
 	return err
 }
 
