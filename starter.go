@@ -148,7 +148,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		return nil, fmt.Errorf("flower: Rounds is %d; give 1 or more (0 means %d)", o.Rounds, DefaultRounds)
 	}
 	if o.Isolate && !isGitWorkTree(p.ws) {
-		return nil, errors.New(fmt.Sprintf(t.isolateNotGit, p.ws))
+		return nil, fmt.Errorf(t.isolateNotGit, p.ws)
 	}
 	if err := p.wb.Ensure(); err != nil {
 		return nil, fmt.Errorf("flower: the workbench: %w", err)

@@ -558,3 +558,102 @@ func TestFakeWakeStateWritesNothingAndTellsTheWake(t *testing.T) {
 		t.Errorf("WakeState wrote")
 	}
 }
+
+func TestDocumentsThatCannotBeLoadedCountAsAbsent(t *testing.T) {
+	dir := t.TempDir()
+	unreadable := filepath.Join(dir, "brief-dir")
+	if err := os.Mkdir(unreadable, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	incomplete := filepath.Join(dir, "edited.md")
+	os.WriteFile(incomplete, []byte("## 目标\n只剩目标了\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		step Step
+		said bool
+	}{
+		{"brief: unreadable", ClarifyStep(nil, unreadable, Text("x"), ClarifyOptions{}), true},
+		{"brief: missing", ClarifyStep(nil, filepath.Join(dir, "none.md"), Text("x"), ClarifyOptions{}), false},
+		{"brief: edited into an incomplete one", ClarifyStep(nil, incomplete, Text("x"), ClarifyOptions{}), false},
+		{"goal: unreadable", GoalStep(nil, unreadable, GoalOptions{}), true},
+		{"goal: incomplete", GoalStep(nil, incomplete, GoalOptions{}), false},
+	} {
+		c := NewCtx()
+		var events []Event
+		c.Set(KeyOnEvent, func(e Event) { events = append(events, e) })
+		run, err := tc.step.When(context.Background(), c)
+		if err != nil || !run {
+			t.Errorf("%s: When = %v, %v; the step must run", tc.name, run, err)
+		}
+		if said := len(events) == 1 && strings.Contains(events[0].Text, "读不了"); said != tc.said {
+			t.Errorf("%s: events %+v", tc.name, events)
+		}
+		if _, ok := c.Get(BriefKey); ok {
+			t.Errorf("%s: a brief was loaded", tc.name)
+		}
+	}
+}
+
+func TestStarterNamesPerLanguageAndTheRunDirsLanguageWins(t *testing.T) {
+	ws := t.TempDir()
+	wf, err := StarterFlow("build x", StarterOptions{Workspace: ws, Lang: English})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range wf.Steps {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, []string{"clarify", "goal", "work"}) || wf.Steps[2].Spec.Name != "coordinator" ||
+		wf.Steps[2].Spec.Agents["coder"].Description == "" {
+		t.Errorf("English names: %v, %s", names, wf.Steps[2].Spec.Name)
+	}
+	if ch := wf.Channel.(*human.Channel); ch.AmendPath() != filepath.Join(ws, ".flower", "notes", "brief.md") ||
+		ch.LogPath() != filepath.Join(ws, ".flower", "notes", "qa-log.md") {
+		t.Errorf("English files: %s %s", ch.AmendPath(), ch.LogPath())
+	}
+	os.MkdirAll(filepath.Join(ws, "runs"), 0o700)
+	if _, err := recordLanguage(filepath.Join(ws, "runs"), Chinese); err != nil {
+		t.Fatal(err)
+	}
+	wf, err = StarterFlow("build x", StarterOptions{Workspace: ws, Lang: English})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wf.Steps[0].Name != "确认需求" || wf.Steps[2].Name != "干活" {
+		t.Errorf("a Chinese run directory must keep its names: %s, %s", wf.Steps[0].Name, wf.Steps[2].Name)
+	}
+	if w, _ := WakeState(StarterOptions{Workspace: ws, Lang: English}); w.Lang != Chinese || filepath.Base(w.Brief) != "需求.md" {
+		t.Errorf("WakeState: %+v", w)
+	}
+}
+
+func TestFakeGoalStepAnnouncesUnverifiableChecksAndJudgeCanRunReachesBothJudges(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rules := starterRules(fakeDone)
+	rules[6].Replies = []string{fakeGoal + "\n- 在 macOS 上运行 [此环境无法验证:没有 macOS]"}
+	f.script(rules)
+	o := f.options()
+	o.JudgeCanRun = true
+	var tasks []Event
+	wf, _, _ := f.runStarter("帮我做一个 hello", o, func(e Event) {
+		if e.Kind == "task" {
+			tasks = append(tasks, e)
+		}
+	})
+	goalPath := filepath.Join(wf.Workbench.Notes(), "目标.md")
+	if len(tasks) != 1 || !strings.HasPrefix(tasks[0].Text, "目标里有 1/3 条在这个环境里验不了 —— 判定时它们必然过不去,会停下来问你。现在改 "+goalPath+" 还来得及:\n  · 在 macOS 上运行") ||
+		tasks[0].Payload["unverifiable"] != 1 || tasks[0].Payload["total"] != 3 || tasks[0].Payload["path"] != goalPath {
+		t.Fatalf("task events = %+v", tasks)
+	}
+	if !slices.Contains(wf.Steps[1].Spec.AllowedTools, "Bash") {
+		t.Error("JudgeCanRun must reach the goal-setting judge")
+	}
+	for _, j := range f.callsMatching("判定这一轮") {
+		i := slices.Index(j.Args, "--allowedTools")
+		if i < 0 || !slices.Contains(strings.Split(j.Args[i+1], ","), "Bash") {
+			t.Errorf("the round judge has no Bash: %v", j.Args)
+		}
+	}
+}

@@ -318,3 +318,39 @@ func TestRealStarterAKilledProcessResumesTheWorkSession(t *testing.T) {
 		t.Errorf("manifest = %v", last)
 	}
 }
+
+// TestRealStarterFlowInEnglish: the demo script and the flow's names and
+// prompts in English, end to end.
+func TestRealStarterFlowInEnglish(t *testing.T) {
+	t.Parallel()
+	ws, runDir := t.TempDir(), t.TempDir()
+	texts := demo.TextsFor("en")
+	srv := claudetest.NewServer(t, demo.Script("en", ws).Handler())
+	o := StarterOptions{Workspace: ws, RunDir: runDir, Lang: English}
+	wf, err := StarterFlow(texts.Ask, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerer(t, wf.Channel.(*human.Channel), texts.Answer)
+	rt := newTestRuntimeIn(t, ws, srv, WithRunDir(runDir), WithWorkbench(wf.Workbench), WithLanguage(English))
+	c, err := wf.Run(runCtx(t), rt, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, failed := c.FailedAt(); failed {
+		t.Fatalf("failed at %s", at)
+	}
+	want := []string{"clarify", "goal", "work", "work·judge#1", "work#round2", "work·judge#2", "work·bequest"}
+	if got := labels(t, rt); !slices.Equal(got, want) {
+		t.Errorf("labels = %v, want %v", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, texts.File)); err != nil || string(b) != texts.Answer+"\n" {
+		t.Errorf("the coder's file: %q, %v", b, err)
+	}
+	if got := readText(t, filepath.Join(ws, "AGENTS.md")); !strings.Contains(got, texts.Bequest) {
+		t.Errorf("AGENTS.md = %q", got)
+	}
+	if _, err := doc.LoadGoal(filepath.Join(wf.Workbench.Notes(), "goal.md")); err != nil {
+		t.Error(err)
+	}
+}
