@@ -24,6 +24,13 @@
 // directory remembers each step's session the moment it is known, and the
 // next run on that directory continues it.
 //
+// StarterFlow is the ready-made workflow the flower command runs: clarify
+// (ClarifyStep), goal (GoalStep) and work under the goal guard (WithGoal),
+// continuing where the last run stopped (WakeState tells whether it will),
+// and leaving a short hand-over in CLAUDE.md and AGENTS.md at the end (the
+// bequest). It is a sample to copy as much as a tool: the steps it is made
+// of are public.
+//
 // Imports only point down:
 //
 //	cmd/flower                         the command

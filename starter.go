@@ -129,8 +129,8 @@ func or(s, def string) string {
 // The workflow's Channel is a *human.Channel (the Q&A log and the amend
 // file, the brief, in the workbench's notes/) and its Workbench is
 // workbench.At(workspace, isolate): give the Runtime the same Workbench
-// (WithWorkbench), the same run directory (WithRunDir) and the workflow's
-// language (WithLanguage(WakeState(o).Lang)).
+// (WithWorkbench), and the run directory and language WakeState(o)
+// reports (WithRunDir, WithLanguage).
 //
 // On a wake (a complete brief on disk), new words land in all three places
 // that need them, or they are silently void: the brief, amended once under
@@ -263,9 +263,11 @@ type Wake struct {
 	Woke int
 	// Steps is a copy of the lineage's step → session map.
 	Steps map[string]string
-	// Workbench is the workbench folder; Lang the run's language.
-	Workbench string
-	Lang      Lang
+	// Workbench is the workbench folder, RunDir the run directory (give
+	// the Runtime the same: WithRunDir) and Lang the run's language
+	// (WithLanguage).
+	Workbench, RunDir string
+	Lang              Lang
 }
 
 // WakeState tells, before a run, whether a StarterFlow with the same
@@ -276,7 +278,7 @@ func WakeState(o StarterOptions) (Wake, error) {
 	if err != nil {
 		return Wake{}, err
 	}
-	w := Wake{Brief: p.brief, Goal: p.goal, Workbench: p.wb.Root(), Lang: p.lang}
+	w := Wake{Brief: p.brief, Goal: p.goal, Workbench: p.wb.Root(), RunDir: p.runDir, Lang: p.lang}
 	if b, err := doc.LoadBrief(p.brief); err == nil {
 		w.Waking = b.Complete()
 	}
