@@ -657,3 +657,28 @@ func TestFakeGoalStepAnnouncesUnverifiableChecksAndJudgeCanRunReachesBothJudges(
 		}
 	}
 }
+
+func TestFakeWorkflowFinallyRunsHoweverTheStepsEnd(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime()
+	var finals []string
+	wf := &Workflow{NoContinuity: true, Steps: []Step{{Name: "a", Spec: wfSpec(), Prompt: Text("FAIL a")}},
+		Finally: func(_ context.Context, got *Runtime, c *Ctx) {
+			at, _ := c.FailedAt()
+			finals = append(finals, at)
+			if got != rt {
+				t.Error("Finally got another Runtime")
+			}
+		}}
+	if _, err := wf.Run(context.Background(), rt, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	bad := &Workflow{Steps: []Step{{Name: "_x", Spec: wfSpec(), Prompt: Text("x")}}, Finally: wf.Finally}
+	if _, err := bad.Run(context.Background(), rt, nil, nil); err == nil {
+		t.Fatal("invalid steps ran")
+	}
+	if !slices.Equal(finals, []string{"a"}) {
+		t.Errorf("Finally ran %v; once after the failed step, never for invalid steps", finals)
+	}
+}
