@@ -1,7 +1,6 @@
 package flower
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -167,10 +166,10 @@ func TestFakeAsideRunLeavesTheWordsForTheNextStep(t *testing.T) {
 	if rt.Interrupt("pending words") {
 		t.Fatal("no step runs, yet Interrupt says one took the words")
 	}
-	if _, err := rt.Run(context.Background(), wfSpec(), "aside", RunOptions{Aside: true}); err != nil {
+	if _, err := rt.Run(runCtx(t), wfSpec(), "aside", RunOptions{Aside: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.Run(context.Background(), wfSpec(), "work", RunOptions{}); err != nil {
+	if _, err := rt.Run(runCtx(t), wfSpec(), "work", RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.call(1).Prompt; strings.Contains(p, "pending words") {

@@ -72,7 +72,7 @@ func (f *fakeFlow) runStarter(ask string, o StarterOptions, onEvent func(Event))
 		f.t.Fatal(err)
 	}
 	rt := f.runtime(WithWorkbench(wf.Workbench))
-	c, err := wf.Run(context.Background(), rt, onEvent, nil)
+	c, err := wf.Run(runCtx(f.t), rt, onEvent, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestFakeStarterUnreachableAsksTheHuman(t *testing.T) {
 			ch := wf.Channel.(*human.Channel)
 			answerer(t, ch, tc.answers...)
 			rt := f.runtime(WithWorkbench(wf.Workbench))
-			c, err := wf.Run(context.Background(), rt, nil, nil)
+			c, err := wf.Run(runCtx(f.t), rt, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -355,7 +355,7 @@ func TestFakeGoalGuardRoundsAreTotalRoundsAndTheStepIsCopied(t *testing.T) {
 		t.Fatalf("WithGoal: retries %d, resume prompt kept %v, original changed %v", guarded.Retries, guarded.ResumePrompt != nil, step.Gate != nil)
 	}
 	rt := f.runtime()
-	c, err := (&Workflow{NoContinuity: true, Steps: []Step{guarded}}).Run(context.Background(), rt, nil, nil)
+	c, err := (&Workflow{NoContinuity: true, Steps: []Step{guarded}}).Run(runCtx(t), rt, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestFakeStarterWordsTypedWhileAJudgeRunsAreNeverLost(t *testing.T) {
 			os.WriteFile(filepath.Join(f.calls, fmt.Sprintf("release-%d", k+1)), nil, 0o600)
 		}
 	}()
-	c, err := wf.Run(context.Background(), rt, nil, nil)
+	c, err := wf.Run(runCtx(f.t), rt, nil, nil)
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +455,7 @@ func TestFakeStarterInboxMessageReachesTheBrief(t *testing.T) {
 			ch.Send("记得写测试")
 		}
 	}
-	if _, err := wf.Run(context.Background(), rt, onEvent, nil); err != nil {
+	if _, err := wf.Run(runCtx(f.t), rt, onEvent, nil); err != nil {
 		t.Fatal(err)
 	}
 	brief := readText(t, filepath.Join(wf.Workbench.Notes(), "需求.md"))
@@ -671,11 +671,11 @@ func TestFakeWorkflowFinallyRunsHoweverTheStepsEnd(t *testing.T) {
 				t.Error("Finally got another Runtime")
 			}
 		}}
-	if _, err := wf.Run(context.Background(), rt, nil, nil); err != nil {
+	if _, err := wf.Run(runCtx(f.t), rt, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	bad := &Workflow{Steps: []Step{{Name: "_x", Spec: wfSpec(), Prompt: Text("x")}}, Finally: wf.Finally}
-	if _, err := bad.Run(context.Background(), rt, nil, nil); err == nil {
+	if _, err := bad.Run(runCtx(t), rt, nil, nil); err == nil {
 		t.Fatal("invalid steps ran")
 	}
 	if !slices.Equal(finals, []string{"a"}) {
