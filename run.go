@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -458,6 +459,12 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 		env[k] = v
 	}
 	opts.Env = env
+	// The driver reads no variable of flower's: FLOWER_CLAUDE (the
+	// runtime's environment first) names the claude binary, else the driver
+	// looks on PATH and in the usual places.
+	if p := firstNonEmpty(rt.env["FLOWER_CLAUDE"], os.Getenv("FLOWER_CLAUDE")); p != "" {
+		opts.CLIPath = p
+	}
 	// One tool result can make a stdout line of several MiB (a large Read
 	// echoed in tool_use_result); over the driver's 1 MiB default that
 	// would end an hours-long step, so a runtime session allows far more.

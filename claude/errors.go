@@ -17,7 +17,7 @@ func (e *CLINotFoundError) Error() string {
 	if e.Path != "" {
 		return fmt.Sprintf("claude CLI not found at %s: install it (npm install -g @anthropic-ai/claude-code) or fix the path", e.Path)
 	}
-	return fmt.Sprintf("claude CLI not found (looked in %s): install it with npm install -g @anthropic-ai/claude-code, or set FLOWER_CLAUDE to its path", strings.Join(e.Tried, ", "))
+	return fmt.Sprintf("claude CLI not found (looked in %s): install it with npm install -g @anthropic-ai/claude-code, or pass its path as Options.CLIPath", strings.Join(e.Tried, ", "))
 }
 
 // ConnectionError says the CLI could not be started or written to.

@@ -31,9 +31,12 @@ const (
 	NewestTestedCLIVersion = "2.1.332"
 )
 
-// FindCLI locates the claude binary: the explicit path if given, then the
-// FLOWER_CLAUDE variable, then PATH, then the usual install locations. The
-// error is a *CLINotFoundError listing every place it looked.
+// FindCLI locates the claude binary: the explicit path if given (the
+// caller's choice, e.g. from its own configuration), else PATH, then the
+// usual install locations. Like the official SDK it reads no environment
+// variable of its own: a program that lets users name the binary passes it
+// as Options.CLIPath. The error is a *CLINotFoundError listing every place
+// it looked.
 func FindCLI(explicit string) (string, error) {
 	var tried []string
 	check := func(p string) bool {
@@ -49,12 +52,6 @@ func FindCLI(explicit string) (string, error) {
 			return explicit, nil
 		}
 		return "", &CLINotFoundError{Path: explicit, Tried: tried}
-	}
-	if p := os.Getenv("FLOWER_CLAUDE"); p != "" {
-		if check(p) {
-			return p, nil
-		}
-		return "", &CLINotFoundError{Path: p, Tried: tried}
 	}
 	if p, err := exec.LookPath("claude"); err == nil {
 		return p, nil

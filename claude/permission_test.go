@@ -52,22 +52,22 @@ func TestFindCLI(t *testing.T) {
 	if got, err := claude.FindCLI(exe); err != nil || got != exe {
 		t.Errorf("explicit path: %q, %v", got, err)
 	}
-	t.Setenv("FLOWER_CLAUDE", exe)
-	if got, err := claude.FindCLI(""); err != nil || got != exe {
-		t.Errorf("FLOWER_CLAUDE: %q, %v", got, err)
-	}
-	t.Setenv("FLOWER_CLAUDE", filepath.Join(dir, "missing"))
 	var nf *claude.CLINotFoundError
-	if _, err := claude.FindCLI(""); !errors.As(err, &nf) || nf.Path == "" {
-		t.Errorf("a wrong FLOWER_CLAUDE must be reported, got %v", err)
+	if _, err := claude.FindCLI(filepath.Join(dir, "missing")); !errors.As(err, &nf) || nf.Path == "" {
+		t.Errorf("a wrong explicit path must be reported, got %v", err)
 	}
-	t.Setenv("FLOWER_CLAUDE", "")
 	t.Setenv("PATH", dir)
 	if got, err := claude.FindCLI(""); err != nil || got != exe {
 		t.Errorf("PATH: %q, %v", got, err)
 	}
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("HOME", t.TempDir())
+	// The driver knows nothing of flower: flower's variable is flower's to
+	// read and pass as Options.CLIPath.
+	t.Setenv("FLOWER_CLAUDE", exe)
+	if got, err := claude.FindCLI(""); got == exe {
+		t.Errorf("FindCLI read FLOWER_CLAUDE: %q, %v", got, err)
+	}
 	if _, err := claude.FindCLI(""); !errors.As(err, &nf) {
 		// /usr/local/bin/claude may exist on a developer's machine.
 		if _, statErr := os.Stat("/usr/local/bin/claude"); statErr != nil {
