@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -62,10 +61,11 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	if mat != nil {
 		c.cleanup = append(c.cleanup, func() {
 			// The resumed session's new turns live only in the temporary
-			// directory and the store: if the store missed some, the
-			// directory is the only full copy, so it stays.
-			if c.mirror != nil && c.mirror.failed.Load() {
-				slog.Warn("claude: the session store missed entries of a resumed session; its transcript is kept", "dir", mat.dir)
+			// directory and the store: if the store missed some (or the
+			// reader stopped before the end), the directory is the only
+			// full copy, so it stays, without the credentials.
+			if c.streamCut.Load() || c.mirror != nil && c.mirror.failed.Load() {
+				mat.keep()
 				return
 			}
 			mat.remove()
@@ -295,14 +295,20 @@ func (cl *Client) StopTask(ctx context.Context, taskID string) error {
 func (cl *Client) CloseInput() { cl.c.closeInput() }
 
 // CloseInputWhenIdle sends EOF at the next result that arrives with no
-// background task in flight, the rule Query follows: until then hooks,
-// permission prompts and SDK MCP servers keep working. Use it after the last
+// background task in flight (of any type: agents, workflows, background
+// Bash), the rule Query follows; when a task ended during that turn, EOF
+// waits Options.FollowUpWait for the follow-up turn the CLI may start to
+// report it. Until then hooks, permission prompts and SDK MCP servers keep
+// working. A background task that never ends keeps the session open until
+// it is stopped (StopTask) or the session closed. Use it after the last
 // prompt of a session that may still be interrupted or steered.
 func (cl *Client) CloseInputWhenIdle() { cl.c.closeOnResult.Store(true) }
 
 // Close stops the CLI (EOF, then SIGTERM, then SIGKILL to its process
-// group, 5 s apart by default) and waits for every goroutine of the
-// session. It is safe to call more than once.
+// group, 5 s apart by default) and waits for the session's goroutines; a
+// hook or permission callback that ignores its cancelled context is waited
+// for only Options.HandlerGrace (5 s) and then left behind, logged. It is
+// safe to call more than once.
 func (cl *Client) Close() error {
 	cl.c.close()
 	return nil
@@ -318,12 +324,18 @@ func (cl *Client) Err() error {
 	}
 }
 
+// interruptWait bounds the interrupt Query sends when its context is
+// cancelled, before it closes the session.
+const interruptWait = time.Second
+
 // Query runs one prompt in a new CLI process and yields its messages. Stdin
-// stays open while the CLI may call back (hooks, CanUseTool, SDK MCP
-// servers) until a result arrives with no background task in flight. A
-// final error (*ResultError for an error result, *ProcessError, …) is
-// yielded with a nil message. Breaking out of the loop or cancelling ctx
-// stops the process.
+// stays open until a result arrives with no background task in flight and
+// no follow-up turn coming (see Options.FollowUpWait), so that hooks,
+// CanUseTool, SDK MCP servers and an interrupt keep working. A final error
+// (*ResultError for an error result, *ProcessError, …) is yielded with a
+// nil message. Cancelling ctx interrupts the turn (waiting up to 1 s for the
+// CLI's answer) and then stops the process; breaking out of the loop stops
+// it at once.
 func Query(ctx context.Context, prompt string, opts Options) iter.Seq2[Message, error] {
 	return func(yield func(Message, error) bool) {
 		cl, err := Connect(ctx, opts)
@@ -331,25 +343,20 @@ func Query(ctx context.Context, prompt string, opts Options) iter.Seq2[Message, 
 			yield(nil, err)
 			return
 		}
-		defer cl.Close()
-		stop := context.AfterFunc(ctx, func() {
-			// Stop the turn first so that the CLI exits promptly on EOF.
-			ictx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = cl.Interrupt(ictx)
-			cl.CloseInput()
-		})
-		defer stop()
-		keepOpen := opts.needsOpenInput()
-		if keepOpen {
-			cl.CloseInputWhenIdle()
-		}
+		defer func() {
+			if ctx.Err() != nil {
+				// Interrupt before EOF: a CLI that gets EOF mid-turn
+				// finishes the turn, and is killed after the grace.
+				ictx, cancel := context.WithTimeout(context.Background(), interruptWait)
+				_, _ = cl.c.request(ictx, "interrupt", nil, interruptWait)
+				cancel()
+			}
+			cl.Close()
+		}()
+		cl.CloseInputWhenIdle()
 		if err := cl.Send(ctx, prompt); err != nil {
 			yield(nil, err)
 			return
-		}
-		if !keepOpen {
-			cl.CloseInput()
 		}
 		for m, err := range cl.Messages(ctx) {
 			if !yield(m, err) {

@@ -50,11 +50,21 @@ type conn struct {
 	msgs *queue
 
 	// Read and written by the reader goroutine only.
-	tasks         map[string]bool
+	tasks         map[string]bool // background tasks in flight, of every type
 	lastErrResult *ResultMessage
+	// idle: a result came and no turn has started since. notified: a task
+	// notification arrived in the current turn or since the last result.
+	idle, notified bool
 	// closeOnResult makes the reader close stdin at the first result that
-	// arrives with no tracked background tasks (one-shot queries).
+	// arrives with no background task in flight and no follow-up turn
+	// coming (one-shot queries).
 	closeOnResult atomic.Bool
+	// followGen numbers the armed follow-up wait; a turn that starts (or a
+	// newer wait) invalidates the older one.
+	followGen atomic.Uint64
+	// streamCut is set when the reader stopped before the end of stdout:
+	// what followed (transcript frames included) was never read.
+	streamCut atomic.Bool
 
 	stderr *tail
 
@@ -173,21 +183,54 @@ func exitCode(err error) int {
 	return -1
 }
 
-// readLoop reads stdout to EOF. Once the process has exited, a grandchild
-// that inherited stdout must not keep the reader waiting: a deadline ends it.
-func (c *conn) readLoop(out *os.File) {
-	defer out.Close()
+// exitIdle is how long a pipe may stay silent after the CLI has exited
+// before its reader stops: by then only a grandchild that inherited the pipe
+// can hold it open, and nothing it writes is the CLI's.
+const exitIdle = time.Second
+
+// idleDeadline bounds a pipe's reader once the CLI has exited: the read
+// deadline is armed at the exit and pushed back after every line, so a pipe
+// is still read to its end while data flows.
+type idleDeadline struct {
+	f     *os.File
+	armed atomic.Bool
+}
+
+// watchIdle arms f's idle deadline when exited closes; its goroutine ends
+// then or when stop closes.
+func watchIdle(f *os.File, exited, stop <-chan struct{}) *idleDeadline {
+	d := &idleDeadline{f: f}
 	go func() {
 		select {
-		case <-c.exited:
-			_ = out.SetReadDeadline(time.Now().Add(time.Second))
-		case <-c.done:
+		case <-exited:
+			d.armed.Store(true)
+			_ = f.SetReadDeadline(time.Now().Add(exitIdle))
+		case <-stop:
 		}
 	}()
+	return d
+}
+
+func (d *idleDeadline) touch() {
+	if d.armed.Load() {
+		_ = d.f.SetReadDeadline(time.Now().Add(exitIdle))
+	}
+}
+
+// readLoop reads stdout to EOF. It never waits on anything but the pipe:
+// the mirror writes in its own goroutine and results wait behind a barrier
+// in the queue. Once the process has exited, a grandchild that inherited
+// stdout must not keep the reader waiting: an idle deadline ends it.
+func (c *conn) readLoop(out *os.File) {
+	stop := make(chan struct{})
+	defer close(stop)
+	defer out.Close()
+	idle := watchIdle(out, c.exited, stop)
 	r := bufio.NewReaderSize(out, 64<<10)
 	limit := c.opts.maxLineBytes()
 	for {
 		line, err := readLine(r, limit)
+		idle.touch()
 		if len(line) > 0 && (err == nil || errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded)) {
 			if perr := c.route(line, err != nil); perr != nil {
 				c.fail(perr)
@@ -231,6 +274,7 @@ func readLine(r *bufio.Reader, limit int) ([]byte, error) {
 // fail ends the session because of a stream the driver cannot read: the
 // CLI is stopped and the consumer gets err.
 func (c *conn) fail(err error) {
+	c.streamCut.Store(true)
 	c.setErr(err)
 	go c.close()
 }
@@ -292,27 +336,54 @@ func (c *conn) route(line []byte, partial bool) error {
 		msg = &UnknownMessage{Type: env.Type, Raw: json.RawMessage(bytes.Clone(line))}
 	}
 	c.observe(msg)
-	c.msgs.push(msg)
-	if _, ok := msg.(*ResultMessage); ok && len(c.tasks) == 0 && c.closeOnResult.Load() {
-		c.closeInput()
+	if _, ok := msg.(*ResultMessage); ok {
+		// The store holds the turn before the consumer sees its result;
+		// the reader itself goes on at once.
+		var wait <-chan struct{}
+		if c.mirror != nil {
+			wait = c.mirror.barrier()
+		}
+		c.msgs.pushAfter(msg, wait)
+		c.afterResult()
+		return nil
 	}
+	c.msgs.push(msg)
 	return nil
 }
 
 // observe tracks what the stdin rule and error reporting need: background
-// tasks in flight and the last error result. A result first flushes the
-// mirror so the store holds the turn before the consumer sees it.
+// tasks in flight (of every type: a background Bash's follow-up turn needs
+// the host as much as an agent's), whether a turn is running, task
+// notifications, and the last error result.
 func (c *conn) observe(msg Message) {
 	switch m := msg.(type) {
 	case *SystemMessage:
+		switch m.Subtype {
+		case "init":
+			c.turnStarted()
+		case "background_tasks_changed":
+			// The CLI's live list is the authority.
+			var l struct {
+				Tasks []struct {
+					TaskID string `json:"task_id"`
+				} `json:"tasks"`
+			}
+			if json.Unmarshal(m.Raw, &l) == nil {
+				clear(c.tasks)
+				for _, t := range l.Tasks {
+					c.tasks[t.TaskID] = true
+				}
+				c.tasksChanged()
+			}
+		}
 		if m.Task != nil {
 			switch m.Subtype {
 			case "task_started":
-				if m.Task.TaskType == "local_agent" || m.Task.TaskType == "local_workflow" {
-					c.tasks[m.Task.TaskID] = true
-				}
+				c.tasks[m.Task.TaskID] = true
 			case "task_notification":
 				delete(c.tasks, m.Task.TaskID)
+				c.notified = true
+				c.tasksChanged()
 			case "task_updated":
 				var p struct {
 					Status string `json:"status"`
@@ -321,6 +392,7 @@ func (c *conn) observe(msg Message) {
 				switch p.Status {
 				case "completed", "failed", "stopped", "killed":
 					delete(c.tasks, m.Task.TaskID)
+					c.tasksChanged()
 				}
 			}
 		}
@@ -328,17 +400,59 @@ func (c *conn) observe(msg Message) {
 			c.lastErrResult = nil
 		}
 	case *ResultMessage:
-		if c.mirror != nil {
-			c.mirror.flush()
-		}
+		c.idle = true
 		if m.IsError {
 			c.lastErrResult = m
 		} else {
 			c.lastErrResult = nil
 		}
+	case *AssistantMessage, *UserMessage, *StreamEvent:
+		c.turnStarted()
+		c.lastErrResult = nil
 	default:
 		c.lastErrResult = nil
 	}
+}
+
+// turnStarted notes that the CLI is working on a turn again.
+func (c *conn) turnStarted() {
+	if c.idle {
+		c.idle, c.notified = false, false
+		c.followGen.Add(1) // a follow-up wait is answered
+	}
+}
+
+// afterResult applies the stdin rule at a result. A task still running
+// keeps stdin open (its end is watched). A task notification in this turn
+// may bring a follow-up turn of its own, or may have been absorbed by the
+// turn that just ended (the CLI does both): stdin stays open for
+// Options.FollowUpWait, and closes unless a turn starts.
+func (c *conn) afterResult() {
+	if !c.closeOnResult.Load() || len(c.tasks) > 0 {
+		return
+	}
+	if c.notified {
+		c.armFollowUp()
+		return
+	}
+	c.closeInput()
+}
+
+// tasksChanged re-applies the stdin rule between turns: when the last task
+// ends, its notification turn should start at once.
+func (c *conn) tasksChanged() {
+	if c.idle && len(c.tasks) == 0 && c.closeOnResult.Load() {
+		c.armFollowUp()
+	}
+}
+
+func (c *conn) armFollowUp() {
+	gen := c.followGen.Add(1)
+	time.AfterFunc(c.opts.followUpWait(), func() {
+		if c.followGen.Load() == gen {
+			c.closeInput()
+		}
+	})
 }
 
 // finish runs when stdout has ended: it settles the session's error, fails
@@ -352,6 +466,9 @@ func (c *conn) finish() {
 		signalGroup(c.cmd, syscall.SIGKILL)
 		<-c.exited
 	}
+	// The CLI is gone: nobody waits for a callback's answer any more.
+	c.stopAll()
+	c.followGen.Add(1)
 	if c.mirror != nil {
 		// Late subagent frames arrive after the last result.
 		c.mirror.close()
@@ -380,11 +497,17 @@ func (c *conn) finish() {
 	c.msgs.finish(err)
 }
 
+// readStderr keeps the stderr tail. Like stdout, it is read to its end, with
+// an idle bound once the CLI has exited (a grandchild may hold it for good).
 func (c *conn) readStderr(f *os.File) {
+	stop := make(chan struct{})
+	defer close(stop)
 	defer f.Close()
+	idle := watchIdle(f, c.exited, stop)
 	r := bufio.NewReaderSize(f, 64<<10)
 	for {
 		line, err := readLine(r, 64<<10)
+		idle.touch()
 		if len(line) > 0 {
 			s := strings.TrimRight(string(line), "\r")
 			c.stderr.add(s)
@@ -519,6 +642,16 @@ func (c *conn) startHandler(id string, raw json.RawMessage, received time.Time) 
 			// Cancelled by the CLI (or shutting down): it expects no reply.
 			return
 		}
+		if err == nil {
+			// Encode here: an answer that cannot be encoded (an invalid
+			// json.RawMessage) must still get a reply, or the CLI waits.
+			b, merr := json.Marshal(resp)
+			if merr != nil {
+				err = fmt.Errorf("the callback's answer cannot be encoded as JSON (check its json.RawMessage fields): %w", merr)
+			} else {
+				resp = json.RawMessage(b)
+			}
+		}
 		var frame map[string]any
 		if err != nil {
 			frame = map[string]any{"subtype": "error", "request_id": id, "error": err.Error()}
@@ -596,6 +729,14 @@ func (c *conn) answerHook(ctx context.Context, raw json.RawMessage) (any, error)
 	if out == nil {
 		return map[string]any{}, nil
 	}
+	if hs := out.HookSpecificOutput; hs != nil && hs.HookEventName == "" {
+		// The CLI ignores an event-specific answer without its event name
+		// (a deny would fail open): the driver knows the event.
+		filled, spec := *out, *hs
+		spec.HookEventName = in.HookEventName
+		filled.HookSpecificOutput = &spec
+		out = &filled
+	}
 	return out, nil
 }
 
@@ -630,12 +771,33 @@ func (c *conn) close() {
 		}
 		<-c.done
 		c.stopAll()
-		c.handlers.Wait()
+		c.waitHandlers(orDefault(c.opts.HandlerGrace, 5*time.Second))
 		c.bridge.close()
 		for _, f := range c.cleanup {
 			f()
 		}
 	})
+}
+
+// waitHandlers waits up to grace for the callbacks, whose contexts are
+// cancelled; one that ignores its context is left running (and logged)
+// rather than hanging Close. Its late answer goes nowhere.
+func (c *conn) waitHandlers(grace time.Duration) {
+	all := make(chan struct{})
+	go func() {
+		c.handlers.Wait()
+		close(all)
+	}()
+	if waitFor(all, grace) {
+		return
+	}
+	c.inflightMu.Lock()
+	ids := make([]string, 0, len(c.inflight))
+	for id := range c.inflight {
+		ids = append(ids, id)
+	}
+	c.inflightMu.Unlock()
+	slog.Warn("claude: callbacks still running after their context was cancelled; not waiting for them", "grace", grace, "requests", ids)
 }
 
 func waitFor(ch <-chan struct{}, d time.Duration) bool {

@@ -108,7 +108,8 @@ const (
 )
 
 // HookSpecificOutput carries the event-specific part of a hook's answer.
-// HookEventName must equal the event the hook answers.
+// HookEventName names the event the hook answers; left empty, the driver
+// fills in the event of the call (the CLI ignores an answer without it).
 type HookSpecificOutput struct {
 	HookEventName string `json:"hookEventName"`
 	// PreToolUse.
@@ -135,6 +136,35 @@ func Deny(reason string) *HookOutput {
 		PermissionDecision:       DecisionDeny,
 		PermissionDecisionReason: reason,
 	}}
+}
+
+// AllowWithInput is the PreToolUse answer that lets a tool call run with a
+// replaced input (a JSON object of the tool's input shape).
+func AllowWithInput(input json.RawMessage) *HookOutput {
+	return &HookOutput{HookSpecificOutput: &HookSpecificOutput{
+		HookEventName:      PreToolUse,
+		PermissionDecision: DecisionAllow,
+		UpdatedInput:       input,
+	}}
+}
+
+// ReplaceToolOutput is the PostToolUse answer that replaces a built-in
+// tool's output before the model sees it; output must have the tool's
+// output shape (Bash: {stdout, stderr, interrupted}). For an MCP tool set
+// UpdatedMCPToolOutput instead.
+func ReplaceToolOutput(output json.RawMessage) *HookOutput {
+	return &HookOutput{HookSpecificOutput: &HookSpecificOutput{
+		HookEventName:     PostToolUse,
+		UpdatedToolOutput: output,
+	}}
+}
+
+// AddContext is the answer that adds text to the model's context, for any
+// event that takes additionalContext (PreToolUse, PostToolUse,
+// PostToolUseFailure, UserPromptSubmit, SessionStart, SubagentStart,
+// Notification); the driver fills in the event's name.
+func AddContext(text string) *HookOutput {
+	return &HookOutput{HookSpecificOutput: &HookSpecificOutput{AdditionalContext: text}}
 }
 
 // HookFunc answers one hook callback. Returning a nil output means "no

@@ -101,11 +101,19 @@ type APIRetry struct {
 	Error        string `json:"error"`
 }
 
-// MirrorError reports transcript entries the session store could not take.
-// The CLI's local transcript still has them.
+// MirrorError reports transcript entries the session store did not take:
+// refused at every attempt during the session and again when re-sent after
+// the turn. It comes once per transcript, before the stream ends. The
+// entries are not in the store (a later store-backed resume lacks them);
+// the CLI's local transcript still has them, and on a store-backed resume
+// the driver keeps that temporary directory (without its credentials).
 type MirrorError struct {
 	Error string     `json:"error"`
 	Key   SessionKey `json:"key"`
+	// Lost is the number of entries missing from the store.
+	Lost int `json:"lost"`
+	// Transcript is the CLI's local transcript file that holds them.
+	Transcript string `json:"transcript"`
 }
 
 // AssistantMessage is one content block (or several) of a model reply.

@@ -46,8 +46,9 @@ type Options struct {
 	// MaxBudgetUSD caps the session's cost; 0 means no cap.
 	MaxBudgetUSD float64
 	Betas        []string
-	// PermissionMode is acceptEdits, auto, bypassPermissions, manual
-	// (formerly default), dontAsk or plan.
+	// PermissionMode is one of the Permission* constants (acceptEdits,
+	// auto, bypassPermissions, manual (formerly default), dontAsk, plan);
+	// empty keeps the CLI's default.
 	PermissionMode string
 	// PermissionPromptTool names an MCP tool that answers permission
 	// prompts. It is forced to "stdio" when CanUseTool is set.
@@ -132,7 +133,28 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// SkipVersionCheck skips the `claude -v` probe.
 	SkipVersionCheck bool
+	// HandlerGrace bounds how long Close (and so Query) waits for hook,
+	// permission and SDK MCP callbacks once their contexts are cancelled; a
+	// callback that ignores its context is then left behind and logged.
+	// Zero means 5 s.
+	HandlerGrace time.Duration
+	// FollowUpWait is how long stdin stays open after a result when a
+	// background task ended during the turn (or since), waiting for the
+	// follow-up turn the CLI may start to report it; a turn that starts
+	// keeps stdin open until its own result. Zero means 3 s.
+	FollowUpWait time.Duration
 }
+
+// Permission modes the pinned CLI (2.1.332) accepts for PermissionMode and
+// SetPermissionMode. PermissionManual was called "default" before.
+const (
+	PermissionAcceptEdits = "acceptEdits"
+	PermissionAuto        = "auto"
+	PermissionBypass      = "bypassPermissions"
+	PermissionManual      = "manual"
+	PermissionDontAsk     = "dontAsk"
+	PermissionPlan        = "plan"
+)
 
 // FlushMode chooses when mirrored transcript entries reach the store.
 type FlushMode string
@@ -205,25 +227,13 @@ func (o *Options) maxLineBytes() int {
 	return 1 << 20
 }
 
+func (o *Options) followUpWait() time.Duration { return orDefault(o.FollowUpWait, 3*time.Second) }
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d
 	}
 	return def
-}
-
-// needsOpenInput reports whether stdin must stay open until a result: the
-// CLI calls back into this process for hooks, permissions and SDK servers.
-func (o *Options) needsOpenInput() bool {
-	if len(o.Hooks) > 0 || o.CanUseTool != nil {
-		return true
-	}
-	for _, s := range o.MCPServers {
-		if _, ok := s.(SDKServer); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // args builds the CLI's argument list (without the binary) in the order of

@@ -3,6 +3,7 @@
 package claude
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -20,4 +21,10 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
 	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
 		_ = cmd.Process.Signal(sig)
 	}
+}
+
+// ownedByMe reports whether a file belongs to this process's user.
+func ownedByMe(info os.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

@@ -11,10 +11,17 @@ import (
 // a consumer waiting on the hook would deadlock).
 type queue struct {
 	mu     sync.Mutex
-	items  []Message
+	items  []queued
 	err    error
 	closed bool
 	ready  chan struct{} // one token: "something changed"
+}
+
+// queued is one message and, for a result, the barrier it waits behind:
+// the consumer gets it only once the mirror has stored what came before.
+type queued struct {
+	msg  Message
+	wait <-chan struct{}
 }
 
 func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
@@ -26,9 +33,13 @@ func (q *queue) notify() {
 	}
 }
 
-func (q *queue) push(m Message) {
+func (q *queue) push(m Message) { q.pushAfter(m, nil) }
+
+// pushAfter queues m to be delivered once wait is closed (nil: at once).
+// Messages behind it wait too, so the order is kept; the reader never waits.
+func (q *queue) pushAfter(m Message, wait <-chan struct{}) {
 	q.mu.Lock()
-	q.items = append(q.items, m)
+	q.items = append(q.items, queued{msg: m, wait: wait})
 	q.mu.Unlock()
 	q.notify()
 }
@@ -49,8 +60,23 @@ func (q *queue) pop(ctx context.Context) (Message, error) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
-			m := q.items[0]
-			q.items[0] = nil
+			head := q.items[0]
+			if head.wait != nil {
+				q.mu.Unlock()
+				select {
+				case <-head.wait:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				q.mu.Lock()
+				if len(q.items) > 0 && q.items[0].wait == head.wait {
+					q.items[0].wait = nil
+				}
+				q.mu.Unlock()
+				continue
+			}
+			m := head.msg
+			q.items[0] = queued{}
 			q.items = q.items[1:]
 			more := len(q.items) > 0 || q.closed
 			q.mu.Unlock()

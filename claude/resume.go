@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -105,7 +106,12 @@ func materialize(ctx context.Context, o *Options, childEnv []string) (*materiali
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	dir, err := os.MkdirTemp("", "claude-resume-*")
+	dir, err := os.MkdirTemp("", resumeDirPattern)
+	if err == nil {
+		// MkdirTemp makes it 0700 under a usual umask; say so explicitly:
+		// it holds credentials and whole transcripts.
+		err = os.Chmod(dir, 0o700)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claude: create resume directory: %w", err)
 	}
@@ -160,6 +166,87 @@ func (m *materialized) lay(ctx context.Context, o *Options, pk, sid string, main
 		}
 	}
 	return copyAuth(m.dir, configDir(childEnv), childEnv)
+}
+
+// resumeDirPattern names the temporary resume directories (in os.TempDir).
+const resumeDirPattern = "claude-resume-*"
+
+// keptNote marks a resume directory kept on purpose: it holds the only full
+// copy of a session's transcript.
+const keptNote = "KEPT-TRANSCRIPT.txt"
+
+// credentialFiles are what copyAuth puts into a resume directory that must
+// not outlive the CLI that needed them.
+var credentialFiles = []string{".credentials.json", ".claude.json"}
+
+// keep leaves the directory for a human (or a later resume by hand) without
+// the credentials copyAuth put there, and says why it is there.
+func (m *materialized) keep() {
+	stripCredentials(m.dir)
+	note := "The session store missed entries of session " + m.sessionID + ", or the driver stopped reading\n" +
+		"the CLI's output early. This directory holds the CLI's own transcript under projects/;\n" +
+		"copy what you need, then delete the directory. Credentials were removed.\n"
+	if err := os.WriteFile(filepath.Join(m.dir, keptNote), []byte(note), 0o600); err != nil {
+		slog.Warn("claude: resume directory note", "err", err)
+	}
+	slog.Warn("claude: the session store missed entries of a resumed session; its transcript is kept", "dir", m.dir)
+}
+
+func stripCredentials(dir string) {
+	for _, name := range credentialFiles {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			slog.Warn("claude: could not remove credentials from a resume directory", "dir", dir, "err", err)
+		}
+	}
+}
+
+// SweepResumeDirs cleans up the resume directories of this user that
+// nothing has touched for olderThan, left by a crash or kept after a loss:
+// it removes their credentials always, and removes a directory entirely
+// unless it was kept on purpose (it holds the only full copy of a
+// transcript: see MirrorError). Call it at start; olderThan must exceed the
+// longest session that may still be running in another process (a day is
+// a safe choice). It returns the directories removed.
+func SweepResumeDirs(olderThan time.Duration) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(os.TempDir(), resumeDirPattern))
+	if err != nil {
+		return nil, fmt.Errorf("claude: sweep resume directories: %w", err)
+	}
+	cutoff := time.Now().Add(-olderThan)
+	var removed []string
+	for _, dir := range matches {
+		info, err := os.Lstat(dir)
+		if err != nil || !info.IsDir() || !ownedByMe(info) || newestMtime(dir).After(cutoff) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, keptNote)); err == nil {
+			stripCredentials(dir)
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			stripCredentials(dir)
+			slog.Warn("claude: could not remove a stale resume directory", "dir", dir, "err", err)
+			continue
+		}
+		removed = append(removed, dir)
+	}
+	return removed, nil
+}
+
+// newestMtime is the latest modification time of anything under dir: a
+// running CLI keeps writing its transcript deep inside.
+func newestMtime(dir string) time.Time {
+	var newest time.Time
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().After(newest) {
+			newest = info.ModTime()
+		}
+		return nil
+	})
+	return newest
 }
 
 func (m *materialized) remove() {

@@ -1,0 +1,190 @@
+package claude_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/claude/claudetest"
+)
+
+// toolHook records every PreToolUse call and allows it.
+type toolHook struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (h *toolHook) options(opts *claude.Options) {
+	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
+		func(_ context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
+			h.mu.Lock()
+			h.calls = append(h.calls, in.ToolName+" "+string(in.ToolInput))
+			h.mu.Unlock()
+			return &claude.HookOutput{HookSpecificOutput: &claude.HookSpecificOutput{PermissionDecision: claude.DecisionAllow}}, nil
+		}}}}}
+}
+
+func (h *toolHook) saw(s string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.calls {
+		if strings.Contains(c, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRealBackgroundBashFollowUpTurnReachesTheHook(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:bgbash": {
+		claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "sleep 2; echo bg-done", "description": "bg", "run_in_background": true})),
+		claudetest.Say("started it"),
+		bash("touch FOLLOWUP && echo followed"),
+		claudetest.Say("all done"),
+	}}.Handler())
+	opts := realOptions(t, srv)
+	var hook toolHook
+	hook.options(&opts)
+	msgs, err := collect(t, realCtx(t), "SCENARIO:bgbash", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(opts.Cwd, "FOLLOWUP")); err != nil || !hook.saw("touch FOLLOWUP") {
+		t.Fatalf("the follow-up turn's tool call did not run through the hook: file %v, hook calls %q", err, hook.calls)
+	}
+	if r := lastResult(t, msgs); r.Result != "all done" {
+		t.Errorf("last result = %q", r.Result)
+	}
+}
+
+func TestRealBackgroundAgentFinishingBeforeTheResultKeepsItsFollowUpTurn(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:bgagent": {
+			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{"description": "quick", "prompt": "SUBAGENT:quick go", "subagent_type": "tester", "run_in_background": true})),
+			// The main turn's last call outlasts the agent.
+			claudetest.Func(func(*claudetest.Request) claudetest.Reply {
+				time.Sleep(2 * time.Second)
+				return claudetest.Say("main done")
+			}),
+			bash("touch FOLLOWUP && echo followed"),
+			claudetest.Say("all done"),
+		},
+		"SUBAGENT:quick": {claudetest.Say("sub finished")},
+	}.Handler())
+	opts := realOptions(t, srv)
+	opts.Agents = map[string]claude.AgentDefinition{"tester": {Description: "runs checks", Prompt: "You test.", Tools: []string{"Bash"}}}
+	var hook toolHook
+	hook.options(&opts)
+	msgs, err := collect(t, realCtx(t), "SCENARIO:bgagent", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(opts.Cwd, "FOLLOWUP")); err != nil || !hook.saw("touch FOLLOWUP") {
+		t.Fatalf("the notification turn's tool call did not run through the hook: file %v, hook calls %q", err, hook.calls)
+	}
+	if r := lastResult(t, msgs); r.Result != "all done" {
+		t.Errorf("last result = %q", r.Result)
+	}
+}
+
+// A notification the running turn absorbs brings no follow-up turn: Query
+// must still end.
+func TestRealBackgroundAgentAbsorbedByTheTurnEndsTheQuery(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:absorbed": {
+			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{"description": "quick", "prompt": "SUBAGENT:quick go", "subagent_type": "tester", "run_in_background": true})),
+			bash("sleep 1; echo x"),
+			claudetest.Say("main done"),
+		},
+		"SUBAGENT:quick": {claudetest.Say("sub finished")},
+	}.Handler())
+	opts := realOptions(t, srv)
+	opts.Agents = map[string]claude.AgentDefinition{"tester": {Description: "runs checks", Prompt: "You test.", Tools: []string{"Bash"}}}
+	var hook toolHook
+	hook.options(&opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	msgs, err := collect(t, ctx, "SCENARIO:absorbed", opts)
+	if err != nil {
+		t.Fatalf("err = %v: the query did not end after its last turn", err)
+	}
+	if r := lastResult(t, msgs); r.Result != "main done" {
+		t.Errorf("last result = %q", r.Result)
+	}
+}
+
+func TestRealCancellingAQueryDuringASlowToolInterruptsIt(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:cancel": {bash("timeout 30 tail -f /dev/null; echo woke"), claudetest.Say("never")}}.Handler())
+	opts := realOptions(t, srv)
+	opts.AllowedTools = []string{"Bash"}
+	ctx, cancel := context.WithCancel(realCtx(t))
+	defer cancel()
+	var cancelledAt time.Time
+	var err error
+	for m, e := range claude.Query(ctx, "SCENARIO:cancel", opts) {
+		if a, ok := m.(*claude.AssistantMessage); ok && cancelledAt.IsZero() {
+			for _, b := range a.Content {
+				if tu, ok := b.(*claude.ToolUseBlock); ok && tu.Name == "Bash" {
+					time.Sleep(500 * time.Millisecond) // let the tool start
+					cancelledAt = time.Now()
+					cancel()
+				}
+			}
+		}
+		err = e
+	}
+	if cancelledAt.IsZero() {
+		t.Fatalf("the tool call never came (err %v)", err)
+	}
+	d := time.Since(cancelledAt)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if d > 2*time.Second {
+		t.Errorf("Query returned %s after the cancel: the CLI was not interrupted but signalled", d)
+	}
+	if n := srv.Count(); n != 1 {
+		t.Errorf("the fake API saw %d requests; the interrupted tool's result must never reach it", n)
+	}
+	transcripts, _ := filepath.Glob(filepath.Join(opts.Env["CLAUDE_CONFIG_DIR"], "projects", "*", "*.jsonl"))
+	var interrupted bool
+	for _, p := range transcripts {
+		b, _ := os.ReadFile(p)
+		interrupted = interrupted || strings.Contains(string(b), "interrupted")
+	}
+	if !interrupted {
+		t.Errorf("the CLI's transcript (%v) records no interrupt", transcripts)
+	}
+}
+
+func TestRealDenyWithoutAnEventNameStillDenies(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:bare-deny": {bash("touch DENIED && echo touched"), echoToolResult}}.Handler())
+	opts := realOptions(t, srv)
+	// Allowed without asking: only the hook's deny can stop it.
+	opts.AllowedTools = []string{"Bash"}
+	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
+		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) {
+			return &claude.HookOutput{HookSpecificOutput: &claude.HookSpecificOutput{
+				PermissionDecision: claude.DecisionDeny, PermissionDecisionReason: "BARE-DENY"}}, nil
+		}}}}}
+	if _, err := collect(t, realCtx(t), "SCENARIO:bare-deny", opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(opts.Cwd, "DENIED")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a deny without hookEventName let the tool run: %v", err)
+	}
+	if res, ok := srv.Requests()[srv.Count()-1].LastToolResult(); !ok || !res.IsError || !strings.Contains(res.Content, "BARE-DENY") {
+		t.Errorf("the model got %+v, want the denial", res)
+	}
+}
