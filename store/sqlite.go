@@ -356,6 +356,11 @@ func prepareEntries(sk string, entries []json.RawMessage) ([]row, error) {
 	return rows, nil
 }
 
+// IdempotentAppend tells the driver's mirror that a timed-out Append may be
+// sent again: a failed Append stored nothing (one transaction), and an
+// entry whose uuid is stored is skipped.
+func (s *SQLite) IdempotentAppend() bool { return true }
+
 // Append stores entries for key in one transaction, skipping those whose
 // uuid is already stored for key or earlier in the batch. Appending nothing
 // does nothing.

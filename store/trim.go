@@ -152,6 +152,12 @@ func (t *Trimming) Append(ctx context.Context, key claude.SessionKey, entries []
 	return t.base.Append(ctx, key, entries)
 }
 
+// IdempotentAppend is the base store's: Append passes through unchanged.
+func (t *Trimming) IdempotentAppend() bool {
+	is, ok := t.base.(claude.IdempotentStore)
+	return ok && is.IdempotentAppend()
+}
+
 // Load returns the base store's entries for key, made lighter as the
 // policies say; the rows in the base store are not changed and the returned
 // entries are new JSON (untouched entries keep their original bytes). An

@@ -1,0 +1,27 @@
+package store
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/flowerrun/flower/claude"
+)
+
+// The mirror retries a timed-out append only for a store that says it is
+// safe; flower's store is, and so are the layers over it.
+func TestSQLiteAndItsLayersDeclareIdempotentAppends(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p, err := NewPruning(db, t.TempDir(), TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]claude.SessionStore{"SQLite": db, "Pruning": p} {
+		if is, ok := s.(claude.IdempotentStore); !ok || !is.IdempotentAppend() {
+			t.Errorf("%s does not declare idempotent appends", name)
+		}
+	}
+}
