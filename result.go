@@ -68,8 +68,12 @@ type StepResult struct {
 	// Attempts counts real attempts; interrupts and handoffs are not
 	// attempts.
 	Attempts int
-	// Errors lists synthetic API errors and handoff degradation notes, in
-	// order. The model never sees them.
+	// Errors lists synthetic API errors, handoff degradation notes and
+	// session-store losses, in order. The model never sees them. A loss
+	// (transcript entries the store did not take; see MirrorLossText)
+	// leaves OK as the step's own outcome, since its output is whole, but
+	// is recorded here, so in the manifest, and in events.jsonl: a later
+	// store-backed resume of that session lacks those entries.
 	Errors []string
 	// Resumed says the step was resumed mid-way (after a retry or an
 	// interrupt).
@@ -275,6 +279,10 @@ func (a *Attempt) Observe(m claude.Message) []Event {
 		if m.Synthetic() && m.ParentToolUseID == "" && m.Error != "" {
 			a.apiError = m.Error
 		}
+	case *claude.SystemMessage:
+		if m.MirrorError != nil {
+			a.r.Errors = append(a.r.Errors, MirrorLossText(m.MirrorError))
+		}
 	}
 	evs := event.NormalizeIn(string(a.Lang), m)
 	for _, e := range evs {
@@ -341,6 +349,16 @@ func (a *Attempt) Finish(err error) {
 	case r.OK:
 		r.Text = "" // a success speaks for itself: an old attempt's prose is not its answer
 	}
+}
+
+// MirrorLossText is how a session-store loss reads in StepResult.Errors.
+func MirrorLossText(me *claude.MirrorError) string {
+	where := me.Key.SessionID
+	if me.Key.Subpath != "" {
+		where += "/" + me.Key.Subpath
+	}
+	return fmt.Sprintf("session store lost %d transcript entries of %s (%s); the CLI's transcript %s still holds them",
+		me.Lost, where, me.Error, me.Transcript)
 }
 
 // Errors are the error texts this attempt added (synthetic API errors, main

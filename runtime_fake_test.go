@@ -9,9 +9,12 @@ package flower
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +34,9 @@ func TestMain(m *testing.M) {
 		return
 	case "workflow":
 		fakeWorkflowCLI()
+		return
+	case "mirror":
+		fakeMirrorCLI()
 		return
 	default:
 		fakeUsageLimitCLI()
@@ -271,5 +277,79 @@ func TestFakeRetryAfterAHandoffRerunsTheSuccessorsOpening(t *testing.T) {
 	}
 	if !strings.Contains(third.Prompt, doc.DegradedMarker) {
 		t.Errorf("the retry's prompt is not the handoff block:\n%s", third.Prompt)
+	}
+}
+
+// fakeMirrorCLI mirrors one transcript entry, then ends a clean turn.
+func fakeMirrorCLI() {
+	for _, a := range os.Args[1:] {
+		if a == "-v" {
+			fmt.Println("2.1.332 (Claude Code)")
+			os.Exit(0)
+		}
+	}
+	in := bufio.NewReader(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	read := func() map[string]any {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return nil
+		}
+		var m map[string]any
+		json.Unmarshal(line, &m)
+		return m
+	}
+	init := read()
+	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
+	read() // the prompt
+	const sid = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+	path := filepath.Join(os.Getenv("CLAUDE_CONFIG_DIR"), "projects", "-w", sid+".jsonl")
+	out.Encode(map[string]any{"type": "transcript_mirror", "filePath": path, "entries": []any{map[string]any{"type": "user", "uuid": "e1"}}})
+	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil,
+		"message": map[string]any{"id": "m1", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "done"}}}})
+	out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+		"num_turns": 1, "result": "done", "session_id": sid, "total_cost_usd": 0.01})
+	for read() != nil {
+	}
+	os.Exit(0)
+}
+
+// refusingStore refuses every append.
+type refusingStore struct{ claude.SessionStore }
+
+func (refusingStore) Append(context.Context, claude.SessionKey, []json.RawMessage) error {
+	return errors.New("disk full")
+}
+
+func TestFakeStoreLossIsRecordedInTheResultTheManifestAndTheEvents(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithStore(refusingStore{}),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
+		WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath = exe
+			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=mirror", "CLAUDE_CONFIG_DIR=" + t.TempDir()}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	res, err := rt.Run(context.Background(), testSpec(), "work", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "session store lost 1 transcript entries of aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee (disk full)"
+	if !res.OK || len(res.Errors) != 1 || !strings.HasPrefix(res.Errors[0], want) {
+		t.Fatalf("result OK %v, errors %q; want the step's own outcome and the loss recorded", res.OK, res.Errors)
+	}
+	for _, name := range []string{"manifest.json", "events.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(rt.RunDir(), name))
+		if err != nil || !strings.Contains(string(b), "disk full") {
+			t.Errorf("%s does not record the loss: %v\n%s", name, err, b)
+		}
 	}
 }
