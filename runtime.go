@@ -192,9 +192,27 @@ func WithSessionOptions(f func(*claude.Options)) Option {
 	return func(c *config) { c.sessionOpts = f }
 }
 
+// resumeDirMaxAge is how long an untouched resume directory of the driver
+// may stay in the temporary folder: a crashed run leaves one behind, with
+// credentials. A live session writes into its own all the time.
+const resumeDirMaxAge = 24 * time.Hour
+
+// sweepResumeDirs removes this user's stale resume directories (a kept one
+// keeps its transcript, never its credentials).
+func sweepResumeDirs() {
+	removed, err := claude.SweepResumeDirs(resumeDirMaxAge)
+	if err != nil {
+		slog.Warn("flower: stale resume directories not swept", "err", err)
+	}
+	if len(removed) > 0 {
+		slog.Info("flower: removed stale resume directories", "dirs", removed)
+	}
+}
+
 // New builds a Runtime for workspace. It reads the .env chain and checks
 // the credentials before anything is spent: missing ones are an error, in
-// the run's language, naming what to set.
+// the run's language, naming what to set. It also sweeps this user's stale
+// resume directories of the driver (see claude.SweepResumeDirs).
 //
 // New never changes the process environment. What the .env chain gives is
 // kept in the Runtime's own environment, which every session's CLI gets on
@@ -247,6 +265,7 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	}
 	c.lang = runLang
 
+	sweepResumeDirs()
 	env, report, err := loadEnv(c.env)
 	if err != nil {
 		return nil, err
