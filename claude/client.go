@@ -160,12 +160,18 @@ func (cl *Client) SendContent(ctx context.Context, content any) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return cl.c.write(map[string]any{
+	// Busy from now: the turn may end before write returns.
+	cl.c.busy.Store(true)
+	err := cl.c.write(map[string]any{
 		"type":               "user",
 		"message":            map[string]any{"role": "user", "content": content},
 		"parent_tool_use_id": nil,
 		"session_id":         "",
 	})
+	if err != nil {
+		cl.c.busy.Store(false)
+	}
+	return err
 }
 
 // Receive returns the next message. After the CLI's output ends it returns
@@ -304,7 +310,8 @@ func (cl *Client) CloseInput() { cl.c.closeInput() }
 // prompt of a session that may still be interrupted or steered.
 func (cl *Client) CloseInputWhenIdle() { cl.c.closeOnResult.Store(true) }
 
-// Close stops the CLI (EOF, then SIGTERM, then SIGKILL to its process
+// Close stops the CLI (an interrupt if a turn is running, waiting up to 1 s
+// for its answer; then EOF, then SIGTERM, then SIGKILL to its process
 // group, 5 s apart by default) and waits for the session's goroutines; a
 // hook or permission callback that ignores its cancelled context is waited
 // for only Options.HandlerGrace (5 s) and then left behind, logged. It is
@@ -324,18 +331,14 @@ func (cl *Client) Err() error {
 	}
 }
 
-// interruptWait bounds the interrupt Query sends when its context is
-// cancelled, before it closes the session.
-const interruptWait = time.Second
-
 // Query runs one prompt in a new CLI process and yields its messages. Stdin
 // stays open until a result arrives with no background task in flight and
 // no follow-up turn coming (see Options.FollowUpWait), so that hooks,
 // CanUseTool, SDK MCP servers and an interrupt keep working. A final error
 // (*ResultError for an error result, *ProcessError, …) is yielded with a
 // nil message. Cancelling ctx interrupts the turn (waiting up to 1 s for the
-// CLI's answer) and then stops the process; breaking out of the loop stops
-// it at once.
+// CLI's answer) and then stops the process; so does breaking out of the
+// loop.
 func Query(ctx context.Context, prompt string, opts Options) iter.Seq2[Message, error] {
 	return func(yield func(Message, error) bool) {
 		cl, err := Connect(ctx, opts)
@@ -343,16 +346,9 @@ func Query(ctx context.Context, prompt string, opts Options) iter.Seq2[Message, 
 			yield(nil, err)
 			return
 		}
-		defer func() {
-			if ctx.Err() != nil {
-				// Interrupt before EOF: a CLI that gets EOF mid-turn
-				// finishes the turn, and is killed after the grace.
-				ictx, cancel := context.WithTimeout(context.Background(), interruptWait)
-				_, _ = cl.c.request(ictx, "interrupt", nil, interruptWait)
-				cancel()
-			}
-			cl.Close()
-		}()
+		// Close interrupts a turn still running (a cancelled ctx, a
+		// consumer that stopped early) before it sends EOF.
+		defer cl.Close()
 		cl.CloseInputWhenIdle()
 		if err := cl.Send(ctx, prompt); err != nil {
 			yield(nil, err)

@@ -62,6 +62,9 @@ type conn struct {
 	// followGen numbers the armed follow-up wait; a turn that starts (or a
 	// newer wait) invalidates the older one.
 	followGen atomic.Uint64
+	// busy is set while a turn may be running: from a prompt sent (or a
+	// turn's message) to its result. Close interrupts a busy CLI first.
+	busy atomic.Bool
 	// streamCut is set when the reader stopped before the end of stdout:
 	// what followed (transcript frames included) was never read.
 	streamCut atomic.Bool
@@ -401,6 +404,7 @@ func (c *conn) observe(msg Message) {
 		}
 	case *ResultMessage:
 		c.idle = true
+		c.busy.Store(false)
 		if m.IsError {
 			c.lastErrResult = m
 		} else {
@@ -416,6 +420,7 @@ func (c *conn) observe(msg Message) {
 
 // turnStarted notes that the CLI is working on a turn again.
 func (c *conn) turnStarted() {
+	c.busy.Store(true)
 	if c.idle {
 		c.idle, c.notified = false, false
 		c.followGen.Add(1) // a follow-up wait is answered
@@ -755,11 +760,24 @@ func (c *conn) answerPermission(ctx context.Context, raw json.RawMessage) (any, 
 	return res.wire(req.Input), nil
 }
 
-// close stops the CLI: EOF, then SIGTERM, then SIGKILL to its whole process
-// group, each after a grace period; then it waits for every goroutine.
+// interruptWait bounds the interrupt close sends to a CLI in mid-turn.
+const interruptWait = time.Second
+
+// close stops the CLI: an interrupt if a turn is running (waiting up to
+// interruptWait for the answer: on EOF alone the CLI would finish the turn
+// and be killed after the grace), then EOF, then SIGTERM, then SIGKILL to
+// its whole process group, each after a grace period; then it waits for
+// the goroutines (callbacks only HandlerGrace).
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		grace := orDefault(c.opts.ShutdownGrace, 5*time.Second)
+		if c.busy.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), interruptWait)
+			if _, err := c.request(ctx, "interrupt", nil, interruptWait); err != nil {
+				slog.Debug("claude: no interrupt before closing", "err", err)
+			}
+			cancel()
+		}
 		c.closeInput()
 		if !waitFor(c.exited, grace) {
 			c.signaled.Store(true)

@@ -185,19 +185,18 @@ func init() {
 	}
 }
 
-// stallingStore stalls its first append for stall and reports whether it is
-// stalling right now.
+// stallingStore stalls its first append for stall; stalled says when that
+// append has returned.
 type stallingStore struct {
 	*claudetest.MemoryStore
-	stall    time.Duration
-	calls    atomic.Int32
-	stalling atomic.Bool
+	stall   time.Duration
+	calls   atomic.Int32
+	stalled atomic.Bool
 }
 
 func (s *stallingStore) Append(ctx context.Context, key claude.SessionKey, entries []json.RawMessage) error {
 	if s.calls.Add(1) == 1 {
-		s.stalling.Store(true)
-		defer s.stalling.Store(false)
+		defer s.stalled.Store(true)
 		select {
 		case <-time.After(s.stall):
 		case <-ctx.Done():
@@ -319,7 +318,7 @@ func TestFakeControlIsRoutedWhileTheStoreStalls(t *testing.T) {
 	hooked := make(chan bool, 1)
 	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
 		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) {
-			hooked <- store.stalling.Load()
+			hooked <- !store.stalled.Load()
 			return nil, nil
 		}}}}}
 	ctx := testCtx(t)
@@ -344,7 +343,7 @@ func TestFakeControlIsRoutedWhileTheStoreStalls(t *testing.T) {
 	if err := cl.Interrupt(ictx); err != nil {
 		t.Fatalf("interrupt: %v", err)
 	}
-	if !store.stalling.Load() {
+	if store.stalled.Load() {
 		t.Error("the interrupt was answered only after the store's flush ended")
 	}
 	var results []string

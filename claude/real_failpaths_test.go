@@ -43,8 +43,10 @@ func (h *toolHook) saw(s string) bool {
 
 func TestRealBackgroundBashFollowUpTurnReachesTheHook(t *testing.T) {
 	t.Parallel()
+	// The background command ends only once the test has seen the main
+	// turn's result, so it always finishes after it.
 	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:bgbash": {
-		claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "sleep 2; echo bg-done", "description": "bg", "run_in_background": true})),
+		claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "until [ -e GO ]; do sleep 0.1; done; echo bg-done", "description": "bg", "run_in_background": true})),
 		claudetest.Say("started it"),
 		bash("touch FOLLOWUP && echo followed"),
 		claudetest.Say("all done"),
@@ -52,9 +54,17 @@ func TestRealBackgroundBashFollowUpTurnReachesTheHook(t *testing.T) {
 	opts := realOptions(t, srv)
 	var hook toolHook
 	hook.options(&opts)
-	msgs, err := collect(t, realCtx(t), "SCENARIO:bgbash", opts)
-	if err != nil {
-		t.Fatal(err)
+	var msgs []claude.Message
+	for m, err := range claude.Query(realCtx(t), "SCENARIO:bgbash", opts) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+		if r, ok := m.(*claude.ResultMessage); ok && r.Result == "started it" {
+			if err := os.WriteFile(filepath.Join(opts.Cwd, "GO"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if _, err := os.Stat(filepath.Join(opts.Cwd, "FOLLOWUP")); err != nil || !hook.saw("touch FOLLOWUP") {
 		t.Fatalf("the follow-up turn's tool call did not run through the hook: file %v, hook calls %q", err, hook.calls)
@@ -66,29 +76,50 @@ func TestRealBackgroundBashFollowUpTurnReachesTheHook(t *testing.T) {
 
 func TestRealBackgroundAgentFinishingBeforeTheResultKeepsItsFollowUpTurn(t *testing.T) {
 	t.Parallel()
+	// The agent answers only once the main turn's last call has been
+	// sent, and that call outlasts it: the agent finishes before the main
+	// result, too late for the turn to carry its notification.
+	lastCall := make(chan struct{})
+	var once sync.Once
 	srv := claudetest.NewServer(t, claudetest.Script{
 		"SCENARIO:bgagent": {
 			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{"description": "quick", "prompt": "SUBAGENT:quick go", "subagent_type": "tester", "run_in_background": true})),
-			// The main turn's last call outlasts the agent.
 			claudetest.Func(func(*claudetest.Request) claudetest.Reply {
-				time.Sleep(2 * time.Second)
+				once.Do(func() { close(lastCall) })
+				time.Sleep(3 * time.Second)
 				return claudetest.Say("main done")
 			}),
 			bash("touch FOLLOWUP && echo followed"),
 			claudetest.Say("all done"),
 		},
-		"SUBAGENT:quick": {claudetest.Say("sub finished")},
+		"SUBAGENT:quick": {claudetest.Func(func(*claudetest.Request) claudetest.Reply {
+			select {
+			case <-lastCall:
+			case <-time.After(60 * time.Second):
+			}
+			return claudetest.Say("sub finished")
+		})},
 	}.Handler())
 	opts := realOptions(t, srv)
 	opts.Agents = map[string]claude.AgentDefinition{"tester": {Description: "runs checks", Prompt: "You test.", Tools: []string{"Bash"}}}
 	var hook toolHook
 	hook.options(&opts)
+	start := time.Now()
 	msgs, err := collect(t, realCtx(t), "SCENARIO:bgagent", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(opts.Cwd, "FOLLOWUP")); err != nil || !hook.saw("touch FOLLOWUP") {
-		t.Fatalf("the notification turn's tool call did not run through the hook: file %v, hook calls %q", err, hook.calls)
+		var trace []string
+		for _, m := range msgs {
+			if s, ok := m.(*claude.SystemMessage); ok {
+				trace = append(trace, s.Subtype)
+			} else if r, ok := m.(*claude.ResultMessage); ok {
+				trace = append(trace, "result:"+r.Result)
+			}
+		}
+		t.Fatalf("the notification turn's tool call did not run through the hook: file %v, hook calls %q; after %s the stream was %v",
+			err, hook.calls, time.Since(start), trace)
 	}
 	if r := lastResult(t, msgs); r.Result != "all done" {
 		t.Errorf("last result = %q", r.Result)
@@ -99,15 +130,23 @@ func TestRealBackgroundAgentFinishingBeforeTheResultKeepsItsFollowUpTurn(t *test
 // must still end.
 func TestRealBackgroundAgentAbsorbedByTheTurnEndsTheQuery(t *testing.T) {
 	t.Parallel()
+	// The agent finishes while the main turn's Bash runs (the Bash waits
+	// for the agent's last reply, then 2 s more); the call after the Bash
+	// carries its notification.
+	var cwd string
 	srv := claudetest.NewServer(t, claudetest.Script{
 		"SCENARIO:absorbed": {
 			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{"description": "quick", "prompt": "SUBAGENT:quick go", "subagent_type": "tester", "run_in_background": true})),
-			bash("sleep 1; echo x"),
+			bash("until [ -e SUBDONE ]; do sleep 0.1; done; sleep 2; echo x"),
 			claudetest.Say("main done"),
 		},
-		"SUBAGENT:quick": {claudetest.Say("sub finished")},
+		"SUBAGENT:quick": {claudetest.Func(func(*claudetest.Request) claudetest.Reply {
+			_ = os.WriteFile(filepath.Join(cwd, "SUBDONE"), nil, 0o600)
+			return claudetest.Say("sub finished")
+		})},
 	}.Handler())
 	opts := realOptions(t, srv)
+	cwd = opts.Cwd
 	opts.Agents = map[string]claude.AgentDefinition{"tester": {Description: "runs checks", Prompt: "You test.", Tools: []string{"Bash"}}}
 	var hook toolHook
 	hook.options(&opts)
@@ -122,8 +161,10 @@ func TestRealBackgroundAgentAbsorbedByTheTurnEndsTheQuery(t *testing.T) {
 	}
 }
 
+// Not parallel: the 2 s bound (the issue's) includes the CLI's own exit
+// after EOF (0.1-1.5 s measured), which other CLIs starting at once slow.
+// Signalled instead, the CLI would take the 5 s grace.
 func TestRealCancellingAQueryDuringASlowToolInterruptsIt(t *testing.T) {
-	t.Parallel()
 	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:cancel": {bash("timeout 30 tail -f /dev/null; echo woke"), claudetest.Say("never")}}.Handler())
 	opts := realOptions(t, srv)
 	opts.AllowedTools = []string{"Bash"}
@@ -147,6 +188,7 @@ func TestRealCancellingAQueryDuringASlowToolInterruptsIt(t *testing.T) {
 		t.Fatalf("the tool call never came (err %v)", err)
 	}
 	d := time.Since(cancelledAt)
+	t.Logf("Query returned %s after the cancel", d)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
