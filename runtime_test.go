@@ -465,3 +465,43 @@ func TestRealTwoDegradedHandoffsInARowStopTheStep(t *testing.T) {
 		t.Errorf("archived handoffs = %v, want the first", archived)
 	}
 }
+
+// Cancelling a run mid-turn interrupts the CLI (the turn stops now) rather
+// than closing stdin and waiting out the shutdown grace.
+//
+// Not parallel: the 2 s bound includes the CLI's own exit after EOF, which
+// other CLIs starting at once slow.
+func TestRealCancellingARunInterruptsTheCLI(t *testing.T) {
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:cancel-run": {bashReply("timeout 30 tail -f /dev/null; echo woke"), claudetest.Say("never")}}.Handler())
+	rt := newTestRuntime(t, srv)
+	ctx, cancel := context.WithCancel(runCtx(t))
+	defer cancel()
+	var once sync.Once
+	var cancelledAt time.Time
+	var mu sync.Mutex
+	_, err := rt.Run(ctx, testSpec(), "SCENARIO:cancel-run", RunOptions{OnEvent: func(e Event) {
+		if e.Kind == event.ToolCall && e.Tool == "Bash" {
+			once.Do(func() {
+				go func() {
+					time.Sleep(500 * time.Millisecond) // let the tool start
+					mu.Lock()
+					cancelledAt = time.Now()
+					mu.Unlock()
+					cancel()
+				}()
+			})
+		}
+	}})
+	mu.Lock()
+	at := cancelledAt
+	mu.Unlock()
+	if at.IsZero() {
+		t.Fatalf("the tool call never came: %v", err)
+	}
+	if d := time.Since(at); d > 2*time.Second {
+		t.Errorf("Run returned %s after the cancel: the CLI was signalled, not interrupted", d)
+	}
+	if n := srv.Count(); n != 1 {
+		t.Errorf("the fake API saw %d requests; the cancelled tool's result must never reach it", n)
+	}
+}
