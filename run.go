@@ -459,10 +459,11 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 		env[k] = v
 	}
 	opts.Env = env
-	// The driver reads no variable of flower's: FLOWER_CLAUDE (the
-	// runtime's environment first) names the claude binary, else the driver
-	// looks on PATH and in the usual places.
-	if p := firstNonEmpty(rt.env["FLOWER_CLAUDE"], os.Getenv("FLOWER_CLAUDE")); p != "" {
+	// The driver reads no variable of flower's: FLOWER_CLAUDE names the
+	// claude binary, looked up in New's order (the spec's Env, WithEnv, the
+	// process, the .env chain); without it the driver looks on PATH and in
+	// the usual places.
+	if p := firstNonEmpty(env["FLOWER_CLAUDE"], os.Getenv("FLOWER_CLAUDE")); p != "" {
 		opts.CLIPath = p
 	}
 	// One tool result can make a stdout line of several MiB (a large Read
