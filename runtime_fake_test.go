@@ -353,3 +353,24 @@ func TestFakeStoreLossIsRecordedInTheResultTheManifestAndTheEvents(t *testing.T)
 		}
 	}
 }
+
+// The driver reads no variable of flower's: FLOWER_CLAUDE from the
+// runtime's environment (WithEnv here; the .env chain alike) names the CLI.
+func TestFakeFlowerClaudeFromTheRuntimeEnvironmentNamesTheCLI(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithStore(refusingStore{}),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake", "FLOWER_CLAUDE": exe,
+			"FLOWER_FAKE_CLI": "mirror", "CLAUDE_CONFIG_DIR": t.TempDir()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	res, err := rt.Run(context.Background(), testSpec(), "work", RunOptions{})
+	if err != nil || res.Text != "done" {
+		t.Fatalf("result %+v, err %v: the session did not run the CLI FLOWER_CLAUDE names", res, err)
+	}
+}
