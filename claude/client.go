@@ -302,13 +302,14 @@ func (cl *Client) CloseInput() { cl.c.closeInput() }
 
 // CloseInputWhenIdle sends EOF at the next result that arrives with no
 // background task in flight (of any type: agents, workflows, background
-// Bash), the rule Query follows; when a task ended during that turn, EOF
+// Bash), the rule Query follows, or at once when the last prompt's result
+// has already arrived and nothing runs; when a task ended during that turn, EOF
 // waits Options.FollowUpWait for the follow-up turn the CLI may start to
 // report it. Until then hooks, permission prompts and SDK MCP servers keep
 // working. A background task that never ends keeps the session open until
 // it is stopped (StopTask) or the session closed. Use it after the last
 // prompt of a session that may still be interrupted or steered.
-func (cl *Client) CloseInputWhenIdle() { cl.c.closeOnResult.Store(true) }
+func (cl *Client) CloseInputWhenIdle() { cl.c.closeInputWhenIdle() }
 
 // Close stops the CLI (an interrupt if a turn is running, waiting up to 1 s
 // for its answer; then EOF, then SIGTERM, then SIGKILL to its process

@@ -50,8 +50,12 @@ type conn struct {
 	msgs *queue
 
 	// Read and written by the reader goroutine only.
-	tasks         map[string]bool // background tasks in flight, of every type
 	lastErrResult *ResultMessage
+
+	// The stdin rule's state: written by the reader, read by
+	// CloseInputWhenIdle too.
+	ruleMu sync.Mutex
+	tasks  map[string]bool // background tasks in flight, of every type
 	// idle: a result came and no turn has started since. notified: a task
 	// notification arrived in the current turn or since the last result.
 	idle, notified bool
@@ -338,6 +342,8 @@ func (c *conn) route(line []byte, partial bool) error {
 		slog.Warn("claude: unreadable message kept raw", "type", env.Type, "err", err)
 		msg = &UnknownMessage{Type: env.Type, Raw: json.RawMessage(bytes.Clone(line))}
 	}
+	c.ruleMu.Lock()
+	defer c.ruleMu.Unlock()
 	c.observe(msg)
 	if _, ok := msg.(*ResultMessage); ok {
 		// The store holds the turn before the consumer sees its result;
@@ -354,7 +360,19 @@ func (c *conn) route(line []byte, partial bool) error {
 	return nil
 }
 
-// observe tracks what the stdin rule and error reporting need: background
+// closeInputWhenIdle sets the stdin rule for the rest of the session and
+// applies it at once when the CLI is already idle: the turn's result may
+// have been read before the caller got here.
+func (c *conn) closeInputWhenIdle() {
+	c.ruleMu.Lock()
+	defer c.ruleMu.Unlock()
+	c.closeOnResult.Store(true)
+	if c.idle && !c.busy.Load() {
+		c.afterResult()
+	}
+}
+
+// observe (under ruleMu) tracks what the stdin rule and error reporting need: background
 // tasks in flight (of every type: a background Bash's follow-up turn needs
 // the host as much as an agent's), whether a turn is running, task
 // notifications, and the last error result.

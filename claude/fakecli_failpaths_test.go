@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -706,5 +707,34 @@ func TestFakePanickingStoreIsAReportedLossNotACrash(t *testing.T) {
 	me := mirrorErrors(msgs)
 	if len(me) != 2 || !strings.Contains(me[0].Error, "panicked: store bug") {
 		t.Fatalf("mirror errors = %+v, want the main and subagent losses with the panic", me)
+	}
+}
+
+// CloseInputWhenIdle called after the turn's result was already read (a
+// fast CLI answers before the caller gets to it) must still close stdin.
+func TestFakeCloseInputWhenIdleAfterTheResultClosesAtOnce(t *testing.T) {
+	ctx := testCtx(t)
+	opts := fakeOptions(t, "text")
+	opts.Hooks = map[string][]claude.HookMatcher{claude.PostToolUse: {{Hooks: []claude.HookFunc{
+		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	cl, err := claude.Connect(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.Send(ctx, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	for m, err := range cl.ReceiveResponse(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = m
+	}
+	cl.CloseInputWhenIdle()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cl.Receive(rctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("Receive = %v, want io.EOF: stdin stayed open after the idle result", err)
 	}
 }
