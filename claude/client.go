@@ -306,8 +306,8 @@ func (cl *Client) CloseInput() { cl.c.closeInput() }
 // has already arrived and nothing runs; when a task ended during that turn, EOF
 // waits Options.FollowUpWait for the follow-up turn the CLI may start to
 // report it. Until then hooks, permission prompts and SDK MCP servers keep
-// working. A background task that never ends keeps the session open until
-// it is stopped (StopTask) or the session closed. Use it after the last
+// working. While background tasks run and no turn starts, stdin stays open
+// Options.BackgroundWait (30 min) at most. Use it after the last
 // prompt of a session that may still be interrupted or steered.
 func (cl *Client) CloseInputWhenIdle() { cl.c.closeInputWhenIdle() }
 

@@ -446,19 +446,23 @@ func (c *conn) turnStarted() {
 }
 
 // afterResult applies the stdin rule at a result. A task still running
-// keeps stdin open (its end is watched). A task notification in this turn
-// may bring a follow-up turn of its own, or may have been absorbed by the
-// turn that just ended (the CLI does both): stdin stays open for
-// Options.FollowUpWait, and closes unless a turn starts.
+// keeps stdin open (its end is watched), for Options.BackgroundWait at most
+// when no turn starts meanwhile: a background shell may never end. A task
+// notification in this turn may bring a follow-up turn of its own, or may
+// have been absorbed by the turn that just ended (the CLI does both): stdin
+// stays open for Options.FollowUpWait, and closes unless a turn starts.
 func (c *conn) afterResult() {
-	if !c.closeOnResult.Load() || len(c.tasks) > 0 {
+	if !c.closeOnResult.Load() {
 		return
 	}
-	if c.notified {
+	switch {
+	case len(c.tasks) > 0:
+		c.closeAfter(c.opts.backgroundWait(), "background tasks still running long after the last result; closing the session's input")
+	case c.notified:
 		c.armFollowUp()
-		return
+	default:
+		c.closeInput()
 	}
-	c.closeInput()
 }
 
 // tasksChanged re-applies the stdin rule between turns: when the last task
@@ -469,10 +473,17 @@ func (c *conn) tasksChanged() {
 	}
 }
 
-func (c *conn) armFollowUp() {
+func (c *conn) armFollowUp() { c.closeAfter(c.opts.followUpWait(), "") }
+
+// closeAfter closes stdin after d unless a turn starts (or another wait is
+// armed) first; warn, if set, is logged then.
+func (c *conn) closeAfter(d time.Duration, warn string) {
 	gen := c.followGen.Add(1)
-	time.AfterFunc(c.opts.followUpWait(), func() {
+	time.AfterFunc(d, func() {
 		if c.followGen.Load() == gen {
+			if warn != "" {
+				slog.Warn("claude: "+warn, "wait", d)
+			}
 			c.closeInput()
 		}
 	})

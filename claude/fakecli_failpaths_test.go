@@ -738,3 +738,28 @@ func TestFakeCloseInputWhenIdleAfterTheResultClosesAtOnce(t *testing.T) {
 		t.Fatalf("Receive = %v, want io.EOF: stdin stayed open after the idle result", err)
 	}
 }
+
+func init() {
+	// endless-shell: a background shell that never ends.
+	fakeScripts["endless-shell"] = func(f *fake) {
+		f.handshake()
+		f.prompt()
+		f.system("task_started", map[string]any{"task_id": "b1", "task_type": "local_bash"})
+		f.result("started a server", false)
+		f.waitEOF()
+	}
+}
+
+// A background shell may never end: stdin closes BackgroundWait after the
+// last result rather than never.
+func TestFakeEndlessBackgroundShellIsBoundedByBackgroundWait(t *testing.T) {
+	opts := fakeOptions(t, "endless-shell")
+	opts.BackgroundWait = 300 * time.Millisecond
+	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
+		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := collect(t, ctx, "go", opts); err != nil {
+		t.Fatalf("err = %v: the query did not end while a background shell ran", err)
+	}
+}

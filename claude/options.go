@@ -143,6 +143,11 @@ type Options struct {
 	// follow-up turn the CLI may start to report it; a turn that starts
 	// keeps stdin open until its own result. Zero means 3 s.
 	FollowUpWait time.Duration
+	// BackgroundWait bounds how long stdin stays open after a result while
+	// background tasks run and no turn starts: a background shell (a server,
+	// or a command the CLI backgrounded at its timeout) may never end. On
+	// EOF the CLI ends, stopping its tasks. Zero means 30 min.
+	BackgroundWait time.Duration
 }
 
 // Permission modes the pinned CLI (2.1.332) accepts for PermissionMode and
@@ -228,6 +233,8 @@ func (o *Options) maxLineBytes() int {
 }
 
 func (o *Options) followUpWait() time.Duration { return orDefault(o.FollowUpWait, 3*time.Second) }
+
+func (o *Options) backgroundWait() time.Duration { return orDefault(o.BackgroundWait, 30*time.Minute) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
