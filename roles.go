@@ -210,7 +210,7 @@ func Worker(description, prompt string, opts ...RoleOption) claude.AgentDefiniti
 		Prompt:      prompt,
 		Tools:       tools,
 		Model:       "inherit",
-		Isolated:    c.isolate,
+		Isolation:   isolation(c.isolate),
 	}
 }
 
@@ -278,6 +278,14 @@ func Oracle(name string, opts ...RoleOption) AgentSpec {
 		MaxTurns:     OracleMaxTurns,
 		MaxBudgetUSD: OracleMaxBudgetUSD,
 	}
+}
+
+// isolation is the definition's isolation for the Isolate option.
+func isolation(isolate bool) string {
+	if isolate {
+		return claude.IsolationWorktree
+	}
+	return ""
 }
 
 // channelTools returns the channel's ask tool and a copy of its servers,

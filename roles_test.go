@@ -101,7 +101,7 @@ func TestCoordinatorChannelServersAndInstructions(t *testing.T) {
 
 func TestWorker(t *testing.T) {
 	w := Worker("writes code", "implement it")
-	if w.Description != "writes code" || w.Model != "inherit" || w.Isolated {
+	if w.Description != "writes code" || w.Model != "inherit" || w.Isolation != "" {
 		t.Errorf("worker %+v", w)
 	}
 	if !slices.Equal(w.Tools, DefaultWorkerTools()) ||
@@ -123,7 +123,7 @@ func TestWorker(t *testing.T) {
 	if got := Worker("d", "p", WithTools()).Tools; !slices.Equal(got, DefaultWorkerTools()) {
 		t.Errorf("WithTools() with no tool: %v", got)
 	}
-	if !Worker("d", "p", Isolate()).Isolated {
+	if Worker("d", "p", Isolate()).Isolation != claude.IsolationWorktree {
 		t.Error("Isolate does not mark the worker")
 	}
 }

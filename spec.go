@@ -76,7 +76,7 @@ type AgentSpec struct {
 	PermissionMode string
 
 	// Agents are the subagents this agent may dispatch with the Agent tool.
-	// A definition marked Isolated runs in its own git worktree (the
+	// A definition whose Isolation is a worktree runs in its own git worktree (the
 	// isolate guard).
 	Agents map[string]claude.AgentDefinition
 	// MCPServers maps server names to their configuration; a Channel's
@@ -263,7 +263,7 @@ type BuildConfig struct {
 //     main thread only the spec's allowed tools pass, an Agent call only
 //     when it names one of spec.Agents, Bash as a bounded glance with
 //     spec.Glance), then the loop guard unless spec.Loop.Off, then the
-//     workbench guards (isolate when an agent is marked Isolated; index and
+//     workbench guards (isolate when an agent is whose Isolation is a worktree; index and
 //     spill with a workbench). The wall is
 //     installed with or without a workbench, exactly once (the original
 //     left a coordinator without a workbench unguarded);
@@ -475,7 +475,7 @@ func readable(dir string) error {
 
 // buildHooks merges, in this order: spec.Hooks; the spec's wall (one guard
 // per main thread, with or without a workbench); the loop guard unless the
-// spec turns it off; the workbench guards (isolate when an agent is marked Isolated, then index
+// spec turns it off; the workbench guards (isolate when an agent is whose Isolation is a worktree, then index
 // and spill with a workbench). Events left without a matcher are dropped.
 func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
 	texts := guard.TextsFor(string(cfg.Lang))

@@ -326,7 +326,7 @@ func TestBuildOptionsForEveryRole(t *testing.T) {
 				if got := len(o.Hooks[claude.PostToolUse]); got != c.post {
 					t.Errorf("PostToolUse matchers = %d, want %d", got, c.post)
 				}
-				if c.name == "coordinator" && (len(o.Agents) != 2 || !o.Agents["coder"].Isolated) {
+				if c.name == "coordinator" && (len(o.Agents) != 2 || o.Agents["coder"].Isolation != claude.IsolationWorktree) {
 					t.Errorf("Agents = %+v", o.Agents)
 				}
 				if c.name == "oracle" && (o.MaxTurns != 12 || o.MaxBudgetUSD != 0.5) {

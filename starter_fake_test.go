@@ -511,7 +511,7 @@ func TestStarterFlowIsolateInGitUsesTheWorkbenchBesideIt(t *testing.T) {
 		t.Errorf("WakeState disagrees: %+v", w)
 	}
 	coder := wf.Steps[len(wf.Steps)-1].Spec.Agents["coder"]
-	if !coder.Isolated {
+	if coder.Isolation != "worktree" {
 		t.Error("the coder is not isolated")
 	}
 }

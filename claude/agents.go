@@ -23,9 +23,10 @@ type AgentDefinition struct {
 	// Effort is a level ("low" … "max") or an integer.
 	Effort         json.RawMessage `json:"effort,omitempty"`
 	PermissionMode string          `json:"permissionMode,omitempty"`
-
-	// Isolated is a host-side mark, never sent to the CLI: the host wants
-	// this agent to run in its own git worktree (flower's isolate guard reads
-	// it). Being a plain field, it survives copies of the definition.
-	Isolated bool `json:"-"`
+	// Isolation is where the agent works: IsolationWorktree (its own git
+	// worktree) or "remote"; "" means the session's checkout.
+	Isolation string `json:"isolation,omitempty"`
 }
+
+// IsolationWorktree runs an agent in its own git worktree.
+const IsolationWorktree = "worktree"

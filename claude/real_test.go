@@ -262,7 +262,7 @@ func TestRealSubagentHooksCarryAgentID(t *testing.T) {
 	}.Handler())
 	opts := realOptions(t, srv)
 	opts.Agents = map[string]claude.AgentDefinition{"tester": {
-		Description: "Runs shell checks", Prompt: "You are the tester.", Tools: []string{"Bash"}, Isolated: true}}
+		Description: "Runs shell checks", Prompt: "You are the tester.", Tools: []string{"Bash"}}}
 	type call struct{ event, tool, agentID, agentType string }
 	var mu sync.Mutex
 	var calls []call

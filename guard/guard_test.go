@@ -325,7 +325,7 @@ func TestIndexUnwritableWorkbench(t *testing.T) {
 
 func TestIsolate(t *testing.T) {
 	agents := map[string]claude.AgentDefinition{
-		"coder":    {Description: "writes code", Prompt: "p", Isolated: true},
+		"coder":    {Description: "writes code", Prompt: "p", Isolation: claude.IsolationWorktree},
 		"reviewer": {Description: "reads code", Prompt: "p"},
 	}
 	tests := []struct {
@@ -392,7 +392,7 @@ func TestIsolate(t *testing.T) {
 func TestIsolateConcurrentCalls(t *testing.T) {
 	var mu sync.Mutex
 	n := 0
-	m := Isolate(map[string]claude.AgentDefinition{"coder": {Isolated: true}}, func(string, string) { mu.Lock(); n++; mu.Unlock() })
+	m := Isolate(map[string]claude.AgentDefinition{"coder": {Isolation: claude.IsolationWorktree}}, func(string, string) { mu.Lock(); n++; mu.Unlock() })
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -415,7 +415,7 @@ func matchers(ms []claude.HookMatcher) []string {
 
 func TestWorkbenchHooks(t *testing.T) {
 	wb := &workbench.Workbench{Workspace: t.TempDir()}
-	marked := map[string]claude.AgentDefinition{"coder": {Isolated: true}, "reviewer": {}}
+	marked := map[string]claude.AgentDefinition{"coder": {Isolation: claude.IsolationWorktree}, "reviewer": {}}
 	unmarked := map[string]claude.AgentDefinition{"reviewer": {}}
 	tests := []struct {
 		name     string
@@ -546,7 +546,7 @@ func TestTexts(t *testing.T) {
 
 func TestNilInputIsNoOpinion(t *testing.T) {
 	wb := &workbench.Workbench{Workspace: t.TempDir()}
-	for _, m := range []claude.HookMatcher{Spill(wb, DefaultSpillThreshold, "", false), Index(wb), Isolate(map[string]claude.AgentDefinition{"c": {Isolated: true}}, nil), Spill(nil, DefaultSpillThreshold, "", false), Index(nil)} {
+	for _, m := range []claude.HookMatcher{Spill(wb, DefaultSpillThreshold, "", false), Index(wb), Isolate(map[string]claude.AgentDefinition{"c": {Isolation: claude.IsolationWorktree}}, nil), Spill(nil, DefaultSpillThreshold, "", false), Index(nil)} {
 		if out := call(t, m, nil); out != nil {
 			t.Errorf("%s: answer %s for a nil input", m.Matcher, mustJSON(out))
 		}

@@ -44,12 +44,13 @@ func Index(wb *workbench.Workbench) claude.HookMatcher {
 	return claude.HookMatcher{Matcher: "Write|Edit", Hooks: []claude.HookFunc{hook}}
 }
 
-// Isolate gives the roles marked Isolated their own git worktree. This
+// Isolate gives the agents whose definition asks for a worktree
+// (Isolation claude.IsolationWorktree) their own git worktree. This
 // PreToolUse guard, matching the Agent tool (named Task by older CLIs),
 // allows a dispatch with "isolation": "worktree" added to its input when the
 // input sets neither cwd nor isolation (the model's explicit choice wins;
 // the two exclude each other) and its subagent_type names an agent of agents
-// marked Isolated; every other field, numbers included, is sent back as it
+// so marked; every other field, numbers included, is sent back as it
 // came. onInject, if not nil, is then called with the subagent type and the
 // task's description; it may be called from several goroutines at once.
 // Which agents are marked is read once, when Isolate is called. The
@@ -58,7 +59,7 @@ func Index(wb *workbench.Workbench) claude.HookMatcher {
 func Isolate(agents map[string]claude.AgentDefinition, onInject func(agentType, description string)) claude.HookMatcher {
 	marked := map[string]bool{}
 	for name, a := range agents {
-		if a.Isolated {
+		if a.Isolation == claude.IsolationWorktree {
 			marked[name] = true
 		}
 	}
@@ -112,7 +113,8 @@ func WorkbenchHooks(wb *workbench.Workbench, spillThreshold int, agents map[stri
 
 // WorkbenchHooks installs the guards a workbench run needs, by event:
 //
-//   - PreToolUse: Isolate(agents, nil) when any agent is marked Isolated;
+//   - PreToolUse: Isolate(agents, nil) when any agent's Isolation is a
+//     worktree;
 //   - PostToolUse: Index always; then Spill (Bulky, subagents too) when
 //     spillThreshold > 0.
 //
@@ -123,7 +125,7 @@ func WorkbenchHooks(wb *workbench.Workbench, spillThreshold int, agents map[stri
 func (t Texts) WorkbenchHooks(wb *workbench.Workbench, spillThreshold int, agents map[string]claude.AgentDefinition) map[string][]claude.HookMatcher {
 	var pre, post []claude.HookMatcher
 	for _, a := range agents {
-		if a.Isolated {
+		if a.Isolation == claude.IsolationWorktree {
 			pre = append(pre, Isolate(agents, nil))
 			break
 		}

@@ -216,7 +216,7 @@ func TestRealIsolatedWorkerRunsInAWorktree(t *testing.T) {
 		},
 		"SUBAGENT:where": {bashTurn("pwd"), claudetest.Say("worker done")},
 	}.Handler())
-	agents := map[string]claude.AgentDefinition{"coder": {Description: "writes code", Prompt: "You write.", Tools: []string{"Bash"}, Isolated: true}}
+	agents := map[string]claude.AgentDefinition{"coder": {Description: "writes code", Prompt: "You write.", Tools: []string{"Bash"}, Isolation: claude.IsolationWorktree}}
 	iso := Isolate(agents, nil)
 	var mu sync.Mutex
 	var replies []*claude.HookOutput
@@ -255,5 +255,36 @@ func TestRealIsolatedWorkerRunsInAWorktree(t *testing.T) {
 	// so the path is the evidence: a worktree folder of this repository.
 	if !strings.HasPrefix(pwd, filepath.Join(realCwd, ".claude", "worktrees")+"/") && !strings.HasPrefix(pwd, filepath.Join(cwd, ".claude", "worktrees")+"/") {
 		t.Errorf("the worker ran in %s, not in a worktree of %s", pwd, cwd)
+	}
+}
+
+// TestRealTheDefinitionsIsolationReachesTheCLI: the definition's isolation
+// is a field of the CLI's own agent schema, sent with the agents at
+// initialize; without any hook the CLI itself runs the agent in a worktree.
+func TestRealTheDefinitionsIsolationReachesTheCLI(t *testing.T) {
+	t.Parallel()
+	cwd := t.TempDir()
+	gitInit(t, cwd)
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:iso": {
+			toolTurn("Agent", map[string]any{"description": "isolated work", "prompt": "SUBAGENT:where", "subagent_type": "coder", "run_in_background": false}),
+			claudetest.Say("dispatched"),
+		},
+		"SUBAGENT:where": {bashTurn("pwd"), claudetest.Say("worker done")},
+	}.Handler())
+	opts := realOptions(t, srv, cwd, nil)
+	opts.Agents = map[string]claude.AgentDefinition{"coder": {Description: "writes code", Prompt: "You write.", Tools: []string{"Bash"}, Isolation: claude.IsolationWorktree}}
+	realRun(t, "SCENARIO:iso", opts)
+	var pwd string
+	for _, r := range srv.Requests() {
+		if r.Subagent {
+			if res, ok := r.LastToolResult(); ok {
+				pwd = strings.TrimSpace(res.Content)
+			}
+		}
+	}
+	realCwd, _ := filepath.EvalSymlinks(cwd)
+	if !strings.HasPrefix(pwd, filepath.Join(realCwd, ".claude", "worktrees")+"/") && !strings.HasPrefix(pwd, filepath.Join(cwd, ".claude", "worktrees")+"/") {
+		t.Errorf("the worker ran in %q, not in a worktree of %s", pwd, cwd)
 	}
 }
