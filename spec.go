@@ -76,8 +76,9 @@ type AgentSpec struct {
 	PermissionMode string
 
 	// Agents are the subagents this agent may dispatch with the Agent tool.
-	// A definition whose Isolation is a worktree runs in its own git worktree (the
-	// isolate guard).
+	// A definition whose Isolation is claude.IsolationWorktree runs in its
+	// own git worktree: the CLI reads the field, and the isolate guard adds
+	// the same choice to each Agent call.
 	Agents map[string]claude.AgentDefinition
 	// MCPServers maps server names to their configuration; a Channel's
 	// servers go here.
