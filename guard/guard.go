@@ -56,6 +56,13 @@ type Texts struct {
 	// characters, %[2]s the spill file as shown to the model, %[3]s its first
 	// 400 characters with newlines turned into spaces.
 	SpillPointer string
+	// SpillPartial replaces a result the CLI cut when only the part it
+	// showed could be spilled: %[1]d the characters in the file, %[2]d the
+	// whole output's size in bytes, %[3]s the spill file, %[4]s SpillWholeAt
+	// filled in or "", %[5]s the first 400 characters.
+	SpillPartial string
+	// SpillWholeAt names where the whole output still is: %[1]s the file.
+	SpillWholeAt string
 	// WorkerDeny refuses an Agent call naming a subagent type that is not
 	// one of the role's workers: %[1]s the type, %[2]s the workers.
 	WorkerDeny string
@@ -84,6 +91,9 @@ var ChineseTexts = Texts{
 	DefaultRole:   "这个角色",
 	DelegateDeny:  "协调者不直接使用 %[1]s。用 Agent 工具派一个 subagent 去做,任务里写清目标与验收标准,并要求它把长产出写进 %[2]s、回话只给路径与结论。",
 	SpillPointer:  "[输出 %[1]d 字符,已落盘到 %[2]s —— 需要全文用 Read 读它,需要找东西用 Grep 搜它]\n开头 400 字符:%[3]s",
+	// The original had no partial spill: these two are flower's own.
+	SpillPartial: "[输出不完整 —— %[3]s 只有前 %[1]d 字符,全部输出 %[2]d 字节没能存下%[4]s]\n开头 400 字符:%[5]s",
+	SpillWholeAt: ";完整输出在 %[1]s",
 	// The texts below are flower's own: the original had no such refusal.
 	WorkerDeny:       "没有叫 %[1]s 的 worker:只能派这里定义的 worker(%[2]s),CLI 自带的 agent 和 fork 都不行。subagent_type 写其中一个,任务里写清目标与验收标准。",
 	WorkerMissing:    "Agent 调用必须用 subagent_type 指定一个 worker(%[1]s),任务里写清目标与验收标准。",
@@ -100,6 +110,8 @@ var EnglishTexts = Texts{
 	DefaultRole:      "This role",
 	DelegateDeny:     "The coordinator does not use %[1]s itself. Dispatch a subagent with the Agent tool: state the goal and the acceptance criteria in its task, and require it to write long output into %[2]s and to reply with only paths and conclusions.",
 	SpillPointer:     "[Output of %[1]d characters saved to %[2]s: Read it for the full text, Grep it to find something]\nFirst 400 characters: %[3]s",
+	SpillPartial:     "[Output partial: %[3]s holds only the first %[1]d characters; the whole output of %[2]d bytes could not be saved%[4]s]\nFirst 400 characters: %[5]s",
+	SpillWholeAt:     "; the whole output is at %[1]s",
 	WorkerDeny:       "There is no worker named %[1]s: only the workers defined here can be dispatched (%[2]s), not the CLI's built-in agents and not fork. Set subagent_type to one of them, and state the goal and the acceptance criteria in the task.",
 	WorkerMissing:    "An Agent call must name a worker in subagent_type (%[1]s); state the goal and the acceptance criteria in the task.",
 	NoWorkers:        "this role has no workers to dispatch",
@@ -131,6 +143,12 @@ func (t Texts) withDefaults() Texts {
 	}
 	if t.SpillPointer == "" {
 		t.SpillPointer = ChineseTexts.SpillPointer
+	}
+	if t.SpillPartial == "" {
+		t.SpillPartial = ChineseTexts.SpillPartial
+	}
+	if t.SpillWholeAt == "" {
+		t.SpillWholeAt = ChineseTexts.SpillWholeAt
 	}
 	if t.WorkerDeny == "" {
 		t.WorkerDeny = ChineseTexts.WorkerDeny
