@@ -31,6 +31,10 @@ const (
 	// command's first line (at most 60 characters) in backticks, {age} the
 	// number of ephemeral results from this one to the newest.
 	DefaultExpiryText = "[{cmd} 的结果已过期(第 {age} 轮前),当前状态可能已变。需要请重新执行]"
+	// DefaultExpiryPointerText follows the expiry text of a result that
+	// pointed to a file (a spill, the CLI's persisted output): {path}
+	// becomes the file or files it named.
+	DefaultExpiryPointerText = "(当时的完整输出仍在 {path},需要时用 Read 读取)"
 	// DefaultInterruptText replaces the content of an interrupted tool result.
 	DefaultInterruptText = "[上一轮在此处被中断,该工具结果未产生]"
 	// DefaultOrphanText is the content of the tool result inserted for a
@@ -109,6 +113,10 @@ type EphemeralPolicy struct {
 	// Text replaces an expired result; {cmd} and {age} are filled in.
 	// Empty means DefaultExpiryText.
 	Text string
+	// PointerText follows Text when the expired result pointed to a file,
+	// so the model still knows where that output is; {path} is filled in.
+	// Empty means DefaultExpiryPointerText.
+	PointerText string
 }
 
 // DefaultEphemeralPolicy returns the default expiry policy with every field
@@ -124,6 +132,9 @@ func (p EphemeralPolicy) withDefaults() EphemeralPolicy {
 	}
 	if p.Text == "" {
 		p.Text = DefaultExpiryText
+	}
+	if p.PointerText == "" {
+		p.PointerText = DefaultExpiryPointerText
 	}
 	return p
 }

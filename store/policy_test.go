@@ -12,7 +12,8 @@ func TestPolicyZeroValuesAreTheDefaults(t *testing.T) {
 		t.Errorf("DefaultTrimPolicy() = %+v, want %+v", got, want)
 	}
 	if got, want := DefaultEphemeralPolicy(), (EphemeralPolicy{KeepRecent: 6, MaxChars: 2000,
-		Text: "[{cmd} 的结果已过期(第 {age} 轮前),当前状态可能已变。需要请重新执行]"}); got != want {
+		Text:        "[{cmd} 的结果已过期(第 {age} 轮前),当前状态可能已变。需要请重新执行]",
+		PointerText: "(当时的完整输出仍在 {path},需要时用 Read 读取)"}); got != want {
 		t.Errorf("DefaultEphemeralPolicy() = %+v, want %+v", got, want)
 	}
 	if got, want := DefaultPrunePolicy(), (PrunePolicy{

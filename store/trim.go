@@ -18,6 +18,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/ephemeral"
 	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/internal/pointer"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -217,7 +218,9 @@ func (t *Trimming) lighten(ctx context.Context, key claude.SessionKey, rows []js
 // earlier assistant entry) whose command passes ephemeral.Is; permission
 // denials and interrupted results carry no output and are not counted. The
 // newest KeepRecent are exempt, longer than MaxChars are left to trimming,
-// opaque ones (images, documents) are never touched.
+// opaque ones (images, documents) are never touched. A result that is a
+// pointer to a file (a spill, the CLI's persisted output) is expired
+// whatever its size, and its expiry text still names the file.
 func (t *Trimming) expire(es []*transcriptEntry, rep *Report) {
 	uses := findToolUses(es)
 	type ephemeralSite struct {
@@ -244,10 +247,21 @@ func (t *Trimming) expire(es []*transcriptEntry, rep *Report) {
 		if i >= n-keep {
 			break
 		}
-		if s.opaque || s.chars() > maxChars {
+		if s.opaque {
 			continue
 		}
-		s.setContent(es, expiryText(t.eph.Text, s.cmd, n-i))
+		// A result standing in for an output on disk is short whatever the
+		// output's size, and the expiry must keep naming the file: the
+		// output is history that the model may need again, not state.
+		files := pointer.Files(s.text)
+		if len(files) == 0 && s.chars() > maxChars {
+			continue
+		}
+		text := expiryText(t.eph.Text, s.cmd, n-i)
+		if len(files) > 0 {
+			text += strings.ReplaceAll(t.eph.PointerText, "{path}", strings.Join(files, " "))
+		}
+		s.setContent(es, text)
 		rep.Expired++
 	}
 }
@@ -278,6 +292,11 @@ func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*t
 		}
 		n := s.chars()
 		if s.opaque || n == 0 || n < minChars {
+			continue
+		}
+		// The CLI's <persisted-output> is a pointer already: archiving it
+		// would hide the path it names one file further away.
+		if pointer.Persisted(s.text) {
 			continue
 		}
 		rel, abs := t.spillPath(s.text)
