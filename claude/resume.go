@@ -23,6 +23,12 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[
 type materialized struct {
 	dir       string
 	sessionID string
+	// durable is the config directory the CLI would use without a store
+	// (configDir of the child's environment): the files the CLI writes
+	// into dir for the model to read back (tool-results/…) are kept there,
+	// where the CLI keeps them itself in a session it did not resume from
+	// a store. See keepFiles.
+	durable string
 }
 
 // configDir is where the child keeps its transcripts: CLAUDE_CONFIG_DIR of
@@ -115,7 +121,7 @@ func materialize(ctx context.Context, o *Options, childEnv []string) (*materiali
 	if err != nil {
 		return nil, fmt.Errorf("claude: create resume directory: %w", err)
 	}
-	m := &materialized{dir: dir, sessionID: sid}
+	m := &materialized{dir: dir, sessionID: sid, durable: configDir(childEnv)}
 	if err := m.lay(ctx, o, pk, sid, entries, load, childEnv); err != nil {
 		m.remove()
 		return nil, err
@@ -125,7 +131,7 @@ func materialize(ctx context.Context, o *Options, childEnv []string) (*materiali
 
 func (m *materialized) lay(ctx context.Context, o *Options, pk, sid string, main []json.RawMessage, load func(SessionKey) ([]json.RawMessage, error), childEnv []string) error {
 	sessDir := filepath.Join(m.dir, "projects", pk)
-	if err := writeJSONL(filepath.Join(sessDir, sid+".jsonl"), main); err != nil {
+	if err := writeJSONL(filepath.Join(sessDir, sid+".jsonl"), m.repoint(main)); err != nil {
 		return err
 	}
 	if lister, ok := o.SessionStore.(SubkeyLister); ok {
@@ -155,7 +161,7 @@ func (m *materialized) lay(ctx context.Context, o *Options, pk, sid string, main
 				}
 				lines = append(lines, e)
 			}
-			if err := writeJSONL(target+".jsonl", lines); err != nil {
+			if err := writeJSONL(target+".jsonl", m.repoint(lines)); err != nil {
 				return err
 			}
 			if meta != nil {
@@ -250,6 +256,16 @@ func newestMtime(dir string) time.Time {
 }
 
 func (m *materialized) remove() {
+	if err := m.keepFiles(); err != nil {
+		// Better a directory left behind than a file the model was
+		// pointed at gone: only what must not outlive the CLI goes.
+		for _, name := range []string{".credentials.json", ".claude.json"} {
+			_ = os.Remove(filepath.Join(m.dir, name))
+		}
+		slog.Warn("claude: the files the CLI wrote for a resumed session could not be kept; its resume directory stays",
+			"dir", m.dir, "err", err)
+		return
+	}
 	// The CLI may still be releasing files: retry briefly.
 	for i := 0; i < 5; i++ {
 		if err := os.RemoveAll(m.dir); err == nil {
@@ -258,6 +274,99 @@ func (m *materialized) remove() {
 		time.Sleep(100 * time.Millisecond)
 	}
 	slog.Warn("claude: could not remove resume directory", "dir", m.dir)
+}
+
+// keepFiles copies every file the CLI wrote under dir's projects/ other
+// than transcripts (which the store holds) into the same place under
+// durable: the outputs the CLI saved whole when it cut them
+// (<session>/tool-results/<id>.txt), whose paths the transcript and the
+// model hold. A later resume points those paths at the copies (repoint).
+// A file already there with the same size is left as it is. The copies are
+// on this machine: a session resumed elsewhere from a shared store finds
+// those references dangling (the spill guard's copies in the workbench
+// are another matter).
+func (m *materialized) keepFiles() error {
+	if m.durable == "" || m.durable == m.dir {
+		return nil
+	}
+	root := filepath.Join(m.dir, "projects")
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() || strings.HasSuffix(p, ".jsonl") || strings.HasSuffix(p, ".meta.json") {
+			return nil
+		}
+		rel, err := filepath.Rel(m.dir, p)
+		if err != nil {
+			return err
+		}
+		return copyFileOnce(p, filepath.Join(m.durable, rel))
+	})
+}
+
+// copyFileOnce copies src to dst (this user's only, like every file the CLI
+// keeps) unless dst already has src's size.
+func copyFileOnce(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("claude: keep %s: %w", src, err)
+	}
+	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("claude: keep %s: %w", src, err)
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("claude: keep %s in %s: %w", src, dst, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("claude: keep %s in %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// resumePathRE matches a path into an earlier resume directory's projects/
+// as transcripts hold it (a JSON string never escapes '/'). The CLI's
+// project keys, session ids and file names use only the characters of the
+// group, so a path ends where the text around it resumes ("….txt,需要时").
+var resumePathRE = regexp.MustCompile(regexp.QuoteMeta(filepath.ToSlash(os.TempDir())) +
+	`/claude-resume-[A-Za-z0-9]+/(projects/[A-Za-z0-9._/+-]+)`)
+
+// repoint rewrites, in entries, every path into an earlier resume directory
+// whose file keepFiles kept under durable, so that the transcript's
+// references (the CLI's <persisted-output> pointers, a spill pointer naming
+// the CLI's whole copy) resolve again. A path whose copy is not there is
+// left as it is: that directory may still exist.
+func (m *materialized) repoint(entries []json.RawMessage) []json.RawMessage {
+	if m.durable == "" {
+		return entries
+	}
+	out, copied := entries, false
+	for i, e := range entries {
+		if !resumePathRE.Match(e) {
+			continue
+		}
+		if !copied { // the caller's slice stays as it was
+			out, copied = append([]json.RawMessage(nil), entries...), true
+		}
+		out[i] = resumePathRE.ReplaceAllFunc(e, func(match []byte) []byte {
+			rel := resumePathRE.FindSubmatch(match)[1]
+			kept := filepath.Join(m.durable, filepath.FromSlash(string(rel)))
+			if _, err := os.Stat(kept); err != nil {
+				return match
+			}
+			return []byte(filepath.ToSlash(kept))
+		})
+	}
+	return out
 }
 
 // ErrUnsafeSubpath marks a store subpath that would escape the session
