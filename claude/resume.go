@@ -188,14 +188,24 @@ var credentialFiles = []string{".credentials.json", ".claude.json"}
 // keep leaves the directory for a human (or a later resume by hand) without
 // the credentials copyAuth put there, and says why it is there.
 func (m *materialized) keep() {
-	stripCredentials(m.dir)
-	note := "The session store missed entries of session " + m.sessionID + ", or the driver stopped reading\n" +
+	// The outputs the CLI saved go where later resumes look for them,
+	// whatever becomes of this directory.
+	if err := m.keepFiles(); err != nil {
+		slog.Warn("claude: the files the CLI wrote for a resumed session stay only in its resume directory", "dir", m.dir, "err", err)
+	}
+	m.keepNoting("The session store missed entries of session " + m.sessionID + ", or the driver stopped reading\n" +
 		"the CLI's output early. This directory holds the CLI's own transcript under projects/;\n" +
-		"copy what you need, then delete the directory. Credentials were removed.\n"
+		"copy what you need, then delete the directory. Credentials were removed.\n")
+	slog.Warn("claude: the session store missed entries of a resumed session; its transcript is kept", "dir", m.dir)
+}
+
+// keepNoting strips the credentials and writes the note that makes
+// SweepResumeDirs spare the directory.
+func (m *materialized) keepNoting(note string) {
+	stripCredentials(m.dir)
 	if err := os.WriteFile(filepath.Join(m.dir, keptNote), []byte(note), 0o600); err != nil {
 		slog.Warn("claude: resume directory note", "err", err)
 	}
-	slog.Warn("claude: the session store missed entries of a resumed session; its transcript is kept", "dir", m.dir)
 }
 
 func stripCredentials(dir string) {
@@ -259,9 +269,9 @@ func (m *materialized) remove() {
 	if err := m.keepFiles(); err != nil {
 		// Better a directory left behind than a file the model was
 		// pointed at gone: only what must not outlive the CLI goes.
-		for _, name := range []string{".credentials.json", ".claude.json"} {
-			_ = os.Remove(filepath.Join(m.dir, name))
-		}
+		m.keepNoting("Session " + m.sessionID + ": the files the CLI wrote under projects/ for the model to read back\n" +
+			"(tool-results/…) could not be copied to " + m.durable + " (" + err.Error() + ").\n" +
+			"The transcript refers to them here: copy them there, then delete the directory. Credentials were removed.\n")
 		slog.Warn("claude: the files the CLI wrote for a resumed session could not be kept; its resume directory stays",
 			"dir", m.dir, "err", err)
 		return

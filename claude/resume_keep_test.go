@@ -90,4 +90,15 @@ func TestResumeDirStaysWhenItsFilesCannotBeKept(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(m.dir, ".credentials.json")); !os.IsNotExist(err) {
 		t.Errorf("credentials must not outlive the CLI: %v", err)
 	}
+	if _, err := os.Stat(filepath.Join(m.dir, keptNote)); err != nil {
+		t.Errorf("without the note a sweep would delete the directory: %v", err)
+	}
+}
+
+func TestResumeDirKeptForAMissedEntryStillKeepsTheFiles(t *testing.T) {
+	m, _ := fakeResumeDir(t)
+	m.keep()
+	if _, err := os.Stat(filepath.Join(m.durable, "projects", "-w", "s1", "tool-results", "b1.txt")); err != nil {
+		t.Errorf("the saved output was not copied where later resumes look: %v", err)
+	}
 }
