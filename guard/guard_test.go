@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/workbench"
 )
@@ -22,7 +24,10 @@ import (
 // TestMain keeps the guards' logs out of the test output.
 func TestMain(m *testing.M) {
 	slog.SetDefault(slog.New(slog.DiscardHandler))
-	os.Exit(m.Run())
+	if dir := os.Getenv(fsizeHelperEnv); dir != "" {
+		os.Exit(fsizeHelper(dir))
+	}
+	goleak.VerifyTestMain(m)
 }
 
 // call runs the single hook of m.
