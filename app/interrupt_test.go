@@ -128,7 +128,9 @@ func TestCtrlCTwiceQuitsWith130AndTheStepRescued(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatalf("the run did not end:\n%s", screen())
 	}
-	if s := screen(); !strings.Contains(s, "已退出。同一目录再跑一次 flower 会接着做。") || strings.Contains(s, "goroutine") {
+	// The terminal's last bytes may still be on their way to the screen.
+	waitFor(t, "the quit line", func() bool { return strings.Contains(screen(), "已退出。同一目录再跑一次 flower 会接着做。") })
+	if s := screen(); strings.Contains(s, "goroutine") {
 		t.Errorf("screen:\n%s", s)
 	}
 	if errs := manifestErrors(t, filepath.Join(ws, "runs", "manifest.json")); len(errs) != 1 || errs[0] == "" {
