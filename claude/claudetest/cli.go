@@ -15,7 +15,10 @@ import (
 // cliRelPath is where tools/claude-cli/install.sh leaves the pinned native
 // binary, relative to the module root. The npm bin stub is avoided: it
 // stays a stub under npm install --ignore-scripts.
-const cliRelPath = "tools/claude-cli/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+const cliRelPath = PinnedCLI
+
+// PinnedCLI is the pinned CLI's path relative to the module root.
+const PinnedCLI = "tools/claude-cli/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 
 // CLIPath returns the path of the real claude binary for the real-CLI test
 // tier: $FLOWER_CLAUDE when set, else the pinned binary under the module
@@ -144,14 +147,19 @@ func isExecutable(p string) bool {
 //     model, headers or nesting (see blanked).
 func Env(t testing.TB, srv *Server) map[string]string {
 	t.Helper()
-	home := t.TempDir()
+	return EnvAt(srv.URL, t.TempDir(), t.TempDir())
+}
+
+// EnvAt is Env outside a test: the CLI's HOME and CLAUDE_CODE_TMPDIR are
+// the given folders, its API baseURL.
+func EnvAt(baseURL, home, tmp string) map[string]string {
 	env := map[string]string{
 		"HOME":               home,
-		"CLAUDE_CODE_TMPDIR": t.TempDir(),
+		"CLAUDE_CODE_TMPDIR": tmp,
 		// Not blanked: the CLI reads an empty CLAUDE_CONFIG_DIR as the
 		// working directory and writes projects/, plugins/… into it.
 		"CLAUDE_CONFIG_DIR":  filepath.Join(home, ".claude"),
-		"ANTHROPIC_BASE_URL": srv.URL,
+		"ANTHROPIC_BASE_URL": baseURL,
 		"ANTHROPIC_API_KEY":  "sk-fake",
 		// Mandatory: without these the CLI resolves and calls external hosts.
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",

@@ -34,8 +34,12 @@ type Server struct {
 	// URL is the base URL, for ANTHROPIC_BASE_URL ("http://127.0.0.1:port").
 	URL string
 
-	t       testing.TB
+	// report is told of a rendering error or a panicking handler: the
+	// test's Errorf under NewServer, nothing under Start (the client
+	// gets the 500 either way).
+	report  func(format string, args ...any)
 	h       Handler
+	stop    func()
 	hs      *httptest.Server
 	nextMsg atomic.Int64
 	nextID  atomic.Int64
@@ -48,14 +52,27 @@ type Server struct {
 // the test ends. A nil h answers every request with Script{}'s "fake: no rule".
 func NewServer(t testing.TB, h Handler) *Server {
 	t.Helper()
+	s, err := Start(h)
+	if err != nil {
+		t.Fatalf("claudetest: %v", err)
+	}
+	s.report = t.Errorf
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake Messages API outside a test (flower demo plays a
+// scripted model with it); Close stops it. A nil h answers every request
+// with Script{}'s "fake: no rule".
+func Start(h Handler) (*Server, error) {
 	if h == nil {
 		h = Script{}.Handler()
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("claudetest: listen on 127.0.0.1: %v", err)
+		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
 	}
-	s := &Server{t: t, h: h}
+	s := &Server{h: h, report: func(string, ...any) {}}
 	base, cancel := context.WithCancel(context.Background())
 	hs := httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
 	hs.Listener.Close()
@@ -66,13 +83,16 @@ func NewServer(t testing.TB, h Handler) *Server {
 	hs.Start()
 	s.hs = hs
 	s.URL = hs.URL
-	t.Cleanup(func() {
+	s.stop = func() {
 		cancel()
 		hs.CloseClientConnections()
 		hs.Close()
-	})
-	return s
+	}
+	return s, nil
 }
+
+// Close stops the server, ending every pending request.
+func (s *Server) Close() { s.stop() }
 
 // Requests returns a copy of the log of POST /v1/messages requests, oldest
 // first. The *Request values are shared: do not modify them.
@@ -153,7 +173,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 
 	payload, err := s.render(req, reply, msgID)
 	if err != nil {
-		s.t.Errorf("claudetest: %v", err)
+		s.report("claudetest: %v", err)
 		writeError(w, http.StatusInternalServerError, "api_error", "claudetest: "+err.Error(), reqID)
 		return
 	}
@@ -195,7 +215,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) callHandler(ctx context.Context, req *Request) (reply Reply, ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.t.Errorf("claudetest: handler panicked: %v", p)
+			s.report("claudetest: handler panicked: %v", p)
 			ok = false
 		}
 	}()
