@@ -43,13 +43,6 @@ const (
 // closing line and the exit code.
 type Program func(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, error)
 
-// StarterFlow is the program bare `flower` runs: the root's starter flow
-// (clarify, goal, work rounds), wired here. nil means it is not wired yet.
-var StarterFlow Program
-
-// ErrNotWired is returned by `go` when no program is set.
-var ErrNotWired = errors.New("flower: the starter flow is not wired into this build; use `flower once \"…\"` for a single step")
-
 // UI is what a flow renders through: the screen and the terminal's input.
 type UI struct {
 	Screen *screen.Screen
@@ -59,6 +52,10 @@ type UI struct {
 	Interactive bool
 	// Lang is the language of flower's own lines.
 	Lang string
+
+	// answerer: something other than the input answers the questions
+	// (the demo's simulated human), so no warning that nobody can.
+	answerer bool
 
 	in    *pollReader
 	lines *bufio.Reader
@@ -159,7 +156,9 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 		err = m.runReply(ctx, args[1:])
 	case "run":
 		err = m.runRun(ctx, args[1:])
-	case "demo", "report":
+	case "demo":
+		err = m.runDemo(ctx, args[1:])
+	case "report":
 		err = usageErrorf("`%s %s` is reserved and not built yet; `%s --help` lists what is", m.name(), args[0], m.name())
 	default:
 		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())

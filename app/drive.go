@@ -94,7 +94,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		if ui.Interactive {
 			ui.OnInterrupt(console.Interrupted)
 			defer ui.OnInterrupt(nil)
-		} else if ch.Timeout() > 0 {
+		} else if ch.Timeout() > 0 && !ui.answerer {
 			ui.Screen.Line(screen.Yellow, ui.T("noTTY"))
 		}
 		wg.Add(2)

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/human"
 )
 
@@ -20,13 +21,17 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Lang == "" {
+		// A continuing run speaks the language its run directory
+		// recorded: flower's lines and the flow's agree.
+		if l, ok, err := flower.RunDirLanguage(cfg.RunDir); err == nil && ok {
+			cfg.Lang = string(l)
+		}
+	}
 	ui := m.newUI(cfg.Lang)
 	defer ui.Screen.Close()
 	if err := m.ensureCredentials(ctx, ui); err != nil {
 		return err
-	}
-	if prog == nil {
-		return ErrNotWired
 	}
 	wf, err := prog(ctx, cfg, ui)
 	if err != nil {

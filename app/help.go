@@ -39,6 +39,7 @@ Usage:
   flower setup              configure the API key, gateway and model
   flower reply "words"      answer a waiting question of a run in this directory
   flower run                run a workflow program of your own (see flower run --help)
+  flower demo               the whole flow offline on a simulated model: no credentials
 
 Examples:
   flower "add a --json flag to the CLI" --rounds 2
@@ -112,6 +113,22 @@ Examples:
   flower once --resume 5f1c… --fork "now try the other approach"
 
 `+globalFlags+`
+`+exitCodes, "flower", m.name())
+}
+
+func (m *Command) demoUsage() string {
+	return strings.ReplaceAll(`Usage: flower demo [--lang en] [-w DIR]
+
+Shows every stage of a run (a question, the brief, the goal, two rounds under the
+judge, the hand-over) on the real Claude Code CLI talking to a simulated model that
+this process serves on 127.0.0.1 from a script. No credentials are read, nothing
+leaves the machine, nothing is paid for. The simulated human answers the question
+after a moment, unless you answer it first. The files go to a fresh temporary folder
+(or -w DIR).
+
+Needs the pinned CLI: tools/claude-cli/install.sh in flower's source tree, or
+FLOWER_CLAUDE=/path/to/claude.
+
 `+exitCodes, "flower", m.name())
 }
 

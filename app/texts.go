@@ -11,7 +11,9 @@ import (
 var texts = map[string][2]string{
 	"empty": {"诉求是空的。直接 `flower` 然后按提示输入,或者 flower \"帮我做一个 X\"。",
 		"The request is empty. Run `flower` alone and type it at the prompt, or flower \"build me an X\"."},
-	"cancelled":       {"已取消", "Cancelled"},
+	"cancelled": {"已取消", "Cancelled"},
+	"clarified": {"这个目录的需求已经确认过了(%s),--clarify-only 没什么可做的。要换一件事:加 --new 重新澄清;要接着做:去掉 --clarify-only。",
+		"The request in this directory is already clarified (%s): --clarify-only has nothing to do. To clarify another request add --new; to continue the work drop --clarify-only."},
 	"quit":            {"已退出。同一目录再跑一次 flower 会接着做。", "Quit. Run flower again in the same directory to continue."},
 	"start":           {"要做什么? 一句话就够,回车开始(Ctrl-C 退出)", "What should it do? One sentence is enough; Enter starts (Ctrl-C quits)"},
 	"wake":            {"接着上次? 直接回车 = 接着做;也可以说点新的;/new = 重开一件事(Ctrl-C 退出)", "Continue where it stopped? Enter = continue; or say something new; /new = start something else (Ctrl-C quits)"},
@@ -64,7 +66,13 @@ var texts = map[string][2]string{
 	"saved":           {"+ 存好了:%s", "+ Saved: %s"},
 	"envHeader":       {"# flower 凭证 —— 由 `flower setup` 写。别提交进版本库。", "# flower credentials — written by `flower setup`. Do not commit this file."},
 	"notSaved":        {"凭证被拒,什么都没写:%s 保持原样。检查 key 和网关地址,再跑一次 `flower setup`。", "The credentials were rejected; nothing was written: %s is unchanged. Check the key and the gateway address, then run `flower setup` again."},
-	"setupNoTTY":      {"`flower setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`flower setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
+	"demoSimulated": {"! 这是演示:模型是模拟的(本机 127.0.0.1 上按脚本回答),CLI 是真的;不需要凭证,不联网,不花钱。",
+		"! This is a demo: the model is simulated (scripted answers on 127.0.0.1 in this process), the CLI is real; no credentials, no network, no cost."},
+	"demoWhere":   {"- 演示目录 %s · 请求:%s", "- demo folder %s · request: %s"},
+	"demoAnswers": {"  (演示:模拟的人回答了 %s)", "  (demo: the simulated human answered %s)"},
+	"demoDone": {"+ 演示结束:看看 %s,以及 %s/.flower/notes/ 里的确认书、目标和问答记录。真跑:先 `flower setup`,再 flower \"你的请求\"。",
+		"+ Demo over: look at %s, and at the brief, goal and Q&A log in %s/.flower/notes/. For real: `flower setup`, then flower \"your request\"."},
+	"setupNoTTY": {"`flower setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`flower setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
 }
 
 func isEn(tag string) bool { return lang.IsEnglish(tag) }
