@@ -150,7 +150,8 @@ func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
 		{[]string{"once", "--fork", "hi"}, ExitUsage, "--resume"},
 		{[]string{"reply"}, ExitUsage, "needs the words"},
 		{[]string{"setup", "extra"}, ExitUsage, "no arguments"},
-		{[]string{"demo"}, ExitUsage, "reserved"},
+		{[]string{"demo", "build X"}, ExitUsage, "takes no request"},
+		{[]string{"report"}, ExitUsage, "reserved"},
 		{[]string{"run"}, ExitUsage, "app.Main"},
 	} {
 		code, _, stderr := runCmd(t, "", append([]string{"-w", ws}, c.args...)...)
@@ -210,7 +211,7 @@ func TestMissingCredentialsWithoutATerminalSaysWhatToSet(t *testing.T) {
 	}
 }
 
-func TestNotWiredGoSaysSo(t *testing.T) {
+func TestAProgramGetsTheParsedCommandLine(t *testing.T) {
 	m := &Command{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 	called := false
 	stop := errors.New("the program stops here")
@@ -225,10 +226,34 @@ func TestNotWiredGoSaysSo(t *testing.T) {
 	if code := m.Run(ctx, []string{"-w", t.TempDir(), "build X", "--rounds", "2"}); code != ExitFailure || !called {
 		t.Errorf("the program: exit %d, called with the parsed flags and run's trim default: %v", code, called)
 	}
-	m.Program = nil
-	errb := &bytes.Buffer{}
-	m.Stderr = errb
-	if code := m.Run(ctx, []string{"-w", t.TempDir(), "build X"}); code != ExitFailure || !strings.Contains(errb.String(), "not wired") {
-		t.Errorf("unwired go: exit %d, %q", code, errb.String())
+}
+
+func TestStarterOptionsFromTheFlags(t *testing.T) {
+	n := 2
+	for _, c := range []struct {
+		cfg  Config
+		want flower.StarterOptions
+	}{
+		{Config{MaxAsks: -1, AskTimeout: 0, Rounds: 3}, flower.StarterOptions{Timeout: -1, Rounds: 3}},
+		{Config{MaxAsks: 2, AskTimeout: human.Forever, Rounds: 1, NoGoal: true, JudgeCanRun: true, Isolate: true, New: true,
+			ClarifyOnly: true, NoBequest: true, Lang: "en", Workspace: "/w", RunDir: "/r"},
+			flower.StarterOptions{MaxAsks: &n, Timeout: human.Forever, Rounds: 1, NoGoal: true, JudgeCanRun: true, Isolate: true,
+				New: true, ClarifyOnly: true, NoBequest: true, Lang: "en", Workspace: "/w", RunDir: "/r"}},
+		{Config{MaxAsks: 0, AskTimeout: 90 * time.Second}, flower.StarterOptions{Timeout: 90 * time.Second}},
+	} {
+		got := c.cfg.StarterOptions()
+		gotAsks, wantAsks := -1, -1
+		if got.MaxAsks != nil {
+			gotAsks = *got.MaxAsks
+		}
+		if c.want.MaxAsks != nil {
+			wantAsks = *c.want.MaxAsks
+		} else if c.cfg.MaxAsks == 0 {
+			wantAsks = 0
+		}
+		got.MaxAsks, c.want.MaxAsks = nil, nil
+		if gotAsks != wantAsks || got != c.want {
+			t.Errorf("%+v:\n got %+v (asks %d)\nwant %+v (asks %d)", c.cfg, got, gotAsks, c.want, wantAsks)
+		}
 	}
 }

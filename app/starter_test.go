@@ -1,0 +1,341 @@
+package app
+
+// The starter flow through the built binary: the real CLI, internal/demo's
+// scripted model, a pty where a human types.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/demo"
+)
+
+// workMarker opens the English work step's first prompt: every request of
+// the coordinator's session holds it.
+const workMarker = "Do as this brief says"
+
+// starterServer plays internal/demo's English script for ws, with extra
+// rules; a request of the coordinator's session is held while hold says so
+// (until the client goes away).
+func starterServer(t *testing.T, ws string, extra claudetest.Script, hold func(*claudetest.Request) bool) *claudetest.Server {
+	t.Helper()
+	script := demo.Script("en", ws)
+	for k, v := range extra {
+		script[k] = v
+	}
+	return claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.MaxTokens == 16 {
+			return claudetest.Say("hi")
+		}
+		for hold != nil && r.HasText(workMarker) && hold(r) {
+			select {
+			case <-ctx.Done():
+				return claudetest.Reply{Fault: &claudetest.Fault{Status: 500}}
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		return script.Reply(r)
+	})
+}
+
+// gate holds until opened.
+type gate struct{ open chan struct{} }
+
+func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+func (g *gate) held(*claudetest.Request) bool {
+	select {
+	case <-g.open:
+		return false
+	default:
+		return true
+	}
+}
+
+func hasRequest(srv *claudetest.Server, ok func(*claudetest.Request) bool) bool {
+	for _, r := range srv.Requests() {
+		if ok(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *ptyRun) screen() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
+	ws := t.TempDir()
+	texts := demo.TextsFor("en")
+	g := newGate()
+	srv := starterServer(t, ws, claudetest.Script{
+		"capital of France":   {claudetest.Say("ORACLE: Paris")},
+		"fullwidth question":  {claudetest.Say("ORACLE: full width")},
+		"a second hello tool": {claudetest.NewReply(claudetest.ToolUse("", "mcp__human__ask", map[string]any{"question": "Which one this time?", "options": []string{"a", "b"}})), claudetest.Say("## Goal\nx\n\n## Acceptance criteria\n- ls\n\n## Boundaries\nnone\n\n## Unknowns and assumptions\nnone")},
+	}, g.held)
+	env := binEnv(t, srv)
+	p := startPTY(t, env, "-w", ws, "--lang", "en", "--rounds", "2", texts.Ask)
+	p.expect(t, texts.Question)
+	p.expect(t, "Your answer (Enter = skip")
+	io.WriteString(p.tty, "1\r")
+	waitFor(t, "the work step's request", func() bool {
+		return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) })
+	})
+	io.WriteString(p.tty, "also write a README\r")
+	p.expect(t, "+ Received (it sees this at its next inbox check")
+	io.WriteString(p.tty, "? what is the capital of France\r")
+	p.expect(t, "ORACLE: Paris")
+	io.WriteString(p.tty, "？ and the fullwidth question\r")
+	p.expect(t, "ORACLE: full width")
+	close(g.open)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("flower: exit %d:\n%s", code, p.screen())
+	}
+	manifest := filepath.Join(ws, "runs", "manifest.json")
+	for _, want := range []string{"+ hello", "== clarify ", "## Acceptance criteria", "== goal ", "## Checklist", "== work ",
+		texts.Round1, "not yet", texts.Round2, "achieved", "Total cost $", "manifest " + manifest} {
+		if !strings.Contains(p.screen(), want) {
+			t.Errorf("the screen lacks %q:\n%s", want, p.screen())
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, texts.File)); err != nil || strings.TrimSpace(string(data)) != "hello" {
+		t.Errorf("%s: %q %v", texts.File, data, err)
+	}
+	// The inbox line reached the coordinator (its inbox tool's result);
+	// the side questions reached only the aside runtime.
+	if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) && r.HasText("also write a README") }) {
+		t.Error("the inbox line never reached the coordinator")
+	}
+	for _, q := range []string{"capital of France", "fullwidth question"} {
+		asked := false
+		for _, r := range srv.Requests() {
+			if !r.HasText(q) {
+				continue
+			}
+			asked = true
+			for _, main := range []string{workMarker, "Judge this round", "into a goal that can be decided", texts.Ask} {
+				if r.HasText(main) {
+					t.Errorf("the side question %q is in a request of the run (%q)", q, main)
+				}
+			}
+		}
+		if !asked {
+			t.Errorf("the oracle was never asked %q", q)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "runs", "aside", "manifest.json")); err != nil {
+		t.Errorf("the aside runtime's manifest: %v", err)
+	}
+
+	// Again, with no --lang: the run directory's language; Enter continues.
+	p = startPTY(t, env, "-w", ws)
+	p.expect(t, "Continue where it stopped? Enter = continue")
+	p.expect(t, "> ")
+	io.WriteString(p.tty, "\r")
+	p.expect(t, "<- continuing in ")
+	p.expect(t, "brief confirmed · goal: 2 checks · wake #1")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("the wake: exit %d:\n%s", code, p.screen())
+	}
+	if !strings.Contains(p.screen(), texts.Woken) {
+		t.Errorf("the wake did not carry on the work:\n%s", p.screen())
+	}
+
+	// /new archives the brief and asks again.
+	p = startPTY(t, env, "-w", ws)
+	p.expect(t, "Continue where it stopped?")
+	p.expect(t, "> ")
+	io.WriteString(p.tty, "/new\r")
+	p.expect(t, "What should it do? One sentence is enough")
+	io.WriteString(p.tty, "a second hello tool\r")
+	p.expect(t, "Which one this time?")
+	io.WriteString(p.tty, "2\r")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("/new: exit %d:\n%s", code, p.screen())
+	}
+	if strings.Contains(p.screen(), "<- continuing in") {
+		t.Errorf("/new showed the wake banner:\n%s", p.screen())
+	}
+	old, _ := filepath.Glob(filepath.Join(ws, ".flower", "notes", "archive", "*", "brief.md"))
+	if len(old) != 1 {
+		t.Fatalf("archived briefs %q", old)
+	}
+	if data, _ := os.ReadFile(old[0]); !strings.Contains(string(data), "writes hello.txt saying hello") {
+		t.Errorf("the archive holds another brief: %s", data)
+	}
+}
+
+func TestCtrlCOnTheStarterFlow(t *testing.T) {
+	t.Run("once resumes with the typed words", func(t *testing.T) {
+		ws := t.TempDir()
+		words := "focus on the tests"
+		srv := starterServer(t, ws, claudetest.Script{words: {claudetest.Say(demo.TextsFor("en").Round1)}},
+			func(r *claudetest.Request) bool { return !r.HasText(words) })
+		p := startPTY(t, binEnv(t, srv), "-w", ws, "--lang", "en", "--timeout", "0", "--rounds", "2", demo.TextsFor("en").Ask)
+		waitFor(t, "the work step's request", func() bool {
+			return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) })
+		})
+		p.cmd.Process.Signal(os.Interrupt)
+		p.expect(t, "What do you want to say? (Enter = nothing, keep going")
+		io.WriteString(p.tty, words+"\r")
+		if code := p.wait(t); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, p.screen())
+		}
+		if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) && r.LastUserText() == words }) {
+			t.Errorf("the coordinator's session did not resume with the words:\n%s", p.screen())
+		}
+	})
+	t.Run("twice quits with 130, lineage intact", func(t *testing.T) {
+		ws := t.TempDir()
+		srv := starterServer(t, ws, nil, func(*claudetest.Request) bool { return true })
+		p := startPTY(t, binEnv(t, srv), "-w", ws, "--lang", "en", "--timeout", "0", demo.TextsFor("en").Ask)
+		waitFor(t, "the work step's request", func() bool {
+			return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) })
+		})
+		p.cmd.Process.Signal(os.Interrupt)
+		p.expect(t, "What do you want to say?")
+		p.cmd.Process.Signal(os.Interrupt)
+		if code := p.wait(t); code != ExitInterrupted {
+			t.Fatalf("exit %d, want %d:\n%s", code, ExitInterrupted, p.screen())
+		}
+		p.expect(t, "Quit. Run flower again in the same directory to continue.")
+		if s := p.screen(); strings.Contains(s, "goroutine") || strings.Contains(s, "panic") {
+			t.Errorf("a trace:\n%s", s)
+		}
+		var lin struct {
+			Steps map[string]string `json:"steps"`
+		}
+		data, err := os.ReadFile(filepath.Join(ws, "runs", "lineage.json"))
+		if err != nil || json.Unmarshal(data, &lin) != nil {
+			t.Fatalf("lineage: %v %s", err, data)
+		}
+		for _, step := range []string{"clarify", "goal", "work"} {
+			if lin.Steps[step] == "" {
+				t.Errorf("the lineage lost %s: %s", step, data)
+			}
+		}
+		errs := manifestErrors(t, filepath.Join(ws, "runs", "manifest.json"))
+		if len(errs) != 3 || errs[0] != "" || errs[1] != "" || errs[2] == "" {
+			t.Errorf("manifest errors %q: clarify and goal ok, the work step rescued", errs)
+		}
+	})
+}
+
+func TestPipedStarterFlow(t *testing.T) {
+	t.Run("with --timeout 0 runs to the end, every question settled at once", func(t *testing.T) {
+		ws := t.TempDir()
+		srv := starterServer(t, ws, nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, flowerBin, "-w", ws, "--lang", "en", "--timeout", "0", "--rounds", "2")
+		cmd.Env, cmd.Dir = binEnv(t, srv), t.TempDir()
+		cmd.Stdin = strings.NewReader(demo.TextsFor("en").Ask + "\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"! No answer", "== work ", "achieved", "Total cost $"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		for _, not := range []string{"What should it do?", "Standard input is not a terminal"} {
+			if strings.Contains(string(out), not) {
+				t.Errorf("output has %q:\n%s", not, out)
+			}
+		}
+	})
+	t.Run("SIGTERM leaves a killed-by-signal row", func(t *testing.T) {
+		ws := t.TempDir()
+		srv := starterServer(t, ws, nil, func(*claudetest.Request) bool { return true })
+		cmd := exec.Command(flowerBin, "-w", ws, "--lang", "en", "--timeout", "0", demo.TextsFor("en").Ask)
+		cmd.Env, cmd.Dir = binEnv(t, srv), t.TempDir()
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		waitFor(t, "the work step's request", func() bool {
+			return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) })
+		})
+		cmd.Process.Signal(syscall.SIGTERM)
+		st := waitExit(t, cmd)
+		if w, ok := st.Sys().(syscall.WaitStatus); !ok || !w.Signaled() || w.Signal() != syscall.SIGTERM {
+			t.Errorf("flower should die by SIGTERM, got %v:\n%s", st, out.String())
+		}
+		errs := manifestErrors(t, filepath.Join(ws, "runs", "manifest.json"))
+		if len(errs) != 3 || errs[2] != "killed-by-signal" {
+			t.Errorf("manifest errors %q, want the work step killed-by-signal", errs)
+		}
+	})
+}
+
+func TestClarifyOnlyOnAClarifiedDirectorySaysSo(t *testing.T) {
+	ws := t.TempDir()
+	brief := filepath.Join(ws, ".flower", "notes", "brief.md")
+	os.MkdirAll(filepath.Dir(brief), 0o755)
+	os.WriteFile(brief, []byte("## Goal\nx\n\n## Acceptance criteria\n- ls\n\n## Boundaries\nnone\n\n## Unknowns and assumptions\nnone\n"), 0o644)
+	srv := starterServer(t, ws, nil, nil)
+	cmd := exec.Command(flowerBin, "-w", ws, "--lang", "en", "--clarify-only", "more words")
+	cmd.Env, cmd.Dir = binEnv(t, srv), t.TempDir()
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != ExitFailure || !strings.Contains(string(out), "already clarified") || !strings.Contains(string(out), "--new") {
+		t.Errorf("exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "runs", "lineage.json")); err == nil {
+		t.Error("a refused --clarify-only still counted a wake")
+	}
+	if hasRequest(srv, func(r *claudetest.Request) bool { return r.MaxTokens != 16 }) {
+		t.Error("a refused --clarify-only still ran a step")
+	}
+}
+
+func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
+	cli := claudetest.CLIPath(t)
+	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "FLOWER_CLAUDE="+cli)
+	ws := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, flowerBin, "demo", "--lang", "en", "-w", ws)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("flower demo: %v\n%s", err, out)
+	}
+	texts := demo.TextsFor("en")
+	for _, want := range []string{"the model is simulated", texts.Question, "the simulated human answered hello", "== clarify ",
+		"== goal ", "== work ", "> dispatch coder", texts.Round1, "not yet", texts.Round2, "achieved", "## Hand-over",
+		"Total cost $", "Demo over"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "Standard input is not a terminal") {
+		t.Errorf("the demo warns that nobody answers:\n%s", out)
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, texts.File)); err != nil || strings.TrimSpace(string(data)) != texts.Answer {
+		t.Errorf("%s: %q %v", texts.File, data, err)
+	}
+
+	// Without the pinned CLI it says how to get it.
+	missing := exec.Command(flowerBin, "demo")
+	missing.Env, missing.Dir = append(claudetest.BaseEnv(), "HOME="+t.TempDir()), t.TempDir()
+	out, _ = missing.CombinedOutput()
+	if missing.ProcessState.ExitCode() != ExitFailure || !strings.Contains(string(out), "tools/claude-cli/install.sh") {
+		t.Errorf("no CLI: exit %d %s", missing.ProcessState.ExitCode(), out)
+	}
+}
