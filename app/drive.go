@@ -87,8 +87,10 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	defer stop()
 	if ch, ok := wf.Channel.(*human.Channel); ok {
 		console = NewConsole(ui, ch, aside.Ask, func(words string) {
-			if words != "" && rt.Interrupt(words) {
-				ui.Screen.Line(screen.Yellow, ui.T("interrupted"))
+			// The console said "interrupted" at the Ctrl-C; the runtime's
+			// event says that the round resumes with the words.
+			if words != "" {
+				rt.Interrupt(words)
 			}
 		})
 		if ui.Interactive {
@@ -113,7 +115,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	stop()
 	wg.Wait()
 	aside.Wait()
-	ui.Screen.Line(screen.Plain, Closing(ui.Lang, rt.TotalCost(), rt.ManifestPath()))
+	ui.Screen.Line(screen.Plain, Closing(ui.Lang, rt.TotalCost(), rt.ManifestPath(), ui.Screen.Width()))
 	if err != nil {
 		return err
 	}
@@ -160,12 +162,21 @@ func StepRule(lang, name string, i, total int, resumed bool, woke, width int) st
 }
 
 // Closing is the last line of go and run: this process's total cost and
-// the manifest's absolute path.
-func Closing(lang string, total float64, manifest string) string {
+// the manifest's absolute path. A path that would make the line wider than
+// width goes on a line of its own: the screen cuts wide lines, and a cut
+// path is no use to anyone.
+func Closing(lang string, total float64, manifest string, width int) string {
 	if abs, err := filepath.Abs(manifest); err == nil {
 		manifest = abs
 	}
-	return fmt.Sprintf(text(lang, "closing"), total, manifest)
+	if width <= 0 {
+		width = screen.MaxWidth
+	}
+	line := fmt.Sprintf(text(lang, "closing"), total, manifest)
+	if screen.Columns(line) <= width {
+		return line
+	}
+	return strings.Replace(line, " · ", "\n", 1)
 }
 
 // WakeBanner is the line a continuing run starts with: where, whether the

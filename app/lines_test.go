@@ -26,8 +26,12 @@ func TestStepRuleAndClosing(t *testing.T) {
 	if !strings.HasPrefix(r, "== 干活 ====") || !strings.HasSuffix(r, "  3/3  <- 接上次 · 第 2 次唤醒") || screen.Columns(r) != 60 {
 		t.Errorf("rule %q (%d columns)", r, screen.Columns(r))
 	}
-	if got := Closing("zh", 1.5, "/r/manifest.json"); got != "总花费 $1.5000 · 清单 /r/manifest.json" {
+	if got := Closing("zh", 1.5, "/r/manifest.json", 80); got != "总花费 $1.5000 · 清单 /r/manifest.json" {
 		t.Errorf("closing %q", got)
+	}
+	long := "/tmp/" + strings.Repeat("d", 90) + "/runs/manifest.json"
+	if got := Closing("en", 0.25, long, 110); got != "Total cost $0.2500\nmanifest "+long {
+		t.Errorf("a long manifest path must stay whole, on its own line: %q", got)
 	}
 }
 

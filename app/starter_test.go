@@ -78,7 +78,12 @@ func (p *ptyRun) screen() string {
 }
 
 func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
-	ws := t.TempDir()
+	// A short path: the banner and the closing line are width-limited.
+	ws, err := os.MkdirTemp("", "fw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ws) })
 	texts := demo.TextsFor("en")
 	g := newGate()
 	srv := starterServer(t, ws, claudetest.Script{
@@ -146,7 +151,7 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	p.expect(t, "> ")
 	io.WriteString(p.tty, "\r")
 	p.expect(t, "<- continuing in ")
-	p.expect(t, "brief confirmed · goal: 2 checks · wake #1")
+	p.expect(t, "brief confirmed · goal: 2 checks · wake #")
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("the wake: exit %d:\n%s", code, p.screen())
 	}
@@ -194,8 +199,11 @@ func TestCtrlCOnTheStarterFlow(t *testing.T) {
 		if code := p.wait(t); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, p.screen())
 		}
-		if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) && r.LastUserText() == words }) {
+		if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) && r.HasText(words) }) {
 			t.Errorf("the coordinator's session did not resume with the words:\n%s", p.screen())
+		}
+		if n := strings.Count(p.screen(), "! Interrupted this round"); n != 1 {
+			t.Errorf("the interrupt is said %d times, want once:\n%s", n, p.screen())
 		}
 	})
 	t.Run("twice quits with 130, lineage intact", func(t *testing.T) {
