@@ -129,7 +129,9 @@ func TestCtrlCTwiceQuitsWith130AndTheStepRescued(t *testing.T) {
 		t.Fatalf("the run did not end:\n%s", screen())
 	}
 	// The terminal's last bytes may still be on their way to the screen.
-	waitFor(t, "the quit line", func() bool { return strings.Contains(screen(), "已退出。同一目录再跑一次 flower 会接着做。") })
+	waitFor(t, "the quit line", func() bool {
+		return strings.Contains(screen(), "已退出。同一目录再跑一次 flower 会接着做。")
+	})
 	if s := screen(); strings.Contains(s, "goroutine") {
 		t.Errorf("screen:\n%s", s)
 	}

@@ -266,6 +266,27 @@ func TestPipedStarterFlow(t *testing.T) {
 			}
 		}
 	})
+	t.Run("without --timeout 0 warns, and the end of input settles the questions", func(t *testing.T) {
+		ws := t.TempDir()
+		srv := starterServer(t, ws, nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, flowerBin, "-w", ws, "--lang", "en", "--no-goal")
+		cmd.Env, cmd.Dir = binEnv(t, srv), t.TempDir()
+		cmd.Stdin = strings.NewReader(demo.TextsFor("en").Ask + "\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"Standard input is not a terminal", "--timeout 0", "The input is closed", "Total cost $"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(string(out), "== goal ") {
+			t.Errorf("--no-goal ran the goal step:\n%s", out)
+		}
+	})
 	t.Run("SIGTERM leaves a killed-by-signal row", func(t *testing.T) {
 		ws := t.TempDir()
 		srv := starterServer(t, ws, nil, func(*claudetest.Request) bool { return true })
@@ -313,13 +334,22 @@ func TestClarifyOnlyOnAClarifiedDirectorySaysSo(t *testing.T) {
 }
 
 func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
-	cli := claudetest.CLIPath(t)
-	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "FLOWER_CLAUDE="+cli)
+	// A clone after tools/claude-cli/install.sh: the pinned CLI under the
+	// tree, found from a folder inside it, with no FLOWER_CLAUDE.
+	clone := t.TempDir()
+	pinned := filepath.Join(clone, claudetest.PinnedCLI)
+	os.MkdirAll(filepath.Dir(pinned), 0o755)
+	if err := os.Symlink(claudetest.CLIPath(t), pinned); err != nil {
+		t.Fatal(err)
+	}
+	inside := filepath.Join(clone, "examples")
+	os.Mkdir(inside, 0o755)
+	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir())
 	ws := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, flowerBin, "demo", "--lang", "en", "-w", ws)
-	cmd.Env, cmd.Dir = env, t.TempDir()
+	cmd.Env, cmd.Dir = env, inside
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("flower demo: %v\n%s", err, out)
