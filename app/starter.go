@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/store"
 )
 
 // StarterFlow is the program bare `flower` runs: the root's starter flow
@@ -74,7 +78,30 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 	}
 	if waking {
 		home, _ := os.UserHomeDir()
-		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, 0, wake.Woke+1))
+		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace), wake.Woke+1))
 	}
 	return flower.StarterFlow(ask, o)
+}
+
+// workContext is the work session's last context size for the banner, 0
+// when it is not known (no session yet, no database: one is never created
+// just to look).
+func workContext(ctx context.Context, wake flower.Wake, workspace string) int {
+	id := wake.Steps[flower.StarterNamesFor(wake.Lang).Work]
+	db := filepath.Join(wake.RunDir, "sessions.db")
+	if _, err := os.Stat(db); err != nil || id == "" {
+		return 0
+	}
+	s, err := store.Open(db)
+	if err != nil {
+		return 0
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := s.LastContext(ctx, claude.ProjectKey(workspace), id)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -151,7 +151,7 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	p.expect(t, "> ")
 	io.WriteString(p.tty, "\r")
 	p.expect(t, "<- continuing in ")
-	p.expect(t, "brief confirmed · goal: 2 checks · wake #")
+	p.expect(t, "brief confirmed · goal: 2 checks · work context ")
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("the wake: exit %d:\n%s", code, p.screen())
 	}
