@@ -103,7 +103,9 @@ func TestCtrlCOnceResumesTheRoundWithTheTypedWords(t *testing.T) {
 	case <-time.After(90 * time.Second):
 		t.Fatalf("the run did not end:\n%s", screen())
 	}
-	for _, want := range []string{"! 已打断这一轮", "resumed: focus on the tests", "总花费 $"} {
+	// The pty hands the last line over after the command returned.
+	waitFor(t, "the closing line", func() bool { return strings.Contains(screen(), "总花费 $") })
+	for _, want := range []string{"! 已打断这一轮", "resumed: focus on the tests"} {
 		if !strings.Contains(screen(), want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen())
 		}
