@@ -29,6 +29,11 @@ const (
 	// DefaultUsageLimitMargin is added to a usage limit's reset time before the
 	// retry, so the retry does not arrive a moment early.
 	DefaultUsageLimitMargin = 30 * time.Second
+	// DefaultStallTimeout is how long a CLI may stay silent, with no tool
+	// call running, before its attempt is ended as stalled: far beyond the
+	// CLI's own API timeouts and retry backoffs, which report api_retry
+	// messages while they wait.
+	DefaultStallTimeout = 10 * time.Minute
 )
 
 // DefaultResumePrompt is the prompt a retry resumes the session with, in
@@ -72,6 +77,14 @@ type Resilience struct {
 	// UsageLimitMargin is waited past a usage limit's reset time (clocks
 	// differ). 0 means 30 s; negative means none.
 	UsageLimitMargin time.Duration
+	// StallTimeout is how long a CLI may send nothing while no tool call of
+	// its session is running (waiting on the model, the API or itself)
+	// before the attempt is ended as stalled (*StallError, transient: it
+	// is retried, resuming the session). Running tools have bounds of
+	// their own (Bash's timeout, a hook's, the human channel's), so their
+	// silence does not count. 0 means 10 minutes; negative turns the watch
+	// off.
+	StallTimeout time.Duration
 	// Lang is the language of the notices and the offline note. "" means
 	// Chinese; a Runtime sets its own language when this is "".
 	Lang Lang
@@ -105,6 +118,7 @@ func (r Resilience) Resolved() Resilience {
 	def(&r.MaxOfflineWait, DefaultMaxOfflineWait)
 	def(&r.MaxUsageLimitWait, DefaultMaxUsageLimitWait)
 	def(&r.UsageLimitMargin, DefaultUsageLimitMargin)
+	def(&r.StallTimeout, DefaultStallTimeout)
 	return r
 }
 
@@ -251,6 +265,10 @@ func ClassifyFailure(f Failure) ErrorKind {
 	var nf *claude.CLINotFoundError
 	if errors.As(f.Err, &nf) {
 		return ErrorFatal
+	}
+	var stall *StallError
+	if errors.As(f.Err, &stall) {
+		return ErrorTransient
 	}
 	texts := []string{f.Text}
 	if f.Err != nil {
@@ -468,4 +486,15 @@ func (r Resilience) waitOnline(ctx context.Context, host string, port int, notif
 		case <-t.C:
 		}
 	}
+}
+
+// StallError ends an attempt whose CLI sent nothing for Resilience.StallTimeout
+// while none of its tool calls ran.
+type StallError struct {
+	Silence time.Duration
+}
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("flower: the CLI sent nothing for %s with no tool running (stalled); its process was ended "+
+		"and the step is retried from its session; if this repeats, check the API endpoint, or raise Resilience.StallTimeout", e.Silence)
 }

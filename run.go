@@ -486,13 +486,17 @@ const runtimeMaxLine = 64 << 20
 // call is cut now rather than at its end.
 func (s *stepRun) session(ctx context.Context, opts claude.Options, prompt string,
 	interrupted *atomic.Bool, onMessage func(claude.Message) bool) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	watch := newStallWatch(s.rt.resilience.StallTimeout, stop)
+	defer watch.close()
 	cl, err := claude.Connect(ctx, opts)
 	if err != nil {
-		return err
+		return stallOr(ctx, err)
 	}
 	defer cl.Close()
 	if err := cl.Send(ctx, prompt); err != nil {
-		return err
+		return stallOr(ctx, err)
 	}
 	cl.CloseInputWhenIdle()
 
@@ -530,8 +534,9 @@ func (s *stepRun) session(ctx context.Context, opts claude.Options, prompt strin
 	}()
 	for m, err := range cl.Messages(ctx) {
 		if err != nil {
-			return err
+			return stallOr(ctx, err)
 		}
+		watch.saw(m)
 		if onMessage(m) {
 			interruptCLI()
 		}
