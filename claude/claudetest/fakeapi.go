@@ -166,6 +166,10 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if f := reply.Fault; f != nil && f.Reset {
+		resetConn(w)
+		return
+	}
 	if f := reply.Fault; f != nil && f.Status != 0 && f.Status != http.StatusOK {
 		f.writeError(w, reqID)
 		return
@@ -187,6 +191,19 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-cache")
 	} else {
 		h.Set("Content-Type", "application/json")
+	}
+	if f := reply.Fault; f != nil && f.CutMidEvent && req.Stream {
+		// Up to the middle of the first delta's data line: the client holds
+		// an event it cannot finish when the connection drops.
+		cut := len(payload) / 2
+		if i := bytes.Index(payload, []byte("event: content_block_delta")); i >= 0 {
+			end := bytes.Index(payload[i:], []byte("\n\n"))
+			cut = i + max(end, 0)/2 + 20
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(payload[:min(cut, len(payload)-1)])
+		http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
 	}
 	if f := reply.Fault; f != nil && (f.CutStream || f.EndStreamEarly) {
 		// Send the first event (or half of the JSON) without a
@@ -409,6 +426,13 @@ type Fault struct {
 	// then ends the response cleanly: the stream stops without
 	// message_stop. CLI 2.1.332 then repeats the request non-streaming.
 	EndStreamEarly bool
+	// CutMidEvent sends a streaming reply up to the middle of its first
+	// content_block_delta event (a half data line), then drops the
+	// connection. A non-streaming request is answered normally.
+	CutMidEvent bool
+	// Reset closes the connection with a TCP reset right after the request
+	// is read, before any byte of an answer: the client sees ECONNRESET.
+	Reset bool
 	// Delay is waited before answering; it ends early, without an answer,
 	// when the request is cancelled or the server closes.
 	Delay time.Duration
@@ -449,6 +473,22 @@ func RateLimited(retryAfter time.Duration) *Fault {
 func PromptTooLong() *Fault {
 	return &Fault{Status: 400, Type: "invalid_request_error",
 		Message: "prompt is too long: 210000 tokens > 200000 maximum"}
+}
+
+// ConnReset returns a fault that resets the connection (see Fault.Reset).
+func ConnReset() *Fault { return &Fault{Reset: true} }
+
+// resetConn takes the connection from net/http and closes it with SO_LINGER
+// 0, which sends an RST instead of a FIN.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // cannot hijack: drop it the usual way
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
 }
 
 func (f *Fault) writeError(w http.ResponseWriter, reqID string) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -553,5 +554,37 @@ func TestRepliesAndFaultsCarryExtraHeaders(t *testing.T) {
 	ok := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("hi")}, Header: map[string]string{"anthropic-ratelimit-unified-status": "allowed_warning"}}))
 	if status, h, _ := mustPost(t, ok, reqBody(t, true, "hi")); status != 200 || h.Get("anthropic-ratelimit-unified-status") != "allowed_warning" {
 		t.Errorf("reply header: %d %v", status, h)
+	}
+}
+
+func TestCutMidEventEndsInsideADeltaEvent(t *testing.T) {
+	srv := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("a reply long enough to cut in half")}, Fault: &Fault{CutMidEvent: true}}))
+	resp, err := post(t, t.Context(), srv, reqBody(t, true, "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err == nil {
+		t.Error("the body ended cleanly; want a dropped connection")
+	}
+	i := bytes.Index(raw, []byte("event: content_block_delta"))
+	if i < 0 || bytes.HasSuffix(raw, []byte("\n\n")) || bytes.Contains(raw[i:], []byte("\n\n")) {
+		t.Errorf("the body does not end inside the delta event: %q", raw)
+	}
+}
+
+func TestConnResetResetsBeforeAnyByte(t *testing.T) {
+	srv := NewServer(t, fixed(Reply{Fault: ConnReset()}))
+	resp, err := post(t, t.Context(), srv, reqBody(t, true, "hi"))
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("got %s; want a reset connection", resp.Status)
+	}
+	if !errors.Is(err, syscall.ECONNRESET) && !strings.Contains(err.Error(), "reset") && !errors.Is(err, io.EOF) {
+		t.Errorf("error %v, want a connection reset", err)
+	}
+	if srv.Count() != 1 {
+		t.Errorf("logged %d requests, want 1", srv.Count())
 	}
 }
