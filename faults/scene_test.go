@@ -1,0 +1,307 @@
+package faults
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/store"
+)
+
+// fastResilience retries at once and never waits for the network unless a
+// case gives a probe of its own.
+func fastResilience() flower.Resilience {
+	return flower.Resilience{BaseDelay: 10 * time.Millisecond, MaxDelay: 20 * time.Millisecond,
+		Probe: func(context.Context, string, int) bool { return true }}
+}
+
+// scene is one case's world: a fake API, a workspace, a run directory and
+// the environment of the real CLI (its HOME holds the CLI's own JSONL).
+type scene struct {
+	t      *testing.T
+	srv    *claudetest.Server
+	ws     string
+	runDir string
+	env    map[string]string
+	rt     *flower.Runtime
+}
+
+func newScene(t *testing.T, h claudetest.Handler, res flower.Resilience, opts ...flower.Option) *scene {
+	t.Helper()
+	srv := claudetest.NewServer(t, h)
+	sc := &scene{t: t, srv: srv, ws: t.TempDir(), runDir: t.TempDir(), env: claudetest.Env(t, srv)}
+	sc.start(res, opts...)
+	return sc
+}
+
+// start makes the scene's Runtime (again, after a close).
+func (sc *scene) start(res flower.Resilience, opts ...flower.Option) {
+	sc.t.Helper()
+	cli := capturingCLI(sc.t, claudetest.CLIPath(sc.t), sc.captured())
+	base := []flower.Option{flower.WithRunDir(sc.runDir), flower.WithEnv(sc.env), flower.WithResilience(res),
+		flower.WithLanguage(flower.English),
+		flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = cli, claudetest.BaseEnv() })}
+	rt, err := flower.New(sc.ws, append(base, opts...)...)
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	sc.rt = rt
+	sc.t.Cleanup(func() { rt.Close() })
+}
+
+func spec() flower.AgentSpec {
+	return flower.AgentSpec{Name: "work", AllowedTools: []string{"Bash", "Read"}}
+}
+
+// run runs one step with a bounded context.
+func (sc *scene) run(s flower.AgentSpec, prompt string) (flower.StepResult, *events, error) {
+	sc.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var ev events
+	r, err := sc.rt.Run(ctx, s, prompt, flower.RunOptions{OnEvent: ev.add})
+	return r, &ev, err
+}
+
+type events struct {
+	mu  sync.Mutex
+	evs []flower.Event
+}
+
+func (l *events) add(e flower.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evs = append(l.evs, e)
+}
+
+// said reports whether an event of kind says substr.
+func (l *events) said(kind, substr string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.evs {
+		if string(e.Kind) == kind && strings.Contains(e.Text, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+// marked counts the requests that carry marker (the step's own turns, not
+// the CLI's side requests).
+func marked(srv *claudetest.Server, marker string) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.HasText(marker) {
+			n++
+		}
+	}
+	return n
+}
+
+// afterwards are the checks every case ends with: the manifest holds
+// steps rows, each consistent (ok without an error, or an error saying
+// what happened), and no transcript entry is lost: for every session the
+// run used, the SQLite store's rows are the CLI's own JSONL, line by line.
+func (sc *scene) afterwards(steps int) {
+	sc.t.Helper()
+	sc.rt.Close()
+	checkManifest(sc.t, sc.runDir, steps)
+	checkTranscripts(sc.t, sc.ws, sc.runDir, sc.env["CLAUDE_CONFIG_DIR"], sc.captured())
+}
+
+type manifestRow struct {
+	Step      string   `json:"step"`
+	SessionID *string  `json:"session_id"`
+	OK        bool     `json:"ok"`
+	Error     *string  `json:"error"`
+	Attempts  int      `json:"attempts"`
+	Retired   []string `json:"retired"`
+}
+
+func readManifest(t *testing.T, runDir string) []manifestRow {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(runDir, flower.ManifestName))
+	if err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	var rows []manifestRow
+	if err := json.Unmarshal(data, &rows); err != nil {
+		t.Fatalf("manifest is not a JSON list of rows: %v\n%s", err, data)
+	}
+	return rows
+}
+
+func checkManifest(t *testing.T, runDir string, steps int) []manifestRow {
+	t.Helper()
+	rows := readManifest(t, runDir)
+	if len(rows) != steps {
+		t.Errorf("manifest has %d rows, want %d: %+v", len(rows), steps, rows)
+	}
+	for _, r := range rows {
+		hasErr := r.Error != nil && *r.Error != ""
+		if r.Step == "" || r.OK == hasErr {
+			t.Errorf("inconsistent manifest row: step %q ok %v error %v", r.Step, r.OK, r.Error)
+		}
+	}
+	return rows
+}
+
+// captured is where capturingCLI copies the transcripts the CLI wrote.
+func (sc *scene) captured() string { return filepath.Join(sc.runDir, "..", filepath.Base(sc.runDir)+"-cli") }
+
+// capturingCLI writes a wrapper of the real CLI that, when the CLI ends,
+// copies the transcripts it wrote into dir. A resumed session runs in a
+// temporary config directory the driver lays from the store and removes
+// afterwards; the copy keeps that JSONL, the CLI's own, for the comparison.
+// The wrapper catches TERM, INT and HUP (a handler, which the CLI does not
+// inherit as an ignored signal), so a CLI ended by the driver is copied too.
+func capturingCLI(t *testing.T, cli, dir string) string {
+	t.Helper()
+	script := "#!/bin/sh\ntrap ':' TERM INT HUP\n" + shq(cli) + " \"$@\"\nrc=$?\n" +
+		"if [ -n \"$CLAUDE_CONFIG_DIR\" ] && [ -d \"$CLAUDE_CONFIG_DIR/projects\" ]; then\n" +
+		"  mkdir -p " + shq(dir) + " && cp -R \"$CLAUDE_CONFIG_DIR/projects/.\" " + shq(dir) + "/\nfi\nexit $rc\n"
+	p := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// checkTranscripts compares every main transcript in the store of runDir
+// with the JSONL files the CLI wrote for it (in configDirs: its HOME's and
+// the copies of resumed sessions' temporary ones), line by line: each file
+// must follow the store's rows in order, and the longest (the last
+// attempt's) must reach the store's end. The only rows a file may lack are
+// synthetic API-error entries: the store keeps them, and a resume lays the
+// session out without them (store.Pruning), so the model never sees them.
+// A file line the store lacks is an entry lost.
+func checkTranscripts(t *testing.T, ws, runDir string, configDirs ...string) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(runDir, "sessions.db"))
+	if err != nil {
+		t.Fatalf("open the store: %v", err)
+	}
+	defer db.Close()
+	pk := claude.ProjectKey(ws)
+	bySession := map[string][][]string{}
+	for _, dir := range configDirs {
+		files, _ := filepath.Glob(filepath.Join(dir, "projects", pk, "*.jsonl"))
+		more, _ := filepath.Glob(filepath.Join(dir, pk, "*.jsonl")) // a captured copy
+		for _, f := range append(files, more...) {
+			sid := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+			bySession[sid] = append(bySession[sid], jsonlIDs(t, f))
+		}
+	}
+	if len(bySession) == 0 {
+		t.Fatalf("the CLI wrote no transcript for %s in %v", pk, configDirs)
+	}
+	for sid, locals := range bySession {
+		entries, err := db.Load(context.Background(), claude.SessionKey{ProjectKey: pk, SessionID: sid})
+		if err != nil {
+			t.Fatalf("load %s: %v", sid, err)
+		}
+		var stored []storedRow
+		for _, e := range entries {
+			if id := entryID(t, e); id != "type:agent_metadata" {
+				stored = append(stored, storedRow{id, isAPIError(e)})
+			}
+		}
+		reached := false
+		for _, local := range locals {
+			n, end, ok := follow(local, stored)
+			if !ok {
+				t.Errorf("session %s: the CLI's JSONL line %d (%s) is not in the store in order\nJSONL: %v\nstore: %v",
+					sid, n+1, local[n], local, stored)
+			}
+			reached = reached || (ok && end)
+		}
+		if !reached {
+			t.Errorf("session %s: no JSONL of the CLI holds the store's last rows (%d rows): %v", sid, len(stored), stored)
+		}
+	}
+}
+
+type storedRow struct {
+	id       string
+	apiError bool
+}
+
+// follow walks local along stored: n is the lines matched, end says the
+// store's rows after them are only API errors, ok that every line matched.
+func follow(local []string, stored []storedRow) (n int, end, ok bool) {
+	for _, row := range stored {
+		switch {
+		case n < len(local) && local[n] == row.id:
+			n++
+		case row.apiError: // a resume lays the session out without it
+		case n == len(local):
+			return n, false, true // the file ends here: an earlier attempt's
+		default:
+			return n, false, false
+		}
+	}
+	return n, n == len(local), n == len(local)
+}
+
+func isAPIError(raw []byte) bool {
+	var e struct {
+		IsAPIError bool `json:"isApiErrorMessage"`
+		Message    struct {
+			Model string `json:"model"`
+		} `json:"message"`
+	}
+	return json.Unmarshal(raw, &e) == nil && (e.IsAPIError || e.Message.Model == "<synthetic>")
+}
+
+// jsonlIDs are the uuids (types, for entries without one) of a JSONL file,
+// without the CLI's api-request bookkeeping lines, which it never mirrors.
+func jsonlIDs(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ids []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		if id := entryID(t, sc.Bytes()); !strings.HasPrefix(id, "type:api-request") {
+			ids = append(ids, id)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return ids
+}
+
+func entryID(t *testing.T, raw []byte) string {
+	t.Helper()
+	var e struct {
+		UUID string `json:"uuid"`
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		t.Errorf("a transcript line is not JSON (%v): %.200s", err, raw)
+		return "bad"
+	}
+	if e.UUID != "" {
+		return e.UUID
+	}
+	return "type:" + e.Type
+}
+
+// helperEnv names the helper process mode (see runHelper).
+const helperEnv = "FLOWER_FAULTS_HELPER"
