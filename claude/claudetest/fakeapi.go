@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,8 +45,11 @@ type Server struct {
 	nextMsg atomic.Int64
 	nextID  atomic.Int64
 
-	mu   sync.Mutex
-	reqs []*Request
+	mu    sync.Mutex
+	reqs  []*Request
+	again []net.Listener // ComeBack's
+
+	serving sync.WaitGroup
 }
 
 // NewServer starts a fake Messages API answering with h and closes it when
@@ -85,6 +89,7 @@ func Start(h Handler) (*Server, error) {
 	s.URL = hs.URL
 	s.stop = func() {
 		cancel()
+		s.closeAgain()
 		hs.CloseClientConnections()
 		hs.Close()
 	}
@@ -93,6 +98,47 @@ func Start(h Handler) (*Server, error) {
 
 // Close stops the server, ending every pending request.
 func (s *Server) Close() { s.stop() }
+
+// GoOffline stops listening and drops every connection: the API is gone
+// (connections are refused) until ComeBack.
+func (s *Server) GoOffline() {
+	s.hs.Listener.Close()
+	s.mu.Lock()
+	for _, ln := range s.again {
+		ln.Close()
+	}
+	s.mu.Unlock()
+	s.hs.CloseClientConnections()
+}
+
+// ComeBack listens again on the address GoOffline gave up and serves as
+// before. It fails the test when the port was taken meanwhile.
+func (s *Server) ComeBack() {
+	addr := strings.TrimPrefix(s.URL, "http://")
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.report("claudetest: listen again on %s: %v", addr, err)
+		return
+	}
+	s.mu.Lock()
+	s.again = append(s.again, ln)
+	s.mu.Unlock()
+	s.serving.Add(1)
+	go func() {
+		defer s.serving.Done()
+		s.hs.Config.Serve(ln) // ends when the test's cleanup closes ln
+	}()
+}
+
+// closeAgain closes the listeners of ComeBack and waits for their loops.
+func (s *Server) closeAgain() {
+	s.mu.Lock()
+	for _, ln := range s.again {
+		ln.Close()
+	}
+	s.mu.Unlock()
+	s.serving.Wait()
+}
 
 // Requests returns a copy of the log of POST /v1/messages requests, oldest
 // first. The *Request values are shared: do not modify them.

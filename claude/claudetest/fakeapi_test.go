@@ -588,3 +588,17 @@ func TestConnResetResetsBeforeAnyByte(t *testing.T) {
 		t.Errorf("logged %d requests, want 1", srv.Count())
 	}
 }
+
+func TestGoOfflineRefusesUntilComeBack(t *testing.T) {
+	srv := NewServer(t, fixed(Say("back")))
+	srv.GoOffline()
+	if resp, err := post(t, t.Context(), srv, reqBody(t, false, "hi")); err == nil {
+		resp.Body.Close()
+		t.Fatalf("offline, got %s", resp.Status)
+	}
+	srv.ComeBack()
+	status, _, body := mustPost(t, srv, reqBody(t, false, "hi"))
+	if status != 200 || !bytes.Contains(body, []byte("back")) {
+		t.Errorf("after ComeBack: %d %s", status, body)
+	}
+}
