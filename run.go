@@ -2,6 +2,7 @@ package flower
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -252,7 +253,7 @@ func (s *stepRun) loop(ctx context.Context) {
 					r.Error = fmt.Sprintf(t.cancelledUsage, context.Cause(ctx))
 					return
 				}
-				cur = s.retryOpening(gen)
+				cur = s.retryOpening(ctx, gen)
 				attempt-- // waiting out a usage limit spends no attempt
 				continue
 			}
@@ -273,20 +274,42 @@ func (s *stepRun) loop(ctx context.Context) {
 			r.Error = fmt.Sprintf(t.cancelled, context.Cause(ctx))
 			return
 		}
-		cur = s.retryOpening(gen)
+		cur = s.retryOpening(ctx, gen)
 	}
 }
 
 // retryOpening is what a retry runs: the generation's live session resumed
 // with the resume prompt, or, before the generation has a session, its
 // opening again (after a handoff, the handoff block on a new session; never
-// the step's original task).
-func (s *stepRun) retryOpening(gen opening) opening {
-	if sid := s.r.SessionID; sid != "" {
+// the step's original task). A session the store holds nothing of (its CLI
+// died before the first entry was mirrored) cannot be resumed (the CLI
+// answers "No conversation found"), so its opening runs again too.
+func (s *stepRun) retryOpening(ctx context.Context, gen opening) opening {
+	if sid := s.r.SessionID; sid != "" && s.resumable(ctx, sid) {
 		s.r.Resumed = true
 		return opening{resume: sid, prompt: s.rt.resilience.ResumePromptFor(s.rt.lang)}
 	}
 	return gen
+}
+
+// resumable reports whether the store holds a conversation of session sid:
+// at least one user or assistant entry. A store that cannot tell is
+// trusted to hold it (the CLI then says what is wrong).
+func (s *stepRun) resumable(ctx context.Context, sid string) bool {
+	entries, err := s.rt.store.Load(ctx, claude.SessionKey{ProjectKey: s.rt.ProjectKey(), SessionID: sid})
+	if err != nil {
+		slog.Warn("flower: cannot tell whether the session can be resumed; resuming it", "session", sid, "err", err)
+		return true
+	}
+	for _, e := range entries {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(e, &head) == nil && (head.Type == "user" || head.Type == "assistant") {
+			return true
+		}
+	}
+	return false
 }
 
 // drainInterrupt takes a pending interrupt signal, so that it does not cut

@@ -239,8 +239,17 @@ type storedRow struct {
 
 // follow walks local along stored: n is the lines matched, end says the
 // store's rows after them are only API errors, ok that every line matched.
+// Lines with a version 5 UUID are skipped: the CLI's are version 4, and a
+// version 5 one is an entry the store made when it laid a resumed session
+// out (store.Pruning heals a tool call the kill left without its result).
 func follow(local []string, stored []storedRow) (n int, end, ok bool) {
+	skipLaid := func() {
+		for n < len(local) && isLaid(local[n]) {
+			n++
+		}
+	}
 	for _, row := range stored {
+		skipLaid()
 		switch {
 		case n < len(local) && local[n] == row.id:
 			n++
@@ -251,8 +260,12 @@ func follow(local []string, stored []storedRow) (n int, end, ok bool) {
 			return n, false, false
 		}
 	}
+	skipLaid()
 	return n, n == len(local), n == len(local)
 }
+
+// isLaid reports a version 5 UUID.
+func isLaid(id string) bool { return len(id) == 36 && id[14] == '5' }
 
 func isAPIError(raw []byte) bool {
 	var e struct {

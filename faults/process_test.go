@@ -1,0 +1,164 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/claude/claudetest"
+)
+
+func TestFaultCLIHangsWithNoOutput(t *testing.T) {
+	t.Parallel()
+	fault(t, "a CLI that sends nothing (its API call hangs) is ended after Resilience.StallTimeout (2 s here), the attempt is retried from its session with a message saying it stalled, and the step succeeds")
+	var hung atomic.Int32
+	h := func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.HasText("FAULT:hang") && hung.Add(1) == 1 {
+			return claudetest.Reply{Fault: &claudetest.Fault{Delay: 10 * time.Minute}} // ends when the CLI goes
+		}
+		return claudetest.Say("done after the stall")
+	}
+	res := fastResilience()
+	res.StallTimeout = 2 * time.Second
+	sc := newScene(t, h, res)
+	begin := time.Now()
+	r, ev, err := sc.run(spec(), "FAULT:hang")
+	if err != nil || !r.OK || r.Attempts != 2 || !r.Resumed {
+		t.Fatalf("step: ok %v attempts %d resumed %v err %v (%s)", r.OK, r.Attempts, r.Resumed, err, r.Error)
+	}
+	if d := time.Since(begin); d > 60*time.Second {
+		t.Errorf("the stall was ended after %s; the bound is 2 s", d)
+	}
+	if !ev.said("retry", "transient") {
+		t.Error("no retry event after the stall")
+	}
+	sc.afterwards(1)
+}
+
+// cliPIDs are the real CLI processes running with configDir: the scene's own.
+func cliPIDs(t *testing.T, configDir string) []int {
+	t.Helper()
+	cli := claudetest.CLIPath(t)
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		cmd, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !bytes.HasPrefix(cmd, []byte(cli+"\x00")) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil || !bytes.Contains(env, []byte("\x00CLAUDE_CONFIG_DIR="+configDir+"\x00")) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// killer answers the step's model calls and kills the scene's CLI with
+// SIGKILL, once, while it holds the call that kill picks; the calls after it
+// are answered. Side requests without tools (a title, a summary) are
+// answered and never picked.
+func killer(t *testing.T, sc **scene, kill func(*claudetest.Request) bool, toolFirst bool) claudetest.Handler {
+	var killed atomic.Bool
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	return func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if !r.HasText("FAULT:kill") || len(r.Tools) == 0 {
+			return claudetest.Say("ok")
+		}
+		if kill(r) && killed.CompareAndSwap(false, true) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for _, pid := range cliPIDs(t, (*sc).env["CLAUDE_CONFIG_DIR"]) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}()
+			return claudetest.Reply{Fault: &claudetest.Fault{Delay: 10 * time.Minute}}
+		}
+		if toolFirst && len(r.ToolResults()) == 0 {
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "echo mid-turn", "description": "echo"}))
+		}
+		return claudetest.Say("done after the kill")
+	}
+}
+
+func TestFaultCLIKilledMidTurn(t *testing.T) {
+	t.Parallel()
+	fault(t, "a CLI killed with SIGKILL mid-turn (after a tool call, waiting on the model) is retried by resuming its session, and the step succeeds with nothing lost")
+	var sc *scene
+	sc = newScene(t, killer(t, &sc, func(r *claudetest.Request) bool {
+		res, ok := r.LastToolResult()
+		return ok && strings.Contains(res.Content, "mid-turn")
+	}, true), fastResilience())
+	r, ev, err := sc.run(spec(), "FAULT:kill")
+	if err != nil || !r.OK || r.Attempts != 2 || !r.Resumed {
+		t.Fatalf("step: ok %v attempts %d resumed %v err %v (%s)", r.OK, r.Attempts, r.Resumed, err, r.Error)
+	}
+	if !ev.said("retry", "attempt 1") {
+		t.Error("no retry event said the first attempt failed")
+	}
+	sc.afterwards(1)
+}
+
+func TestFaultCLIKilledBeforeItsFirstEntry(t *testing.T) {
+	t.Parallel()
+	fault(t, "a CLI killed before the store holds any entry of its session is not resumed (the CLI would refuse: no conversation): the step's opening runs again and succeeds")
+	var sc *scene
+	sc = newScene(t, killer(t, &sc, func(*claudetest.Request) bool { return true }, false), fastResilience())
+	r, _, err := sc.run(spec(), "FAULT:kill")
+	if err != nil || !r.OK || r.Attempts != 2 {
+		t.Fatalf("step: ok %v attempts %d err %v (%s)", r.OK, r.Attempts, err, r.Error)
+	}
+	sc.afterwards(1)
+}
+
+func TestFaultNetworkGoesAwayAndComesBack(t *testing.T) {
+	t.Parallel()
+	fault(t, "while the API is unreachable the runtime probes it (wait-online), says it is waiting and when it is back, and the step then succeeds")
+	var srv *claudetest.Server
+	var gone atomic.Bool
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	h := func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if r.HasText("FAULT:offline") && gone.CompareAndSwap(false, true) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				srv.GoOffline()
+				time.Sleep(3 * time.Second)
+				srv.ComeBack()
+			}()
+			return claudetest.Reply{Fault: claudetest.ConnReset()}
+		}
+		return claudetest.Say("done after the outage")
+	}
+	res := fastResilience()
+	res.Probe = nil // the real TCP probe of the endpoint
+	res.ProbeInterval, res.ProbeTimeout, res.MaxOfflineWait = 300*time.Millisecond, time.Second, time.Minute
+	sc := newScene(t, h, res)
+	srv = sc.srv
+	sc.env["CLAUDE_CODE_MAX_RETRIES"] = "1" // the CLI gives up at once; the runtime waits
+	sc.rt.Close()
+	sc.start(res)
+	r, ev, err := sc.run(spec(), "FAULT:offline")
+	if err != nil || !r.OK {
+		t.Fatalf("step: ok %v attempts %d err %v (%s)", r.OK, r.Attempts, err, r.Error)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if !ev.said("retry", host) {
+		t.Errorf("no retry event named the unreachable endpoint %s", host)
+	}
+	sc.afterwards(1)
+}
