@@ -193,6 +193,9 @@ var (
 	// (a moved workspace, another HOME) or the truncation check failed.
 	// Retrying cannot change either.
 	refusedResume = regexp.MustCompile(`No conversation found with session ID|Resume rejected by --resume-drops-turn`)
+	// noConversation is the CLI refusing to resume a session it has no
+	// conversation of.
+	noConversation = regexp.MustCompile(`No conversation found with session ID`)
 	// usageLimitText is how the CLI words a usage (not a rate) limit.
 	usageLimitText = regexp.MustCompile(`(?i)(?:usage|session|weekly|daily|5-hour|five.hour|opus) limit|limit reached|limit · resets|resets (?:at|in) `)
 )

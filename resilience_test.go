@@ -20,6 +20,7 @@ func TestZeroResilienceBehavesAsTheDefaults(t *testing.T) {
 		MaxAttempts: 6, BaseDelay: 4 * time.Second, MaxDelay: 120 * time.Second,
 		ProbeTimeout: 5 * time.Second, ProbeInterval: 15 * time.Second,
 		MaxOfflineWait: time.Hour, MaxUsageLimitWait: 6 * time.Hour, UsageLimitMargin: 30 * time.Second,
+		StallTimeout: 10 * time.Minute,
 	}
 	var r Resilience
 	got := r.Resolved()

@@ -2,7 +2,6 @@ package flower
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -180,6 +179,7 @@ func (s *stepRun) loop(ctx context.Context) {
 	gen := opening{prompt: s.prompt, resume: s.ro.Resume, fork: s.ro.Fork, resumeAt: s.ro.ResumeAt}
 	cur := gen
 	degradedInARow := 0
+	reopened := false
 	for attempt := 1; ; attempt++ {
 		r.Attempts = attempt
 		if rt.budget > 0 && s.remaining() <= 0 {
@@ -246,6 +246,18 @@ func (s *stepRun) loop(ctx context.Context) {
 			return
 		}
 		kind := ClassifyFailure(out.failure)
+		// A retry that resumed the step's own session, which the CLI then
+		// did not find: its CLI died before anything of it was kept (killed
+		// at the start of its turn). Nothing to resume, so the generation's
+		// opening runs again, once.
+		if cur.resume != "" && cur.resume != gen.resume && !reopened && noConversation.MatchString(r.Error) {
+			reopened = true
+			s.retryEvent(fmt.Sprintf(t.failed, attempt, kind), attempt)
+			cur = gen
+			r.Resumed = false
+			attempt-- // the refusal reached no model
+			continue
+		}
 		if kind == ErrorUsageLimit && rt.resilience.Enabled() {
 			if wait, ok := rt.resilience.UsageLimitWait(out.failure.ResetsAt(), time.Now()); ok {
 				s.retryEvent(t.usageWait(time.Now().Add(wait)), attempt)
@@ -253,7 +265,7 @@ func (s *stepRun) loop(ctx context.Context) {
 					r.Error = fmt.Sprintf(t.cancelledUsage, context.Cause(ctx))
 					return
 				}
-				cur = s.retryOpening(ctx, gen)
+				cur = s.retryOpening(gen)
 				attempt-- // waiting out a usage limit spends no attempt
 				continue
 			}
@@ -274,42 +286,20 @@ func (s *stepRun) loop(ctx context.Context) {
 			r.Error = fmt.Sprintf(t.cancelled, context.Cause(ctx))
 			return
 		}
-		cur = s.retryOpening(ctx, gen)
+		cur = s.retryOpening(gen)
 	}
 }
 
 // retryOpening is what a retry runs: the generation's live session resumed
 // with the resume prompt, or, before the generation has a session, its
 // opening again (after a handoff, the handoff block on a new session; never
-// the step's original task). A session the store holds nothing of (its CLI
-// died before the first entry was mirrored) cannot be resumed (the CLI
-// answers "No conversation found"), so its opening runs again too.
-func (s *stepRun) retryOpening(ctx context.Context, gen opening) opening {
-	if sid := s.r.SessionID; sid != "" && s.resumable(ctx, sid) {
+// the step's original task).
+func (s *stepRun) retryOpening(gen opening) opening {
+	if sid := s.r.SessionID; sid != "" {
 		s.r.Resumed = true
 		return opening{resume: sid, prompt: s.rt.resilience.ResumePromptFor(s.rt.lang)}
 	}
 	return gen
-}
-
-// resumable reports whether the store holds a conversation of session sid:
-// at least one user or assistant entry. A store that cannot tell is
-// trusted to hold it (the CLI then says what is wrong).
-func (s *stepRun) resumable(ctx context.Context, sid string) bool {
-	entries, err := s.rt.store.Load(ctx, claude.SessionKey{ProjectKey: s.rt.ProjectKey(), SessionID: sid})
-	if err != nil {
-		slog.Warn("flower: cannot tell whether the session can be resumed; resuming it", "session", sid, "err", err)
-		return true
-	}
-	for _, e := range entries {
-		var head struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(e, &head) == nil && (head.Type == "user" || head.Type == "assistant") {
-			return true
-		}
-	}
-	return false
 }
 
 // drainInterrupt takes a pending interrupt signal, so that it does not cut

@@ -109,7 +109,7 @@ func TestFaultCLIKilledMidTurn(t *testing.T) {
 	if !ev.said("retry", "attempt 1") {
 		t.Error("no retry event said the first attempt failed")
 	}
-	sc.afterwards(1)
+	sc.afterKill(1)
 }
 
 func TestFaultCLIKilledBeforeItsFirstEntry(t *testing.T) {
@@ -121,7 +121,7 @@ func TestFaultCLIKilledBeforeItsFirstEntry(t *testing.T) {
 	if err != nil || !r.OK || r.Attempts != 2 {
 		t.Fatalf("step: ok %v attempts %d err %v (%s)", r.OK, r.Attempts, err, r.Error)
 	}
-	sc.afterwards(1)
+	sc.afterKill(1)
 }
 
 func TestFaultNetworkGoesAwayAndComesBack(t *testing.T) {
