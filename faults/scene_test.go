@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,30 +254,30 @@ type storedRow struct {
 // version 5 one is an entry the store made when it laid a resumed session
 // out (store.Pruning heals a tool call the kill left without its result).
 func follow(local []string, stored []storedRow, killed bool) (n int, end, ok bool) {
-	skipLaid := func() {
-		for n < len(local) && (isLaid(local[n]) || killed && strings.HasPrefix(local[n], "type:") && !holds(stored, local[n])) {
-			n++
-		}
+	// skippable: laid by the store, or a killed CLI's bookkeeping line.
+	skippable := func() bool {
+		return n < len(local) && (isLaid(local[n]) || killed && strings.HasPrefix(local[n], "type:"))
 	}
-	for _, row := range stored {
-		skipLaid()
+	for i := 0; i < len(stored); {
 		switch {
-		case n < len(local) && local[n] == row.id:
+		case n < len(local) && local[n] == stored[i].id:
+			n, i = n+1, i+1
+		case n < len(local) && isLaid(local[n]):
 			n++
-		case row.apiError: // a resume lays the session out without it
+		case stored[i].apiError: // a resume lays the session out without it
+			i++
 		case n == len(local):
 			return n, false, true // the file ends here: an earlier attempt's
+		case skippable():
+			n++
 		default:
 			return n, false, false
 		}
 	}
-	skipLaid()
+	for skippable() {
+		n++
+	}
 	return n, n == len(local), n == len(local)
-}
-
-// holds reports whether stored has a row id.
-func holds(stored []storedRow, id string) bool {
-	return slices.ContainsFunc(stored, func(r storedRow) bool { return r.id == id })
 }
 
 // isLaid reports a version 5 UUID.
