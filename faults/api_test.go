@@ -2,12 +2,14 @@ package faults
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 )
 
@@ -155,4 +157,53 @@ func TestFaultPromptTooLongHandsOff(t *testing.T) {
 		t.Errorf("retired sessions %v, want the overflowed one", r.Retired)
 	}
 	sc.afterwards(1)
+}
+
+// fakeCLIRuntime is a Runtime whose sessions run the test binary as the
+// scripted CLI mode.
+func fakeCLIRuntime(t *testing.T, mode string, res flower.Resilience, env ...string) (*flower.Runtime, string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir := t.TempDir()
+	rt, err := flower.New(t.TempDir(), flower.WithRunDir(runDir), flower.WithLanguage(flower.English),
+		flower.WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}), flower.WithResilience(res),
+		flower.WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath = exe
+			o.BaseEnv = append([]string{"PATH=" + os.Getenv("PATH"), helperEnv + "=" + mode}, env...)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt, runDir
+}
+
+func TestFaultUsageLimitWithAResetTime(t *testing.T) {
+	t.Parallel()
+	fault(t, "a usage-limit rejection with a reset time 2 s away is waited out (the wait is announced with its end, no attempt is spent), then the session is resumed and the step succeeds")
+	// A scripted CLI (helper mode usage-limit-cli): the real CLI emits
+	// rate_limit_event only for subscriptions, so it writes no transcript
+	// here and the store-against-JSONL check does not apply.
+	res := fastResilience()
+	res.MaxAttempts, res.UsageLimitMargin = 1, -1
+	rt, runDir := fakeCLIRuntime(t, "usage-limit-cli", res, "FAULT_RESET_IN=2")
+	var ev events
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := rt.Run(ctx, spec(), "work", flower.RunOptions{OnEvent: ev.add})
+	if err != nil || !r.OK || r.Attempts != 1 || !r.Resumed || r.Text != "resumed after the reset" {
+		t.Fatalf("step: ok %v attempts %d resumed %v text %q err %v", r.OK, r.Attempts, r.Resumed, r.Text, err)
+	}
+	if d := time.Since(begin); d < time.Second {
+		t.Errorf("the step went on after %s, before the reset", d)
+	}
+	if !ev.said("retry", "usage limit") {
+		t.Errorf("no retry event announced the wait: %+v", ev.evs)
+	}
+	rt.Close()
+	checkManifest(t, runDir, 1)
 }
