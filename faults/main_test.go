@@ -16,6 +16,7 @@ func TestMain(m *testing.M) {
 		os.Exit(runHelper(mode))
 	}
 	code := m.Run()
+	removeBin()
 	line := suite.summary()
 	fmt.Fprintln(os.Stderr, line)
 	if p := os.Getenv("FLOWER_FAULT_SUMMARY"); p != "" {

@@ -115,7 +115,7 @@ func (sc *scene) afterwards(steps int) {
 	sc.t.Helper()
 	sc.rt.Close()
 	checkManifest(sc.t, sc.runDir, steps)
-	checkTranscripts(sc.t, sc.ws, sc.runDir, false, sc.env["CLAUDE_CONFIG_DIR"], sc.captured())
+	checkTranscripts(sc.t, sc.ws, sc.runDir, strict, sc.env["CLAUDE_CONFIG_DIR"], sc.captured())
 }
 
 // afterKill is afterwards for a case that SIGKILLs a CLI: the CLI's
@@ -126,7 +126,7 @@ func (sc *scene) afterKill(steps int) {
 	sc.t.Helper()
 	sc.rt.Close()
 	checkManifest(sc.t, sc.runDir, steps)
-	checkTranscripts(sc.t, sc.ws, sc.runDir, true, sc.env["CLAUDE_CONFIG_DIR"], sc.captured())
+	checkTranscripts(sc.t, sc.ws, sc.runDir, killed, sc.env["CLAUDE_CONFIG_DIR"], sc.captured())
 }
 
 type manifestRow struct {
@@ -197,7 +197,7 @@ func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'
 // synthetic API-error entries: the store keeps them, and a resume lays the
 // session out without them (store.Pruning), so the model never sees them.
 // A file line the store lacks is an entry lost.
-func checkTranscripts(t *testing.T, ws, runDir string, killed bool, configDirs ...string) {
+func checkTranscripts(t *testing.T, ws, runDir string, m mode, configDirs ...string) {
 	t.Helper()
 	db, err := store.Open(filepath.Join(runDir, "sessions.db"))
 	if err != nil {
@@ -230,7 +230,7 @@ func checkTranscripts(t *testing.T, ws, runDir string, killed bool, configDirs .
 		}
 		reached := false
 		for _, local := range locals {
-			n, end, ok := follow(local, stored, killed)
+			n, end, ok := follow(local, stored, m)
 			if !ok {
 				t.Errorf("session %s: the CLI's JSONL line %d (%s) is not in the store in order\nJSONL: %v\nstore: %v",
 					sid, n+1, local[n], local, stored)
@@ -243,6 +243,22 @@ func checkTranscripts(t *testing.T, ws, runDir string, killed bool, configDirs .
 	}
 }
 
+// mode is how strictly checkTranscripts holds a JSONL file to the store.
+type mode int
+
+const (
+	// strict: the file is the store's rows, but for API errors.
+	strict mode = iota
+	// killed: also, a SIGKILLed CLI's bookkeeping lines ("type:…", its own
+	// state, no conversation) written in the instant before the kill may
+	// not have been mirrored.
+	killed
+	// shared: two processes wrote to the session at once, so the store
+	// interleaves their rows; each file's lines must still all be there,
+	// in order.
+	shared
+)
+
 type storedRow struct {
 	id       string
 	apiError bool
@@ -253,10 +269,10 @@ type storedRow struct {
 // Lines with a version 5 UUID are skipped: the CLI's are version 4, and a
 // version 5 one is an entry the store made when it laid a resumed session
 // out (store.Pruning heals a tool call the kill left without its result).
-func follow(local []string, stored []storedRow, killed bool) (n int, end, ok bool) {
+func follow(local []string, stored []storedRow, m mode) (n int, end, ok bool) {
 	// skippable: laid by the store, or a killed CLI's bookkeeping line.
 	skippable := func() bool {
-		return n < len(local) && (isLaid(local[n]) || killed && strings.HasPrefix(local[n], "type:"))
+		return n < len(local) && (isLaid(local[n]) || m == killed && strings.HasPrefix(local[n], "type:"))
 	}
 	for i := 0; i < len(stored); {
 		switch {
@@ -264,7 +280,7 @@ func follow(local []string, stored []storedRow, killed bool) (n int, end, ok boo
 			n, i = n+1, i+1
 		case n < len(local) && isLaid(local[n]):
 			n++
-		case stored[i].apiError: // a resume lays the session out without it
+		case stored[i].apiError, m == shared: // laid out without it on a resume; the other writer's
 			i++
 		case n == len(local):
 			return n, false, true // the file ends here: an earlier attempt's
