@@ -39,7 +39,7 @@ func toolThenDone(marker, tool string, input map[string]any, deferred bool) (cla
 
 func TestFaultHookPanics(t *testing.T) {
 	t.Parallel()
-	fault(t, "a PreToolUse hook that panics does not take the process down: the call is answered with an error, and the step goes on to its end")
+	fault(t, "a PreToolUse hook that panics does not take the process down, and the step goes on to its end")
 	h, _ := toolThenDone("FAULT:hookpanic", "Bash", map[string]any{"command": "echo hi", "description": "echo"}, false)
 	sc := newScene(t, h, fastResilience())
 	s := spec()

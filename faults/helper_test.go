@@ -16,6 +16,8 @@ func runHelper(mode string) int {
 	switch mode {
 	case "usage-limit-cli":
 		return usageLimitCLI()
+	case "disk-full":
+		return diskFullHelper()
 	default:
 		fmt.Fprintf(os.Stderr, "faults: unknown helper mode %q\n", mode)
 		return 2

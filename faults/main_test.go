@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 var suite tally
 
 type tally struct {
-	mu                    sync.Mutex
+	mu                     sync.Mutex
 	passed, failed, notRun []string
 }
 

@@ -167,7 +167,9 @@ func checkManifest(t *testing.T, runDir string, steps int) []manifestRow {
 }
 
 // captured is where capturingCLI copies the transcripts the CLI wrote.
-func (sc *scene) captured() string { return filepath.Join(sc.runDir, "..", filepath.Base(sc.runDir)+"-cli") }
+func (sc *scene) captured() string {
+	return filepath.Join(sc.runDir, "..", filepath.Base(sc.runDir)+"-cli")
+}
 
 // capturingCLI writes a wrapper of the real CLI that, when the CLI ends,
 // copies the transcripts it wrote into dir. A resumed session runs in a
