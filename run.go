@@ -376,7 +376,6 @@ func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool,
 		listen = nil // an aside run is never interrupted: the words wait
 	}
 	var stopped string
-	storeMissed := false
 	err = s.session(ctx, opts, prompt, listen, func(m claude.Message) bool {
 		s.flushLoops() // a refusal's tool result follows its hook
 		s.noteSession(m)
@@ -392,16 +391,6 @@ func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool,
 		for _, e := range a.Observe(m) {
 			s.watch(e)
 			s.emit(e)
-		}
-		if sm, ok := m.(*claude.SystemMessage); ok && sm.MirrorError != nil && !storeMissed {
-			// The step's work stands, but what the store lost a later
-			// resume on another machine would lack: say so, once, with
-			// what to do. Not a main-thread error: it must not replace
-			// the reason of a step that fails.
-			storeMissed = true
-			text := fmt.Sprintf(s.texts().storeMissed, sm.MirrorError.Error)
-			s.r.Errors = append(s.r.Errors, text)
-			s.emit(event.New(event.Error, text, map[string]any{"step": s.step, "store": true}))
 		}
 		return stop
 	})

@@ -28,7 +28,6 @@ type runtimeTexts struct {
 	cancelled                    string // cause
 	cancelledUsage               string // cause
 	cancelledOffline             string // cause
-	storeMissed                  string // the store's error
 	offline                      string // wait
 	unreachable                  string // host, port, wait
 	reachable                    string // host, port
@@ -62,7 +61,6 @@ var zhTexts = runtimeTexts{
 	cancelled:        "已取消:%s",
 	cancelledUsage:   "等用量重置时被取消:%s",
 	cancelledOffline: "等网络恢复时被取消:%s",
-	storeMissed:      "会话存储没能保存这段会话的部分记录(%s);CLI 自己的记录里还有,续跑时会用它。下一步之前请腾出运行目录所在磁盘的空间(或修好存储)。",
 	offline:          "网络在 %s 内未恢复",
 	unreachable:      "%s:%d 不可达,等待恢复(最多 %s)",
 	reachable:        "%s:%d 恢复,继续",
@@ -99,7 +97,6 @@ var enTexts = runtimeTexts{
 	cancelled:        "cancelled: %s",
 	cancelledUsage:   "cancelled while waiting for the usage limit to reset: %s",
 	cancelledOffline: "cancelled while waiting for the network to come back: %s",
-	storeMissed:      "the session store could not keep part of this session's transcript (%s); the CLI's own transcript still has it, and a resume uses that. Free space on the run directory's disk (or mend the store) before the next step.",
 	offline:          "the network did not come back within %s",
 	unreachable:      "%s:%d unreachable, waiting for it to come back (at most %s)",
 	reachable:        "%s:%d is back, carrying on",

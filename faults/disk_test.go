@@ -237,10 +237,10 @@ func TestFaultDiskFullForTheStore(t *testing.T) {
 	}
 	said := false
 	for _, e := range res.Errors {
-		said = said || (strings.Contains(e, "session store could not keep") && strings.Contains(e, "Free space"))
+		said = said || (strings.Contains(e, "session store lost") && strings.Contains(e, "free some space") && strings.Contains(e, "still holds them"))
 	}
 	if !said {
-		t.Errorf("no error of the step said the store is short of space and what to do: %q", res.Errors)
+		t.Errorf("no error of the step said the store lost entries, that the disk is full and where they still are: %q", res.Errors)
 	}
 	if res.Manifest != "" && !json.Valid([]byte(res.Manifest)) {
 		t.Errorf("a manifest was left half-written on the full disk: %q", res.Manifest)
