@@ -273,7 +273,11 @@ func (s *stepRun) loop(ctx context.Context) {
 		if !rt.resilience.Enabled() || attempt >= rt.resilience.MaxAttempts || !rt.resilience.ShouldRetry(kind) {
 			return
 		}
-		s.retryEvent(fmt.Sprintf(t.failed, attempt, kind), attempt)
+		note := fmt.Sprintf(t.failed, attempt, kind)
+		if stall := (*StallError)(nil); errors.As(out.failure.Err, &stall) {
+			note += ": " + stall.Error() // nothing else would say why it ended
+		}
+		s.retryEvent(note, attempt)
 		if err := rt.waitOnline(ctx, func(note string) { s.retryEvent(note, attempt) }); err != nil {
 			if ctx.Err() != nil {
 				r.Error += " | " + fmt.Sprintf(t.cancelledOffline, context.Cause(ctx))

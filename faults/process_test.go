@@ -37,8 +37,8 @@ func TestFaultCLIHangsWithNoOutput(t *testing.T) {
 	if d := time.Since(begin); d > 60*time.Second {
 		t.Errorf("the stall was ended after %s; the bound is 2 s", d)
 	}
-	if !ev.said("retry", "transient") {
-		t.Error("no retry event after the stall")
+	if !ev.said("retry", "sent nothing for 2s") || !ev.said("retry", "raise Resilience.StallTimeout") {
+		t.Error("no retry event said the CLI stalled, and what to do if it repeats")
 	}
 	sc.afterwards(1)
 }
