@@ -82,7 +82,8 @@ type Resilience struct {
 	// before the attempt is ended as stalled (*StallError, transient: it
 	// is retried, resuming the session). Running tools have bounds of
 	// their own (Bash's timeout, a hook's, the human channel's), so their
-	// silence does not count. 0 means 10 minutes; negative turns the watch
+	// silence does not count; a subagent waiting on the model is no tool
+	// and its silence does. 0 means 10 minutes; negative turns the watch
 	// off.
 	StallTimeout time.Duration
 	// Lang is the language of the notices and the offline note. "" means

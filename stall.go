@@ -10,7 +10,8 @@ import (
 )
 
 // stallWatch ends a session whose CLI stays silent for its bound while no
-// tool call of the session is open (a tool_use without its tool_result):
+// tool call of the session is open (a tool_use without its tool_result,
+// on the main thread or a subagent's; a subagent itself is not a tool):
 // a hung API connection or a wedged CLI would otherwise hold a step for
 // ever, as nothing else bounds the wait for the model.
 type stallWatch struct {
@@ -46,7 +47,10 @@ func (w *stallWatch) saw(m claude.Message) {
 	switch m := m.(type) {
 	case *claude.AssistantMessage:
 		for _, b := range m.Content {
-			if b, ok := b.(*claude.ToolUseBlock); ok {
+			// A subagent (Agent, Task) is no tool of its own: while it
+			// waits on the model, its silence counts like the main
+			// thread's; its own tool calls open as any other.
+			if b, ok := b.(*claude.ToolUseBlock); ok && b.Name != "Agent" && b.Name != "Task" {
 				w.open[b.ID] = true
 			}
 		}

@@ -58,3 +58,14 @@ func TestStallWatchOff(t *testing.T) {
 		t.Error("the default stall bound is not DefaultStallTimeout")
 	}
 }
+
+func TestStallWatchCountsASubagentsSilence(t *testing.T) {
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	w := newStallWatch(100*time.Millisecond, stop)
+	defer w.close()
+	w.saw(&claude.AssistantMessage{Content: []claude.ContentBlock{&claude.ToolUseBlock{ID: "a1", Name: "Agent"}}})
+	if !stallFired(ctx, 2*time.Second) {
+		t.Error("a subagent silent past the bound was not taken as a stall")
+	}
+}
