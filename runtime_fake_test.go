@@ -8,7 +8,6 @@ package flower
 // binary re-executed as a fake `claude`.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/internal/fakecli"
 )
 
 func TestMain(m *testing.M) {
@@ -69,51 +69,33 @@ func TestMain(m *testing.M) {
 // fakeUsageLimitCLI rejects its first session with a usage limit that
 // resets two seconds later; a resumed session succeeds.
 func fakeUsageLimitCLI() {
-	for _, a := range os.Args[1:] {
-		if a == "-v" {
-			fmt.Println("2.1.332 (Claude Code)")
-			os.Exit(0)
-		}
+	if fakecli.AnsweredVersion() {
+		os.Exit(0)
 	}
-	in := bufio.NewReader(os.Stdin)
-	out := json.NewEncoder(os.Stdout)
-	read := func() map[string]any {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return nil
-		}
-		var m map[string]any
-		json.Unmarshal(line, &m)
-		return m
-	}
-	init := read()
-	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
-		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
-	read() // the prompt
+	s := fakecli.Connect()
+	s.Read() // the prompt
 	const sid = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
 	resumed := false
 	for _, a := range os.Args {
 		resumed = resumed || a == "--resume="+sid
 	}
-	out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
 	if resumed {
-		out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a2", "parent_tool_use_id": nil,
+		s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a2", "parent_tool_use_id": nil,
 			"message": map[string]any{"id": "m2", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "resumed after the reset"}}}})
-		out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
 			"num_turns": 1, "result": "resumed after the reset", "session_id": sid, "total_cost_usd": 0.01})
-		for read() != nil {
-		}
+		s.Drain()
 		os.Exit(0)
 	}
 	reset := time.Now().Add(2 * time.Second).Unix()
-	out.Encode(map[string]any{"type": "rate_limit_event", "session_id": sid, "uuid": "r",
+	s.Send(map[string]any{"type": "rate_limit_event", "session_id": sid, "uuid": "r",
 		"rate_limit_info": map[string]any{"status": "rejected", "resetsAt": reset, "rateLimitType": "five_hour"}})
-	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil, "error": "rate_limit",
+	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil, "error": "rate_limit",
 		"message": map[string]any{"id": "m1", "model": "<synthetic>", "content": []any{map[string]any{"type": "text", "text": "You've hit your session limit · resets soon"}}}})
-	out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": true, "duration_ms": 1, "duration_api_ms": 1,
+	s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": true, "duration_ms": 1, "duration_api_ms": 1,
 		"num_turns": 1, "result": "You've hit your session limit · resets soon", "session_id": sid, "api_error_status": 429, "terminal_reason": "api_error"})
-	for read() != nil {
-	}
+	s.Drain()
 	os.Exit(1)
 }
 
@@ -168,41 +150,12 @@ type fakeCall struct {
 // (prompt_too_long, a forced degraded handoff), the second exits before any
 // message, every later one succeeds. Each call is recorded.
 func fakeHandoffBlipCLI() {
-	for _, a := range os.Args[1:] {
-		if a == "-v" {
-			fmt.Println("2.1.332 (Claude Code)")
-			os.Exit(0)
-		}
+	if fakecli.AnsweredVersion() {
+		os.Exit(0)
 	}
-	in := bufio.NewReader(os.Stdin)
-	out := json.NewEncoder(os.Stdout)
-	read := func() map[string]any {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return nil
-		}
-		var m map[string]any
-		json.Unmarshal(line, &m)
-		return m
-	}
-	init := read()
-	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
-		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
-	prompt := read()
-	text := ""
-	if msg, ok := prompt["message"].(map[string]any); ok {
-		switch c := msg["content"].(type) {
-		case string:
-			text = c
-		case []any:
-			for _, b := range c {
-				if b, ok := b.(map[string]any); ok {
-					t, _ := b["text"].(string)
-					text += t
-				}
-			}
-		}
-	}
+	s := fakecli.Connect()
+	prompt := s.Read()
+	text := fakecli.Text(prompt)
 	dir := os.Getenv("FLOWER_FAKE_DIR")
 	n := 1
 	for ; ; n++ {
@@ -219,21 +172,20 @@ func fakeHandoffBlipCLI() {
 	sid := fmt.Sprintf("aaaaaaaa-bbbb-cccc-dddd-%012d", n)
 	switch n {
 	case 1:
-		out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
-		out.Encode(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
+		s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+		s.Send(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
 			"duration_api_ms": 1, "num_turns": 1, "result": "Prompt is too long", "session_id": sid,
 			"api_error_status": 400, "terminal_reason": "prompt_too_long", "total_cost_usd": 0.01})
 	case 2:
 		os.Exit(1) // the blip: no message, no session id
 	default:
-		out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
-		out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a", "parent_tool_use_id": nil,
+		s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+		s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a", "parent_tool_use_id": nil,
 			"message": map[string]any{"id": "m", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "carried on"}}}})
-		out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
 			"num_turns": 1, "result": "carried on", "session_id": sid, "total_cost_usd": 0.01})
 	}
-	for read() != nil {
-	}
+	s.Drain()
 	os.Exit(0)
 }
 
@@ -282,36 +234,19 @@ func TestFakeRetryAfterAHandoffRerunsTheSuccessorsOpening(t *testing.T) {
 
 // fakeMirrorCLI mirrors one transcript entry, then ends a clean turn.
 func fakeMirrorCLI() {
-	for _, a := range os.Args[1:] {
-		if a == "-v" {
-			fmt.Println("2.1.332 (Claude Code)")
-			os.Exit(0)
-		}
+	if fakecli.AnsweredVersion() {
+		os.Exit(0)
 	}
-	in := bufio.NewReader(os.Stdin)
-	out := json.NewEncoder(os.Stdout)
-	read := func() map[string]any {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return nil
-		}
-		var m map[string]any
-		json.Unmarshal(line, &m)
-		return m
-	}
-	init := read()
-	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
-		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
-	read() // the prompt
+	s := fakecli.Connect()
+	s.Read() // the prompt
 	const sid = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
 	path := filepath.Join(os.Getenv("CLAUDE_CONFIG_DIR"), "projects", "-w", sid+".jsonl")
-	out.Encode(map[string]any{"type": "transcript_mirror", "filePath": path, "entries": []any{map[string]any{"type": "user", "uuid": "e1"}}})
-	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil,
+	s.Send(map[string]any{"type": "transcript_mirror", "filePath": path, "entries": []any{map[string]any{"type": "user", "uuid": "e1"}}})
+	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil,
 		"message": map[string]any{"id": "m1", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "done"}}}})
-	out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+	s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
 		"num_turns": 1, "result": "done", "session_id": sid, "total_cost_usd": 0.01})
-	for read() != nil {
-	}
+	s.Drain()
 	os.Exit(0)
 }
 

@@ -5,7 +5,6 @@ package flower
 // needs many sessions, cheaply.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/fakecli"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -31,41 +31,12 @@ import (
 // holding FAIL gets an error result, one holding NOSESSION an exit before
 // any message. Each call is recorded in FLOWER_FAKE_DIR (fakeCall).
 func fakeWorkflowCLI() {
-	for _, a := range os.Args[1:] {
-		if a == "-v" {
-			fmt.Println("2.1.332 (Claude Code)")
-			os.Exit(0)
-		}
+	if fakecli.AnsweredVersion() {
+		os.Exit(0)
 	}
-	in := bufio.NewReader(os.Stdin)
-	out := json.NewEncoder(os.Stdout)
-	read := func() map[string]any {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return nil
-		}
-		var m map[string]any
-		json.Unmarshal(line, &m)
-		return m
-	}
-	init := read()
-	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
-		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
-	prompt := read()
-	text := ""
-	if msg, ok := prompt["message"].(map[string]any); ok {
-		switch c := msg["content"].(type) {
-		case string:
-			text = c
-		case []any:
-			for _, b := range c {
-				if b, ok := b.(map[string]any); ok {
-					t, _ := b["text"].(string)
-					text += t
-				}
-			}
-		}
-	}
+	s := fakecli.Connect()
+	prompt := s.Read()
+	text := fakecli.Text(prompt)
 	n := recordFakeCall(text)
 	resume, fork := "", false
 	for _, a := range os.Args[1:] {
@@ -87,22 +58,21 @@ func fakeWorkflowCLI() {
 		config = filepath.Join(os.Getenv("HOME"), ".claude")
 	}
 	transcript := filepath.Join(config, "projects", claude.ProjectKey(cwd), sid+".jsonl")
-	out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": fmt.Sprintf("i-%d", n)})
-	out.Encode(map[string]any{"type": "transcript_mirror", "filePath": transcript, "entries": []any{map[string]any{
+	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": fmt.Sprintf("i-%d", n)})
+	s.Send(map[string]any{"type": "transcript_mirror", "filePath": transcript, "entries": []any{map[string]any{
 		"type": "user", "uuid": fmt.Sprintf("u-%d", n), "sessionId": sid, "message": map[string]any{"role": "user", "content": text}}}})
 	reply := scriptedReply(n, text)
 	holdFakeCall(text)
-	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
+	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
 		"message": map[string]any{"id": fmt.Sprintf("m-%d", n), "model": "fake", "content": []any{map[string]any{"type": "text", "text": reply}}}})
 	if strings.Contains(text, "FAIL") {
-		out.Encode(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
+		s.Send(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
 			"duration_api_ms": 1, "num_turns": 1, "result": "it failed", "session_id": sid, "total_cost_usd": 0.01})
 	} else {
-		out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
 			"num_turns": 1, "result": reply, "session_id": sid, "total_cost_usd": 0.01})
 	}
-	for read() != nil {
-	}
+	s.Drain()
 	os.Exit(0)
 }
 

@@ -1,13 +1,13 @@
 package faults
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/flowerrun/flower/internal/fakecli"
 )
 
 // runHelper runs the test binary as a helper process of a case (mode is
@@ -30,47 +30,32 @@ func runHelper(mode string) int {
 // rejection offline. Its first session is rejected with a limit resetting
 // $FAULT_RESET_IN seconds later; a resumed one succeeds.
 func usageLimitCLI() int {
-	if slices.Contains(os.Args[1:], "-v") || slices.Contains(os.Args[1:], "--version") {
-		fmt.Println("2.1.332 (Claude Code)")
+	if fakecli.AnsweredVersion() {
 		return 0
 	}
-	in := bufio.NewReader(os.Stdin)
-	out := json.NewEncoder(os.Stdout)
-	read := func() map[string]any {
-		line, err := in.ReadBytes('\n')
-		if err != nil {
-			return nil
-		}
-		var m map[string]any
-		json.Unmarshal(line, &m)
-		return m
-	}
-	init := read()
-	out.Encode(map[string]any{"type": "control_response", "response": map[string]any{
-		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
-	read() // the prompt
+	s := fakecli.Connect()
+	s.Read() // the prompt
 	const sid = "0fa0175e-0000-4000-8000-000000000001"
-	out.Encode(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
 	drain := func(code int) int {
-		for read() != nil {
-		}
+		s.Drain()
 		return code
 	}
 	if slices.Contains(os.Args, "--resume="+sid) {
-		out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a2", "parent_tool_use_id": nil,
+		s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a2", "parent_tool_use_id": nil,
 			"message": map[string]any{"id": "m2", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "resumed after the reset"}}}})
-		out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
 			"num_turns": 1, "result": "resumed after the reset", "session_id": sid, "total_cost_usd": 0.01})
 		return drain(0)
 	}
 	secs, _ := strconv.Atoi(os.Getenv("FAULT_RESET_IN"))
 	reset := time.Now().Add(time.Duration(secs) * time.Second).Unix()
 	text := "You've hit your session limit · resets soon"
-	out.Encode(map[string]any{"type": "rate_limit_event", "session_id": sid, "uuid": "r",
+	s.Send(map[string]any{"type": "rate_limit_event", "session_id": sid, "uuid": "r",
 		"rate_limit_info": map[string]any{"status": "rejected", "resetsAt": reset, "rateLimitType": "five_hour"}})
-	out.Encode(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil, "error": "rate_limit",
+	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil, "error": "rate_limit",
 		"message": map[string]any{"id": "m1", "model": "<synthetic>", "content": []any{map[string]any{"type": "text", "text": text}}}})
-	out.Encode(map[string]any{"type": "result", "subtype": "success", "is_error": true, "duration_ms": 1, "duration_api_ms": 1,
+	s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": true, "duration_ms": 1, "duration_api_ms": 1,
 		"num_turns": 1, "result": text, "session_id": sid, "api_error_status": 429, "terminal_reason": "api_error"})
 	return drain(1)
 }
