@@ -59,6 +59,9 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 		return nil, err
 	}
 	if mat != nil {
+		if c.mirror != nil {
+			c.mirror.seed(mat.laid)
+		}
 		c.cleanup = append(c.cleanup, func() {
 			// The resumed session's new turns live only in the temporary
 			// directory and the store: if the store missed some (or the

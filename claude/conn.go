@@ -156,6 +156,8 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 		c.mirror = newMirror(opts.SessionStore, filepath.Join(configDir(cmd.Env), "projects"),
 			opts.SessionStoreFlush, orDefault(opts.StoreTimeout, 60*time.Second),
 			func(m *SystemMessage) { c.msgs.push(m) })
+		c.mirror.watch(opts.SessionID)
+		c.mirror.watch(opts.Resume)
 	}
 	var stderrDone sync.WaitGroup
 	stderrDone.Add(1)
@@ -342,6 +344,9 @@ func (c *conn) route(line []byte, partial bool) error {
 		slog.Warn("claude: unreadable message kept raw", "type", env.Type, "err", err)
 		msg = &UnknownMessage{Type: env.Type, Raw: json.RawMessage(bytes.Clone(line))}
 	}
+	if sm, ok := msg.(*SystemMessage); ok && sm.Subtype == "init" && c.mirror != nil {
+		c.mirror.watch(sm.SessionID)
+	}
 	c.ruleMu.Lock()
 	defer c.ruleMu.Unlock()
 	c.observe(msg)
@@ -505,7 +510,7 @@ func (c *conn) finish() {
 	c.followGen.Add(1)
 	if c.mirror != nil {
 		// Late subagent frames arrive after the last result.
-		c.mirror.close()
+		c.mirror.close(c.exitCode != 0 || c.signaled.Load() || c.streamCut.Load())
 	}
 	c.pendingMu.Lock()
 	if c.err == nil && c.exitCode != 0 && !c.signaled.Load() {

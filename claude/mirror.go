@@ -55,6 +55,13 @@ type mirror struct {
 	bytes   int
 	waiters []chan struct{} // barriers released after the next write
 	closing bool
+	catchUp bool // at close: import what the CLI wrote but never mirrored
+
+	// known is every entry mirrored (or laid out for a resume) per
+	// transcript, sessions the ids whose transcripts the CLI may have
+	// written without a frame: what a catch-up needs (see catchup.go).
+	known    map[string]entrySet
+	sessions []string
 
 	// lost and round are owned by the worker.
 	lost  []*lostBatch
@@ -81,7 +88,7 @@ type lostBatch struct {
 func newMirror(store SessionStore, projectsDir string, mode FlushMode, timeout time.Duration, report func(*SystemMessage)) *mirror {
 	m := &mirror{
 		store: store, projectsDir: filepath.Clean(projectsDir), eager: mode == FlushEager,
-		timeout: timeout, report: report, pending: map[string][]json.RawMessage{},
+		timeout: timeout, report: report, pending: map[string][]json.RawMessage{}, known: map[string]entrySet{},
 		kick: make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
 	if is, ok := store.(IdempotentStore); ok {
@@ -103,10 +110,20 @@ func (m *mirror) worker() {
 	for range m.kick {
 		m.round++
 		m.mu.Lock()
-		order, pending, waiters, closing := m.order, m.pending, m.waiters, m.closing
+		order, pending, waiters, closing, catchUp := m.order, m.pending, m.waiters, m.closing, m.catchUp
 		m.order, m.pending, m.count, m.bytes, m.waiters = nil, map[string][]json.RawMessage{}, 0, 0, nil
 		m.mu.Unlock()
 		m.write(order, pending)
+		if closing && catchUp {
+			if order, pending := m.unmirrored(); len(order) > 0 {
+				n := 0
+				for _, p := range order {
+					n += len(pending[p])
+				}
+				slog.Info("claude: the CLI ended without mirroring all it wrote; its local transcripts catch the store up", "entries", n, "transcripts", len(order))
+				m.write(order, pending)
+			}
+		}
 		if len(waiters) > 0 || closing {
 			// After the turn: the store may take what it refused.
 			m.recoverLost(closing)
@@ -140,6 +157,15 @@ func (m *mirror) add(line []byte) {
 		m.order = append(m.order, f.FilePath)
 	}
 	m.pending[f.FilePath] = append(m.pending[f.FilePath], f.Entries...)
+	path := filepath.Clean(f.FilePath)
+	set := m.known[path]
+	if set == nil {
+		set = entrySet{}
+		m.known[path] = set
+	}
+	for _, e := range f.Entries {
+		set.add(e)
+	}
 	m.count += len(f.Entries)
 	m.bytes += len(line)
 	due := m.eager || m.count > mirrorMaxEntries || m.bytes > mirrorMaxBytes
@@ -160,11 +186,46 @@ func (m *mirror) barrier() <-chan struct{} {
 	return ch
 }
 
+// watch names a session whose transcript the CLI writes: after an abnormal
+// end it is read even if no frame of it arrived.
+func (m *mirror) watch(sessionID string) {
+	if sessionID == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.sessions {
+		if s == sessionID {
+			return
+		}
+	}
+	m.sessions = append(m.sessions, sessionID)
+}
+
+// seed records entries already in a transcript file and in the store (a
+// resumed session's, laid out before the CLI started).
+func (m *mirror) seed(laid map[string]entrySet) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for p, set := range laid {
+		p = filepath.Clean(p)
+		if m.known[p] == nil {
+			m.known[p] = entrySet{}
+		}
+		for h, n := range set {
+			m.known[p][h] += n
+		}
+	}
+}
+
 // close writes what is pending, re-mirrors what was refused, reports what
-// is still lost, and stops the worker. Call it once, after the last add.
-func (m *mirror) close() {
+// is still lost, and stops the worker. With catchUp (the CLI did not exit
+// cleanly) it first imports from the CLI's local transcripts what no frame
+// carried. Call it once, after the last add.
+func (m *mirror) close(catchUp bool) {
 	m.mu.Lock()
 	m.closing = true
+	m.catchUp = catchUp
 	m.mu.Unlock()
 	m.signal()
 	<-m.stopped

@@ -29,6 +29,9 @@ type materialized struct {
 	// where the CLI keeps them itself in a session it did not resume from
 	// a store. See keepFiles.
 	durable string
+	// laid is what was written into each transcript file, for the
+	// mirror's catch-up to tell the CLI's new lines from the store's.
+	laid map[string]entrySet
 }
 
 // configDir is where the child keeps its transcripts: CLAUDE_CONFIG_DIR of
@@ -121,7 +124,7 @@ func materialize(ctx context.Context, o *Options, childEnv []string) (*materiali
 	if err != nil {
 		return nil, fmt.Errorf("claude: create resume directory: %w", err)
 	}
-	m := &materialized{dir: dir, sessionID: sid, durable: configDir(childEnv)}
+	m := &materialized{dir: dir, sessionID: sid, durable: configDir(childEnv), laid: map[string]entrySet{}}
 	if err := m.lay(ctx, o, pk, sid, entries, load, childEnv); err != nil {
 		m.remove()
 		return nil, err
@@ -131,7 +134,7 @@ func materialize(ctx context.Context, o *Options, childEnv []string) (*materiali
 
 func (m *materialized) lay(ctx context.Context, o *Options, pk, sid string, main []json.RawMessage, load func(SessionKey) ([]json.RawMessage, error), childEnv []string) error {
 	sessDir := filepath.Join(m.dir, "projects", pk)
-	if err := writeJSONL(filepath.Join(sessDir, sid+".jsonl"), m.repoint(main)); err != nil {
+	if err := m.writeTranscript(filepath.Join(sessDir, sid+".jsonl"), m.repoint(main)); err != nil {
 		return err
 	}
 	if lister, ok := o.SessionStore.(SubkeyLister); ok {
@@ -161,7 +164,7 @@ func (m *materialized) lay(ctx context.Context, o *Options, pk, sid string, main
 				}
 				lines = append(lines, e)
 			}
-			if err := writeJSONL(target+".jsonl", m.repoint(lines)); err != nil {
+			if err := m.writeTranscript(target+".jsonl", m.repoint(lines)); err != nil {
 				return err
 			}
 			if meta != nil {
@@ -409,7 +412,16 @@ func safeSubpath(base, sub string) (string, error) {
 	return target, nil
 }
 
-func writeJSONL(p string, entries []json.RawMessage) error {
+// writeTranscript lays a transcript file out and records its lines.
+func (m *materialized) writeTranscript(p string, entries []json.RawMessage) error {
+	set := entrySet{}
+	m.laid[p] = set
+	return writeJSONL(p, entries, set)
+}
+
+// writeJSONL writes entries one compact JSON object a line, adding each
+// line as written to set.
+func writeJSONL(p string, entries []json.RawMessage, set entrySet) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("claude: resume directory: %w", err)
 	}
@@ -422,6 +434,7 @@ func writeJSONL(p string, entries []json.RawMessage) error {
 			return fmt.Errorf("claude: stored entry is not JSON: %w", err)
 		}
 		b = append(append(b, compact...), '\n')
+		set.add(compact)
 	}
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		return fmt.Errorf("claude: write transcript for resume: %w", err)

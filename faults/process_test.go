@@ -68,8 +68,10 @@ func cliPIDs(t *testing.T, configDir string) []int {
 // killer answers the step's model calls and kills the scene's CLI with
 // SIGKILL, once, while it holds the call that kill picks; the calls after it
 // are answered. Side requests without tools (a title, a summary) are
-// answered and never picked.
-func killer(t *testing.T, sc **scene, kill func(*claudetest.Request) bool, toolFirst bool) claudetest.Handler {
+// answered and never picked. With persisted set, the kill waits until the
+// CLI's local transcript holds that text: the CLI writes its file on a
+// timer, and a kill before the write is the other case (nothing kept).
+func killer(t *testing.T, sc **scene, kill func(*claudetest.Request) bool, toolFirst bool, persisted string) claudetest.Handler {
 	var killed atomic.Bool
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
@@ -81,7 +83,11 @@ func killer(t *testing.T, sc **scene, kill func(*claudetest.Request) bool, toolF
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for _, pid := range cliPIDs(t, (*sc).env["CLAUDE_CONFIG_DIR"]) {
+				config := (*sc).env["CLAUDE_CONFIG_DIR"]
+				if persisted != "" && !waitTranscriptHolds(config, persisted, time.Minute) {
+					t.Errorf("the CLI's transcript never held %q: the kill would not be mid-turn", persisted)
+				}
+				for _, pid := range cliPIDs(t, config) {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 			}()
@@ -94,6 +100,20 @@ func killer(t *testing.T, sc **scene, kill func(*claudetest.Request) bool, toolF
 	}
 }
 
+// waitTranscriptHolds polls the CLI's JSONL files under config until one
+// holds text.
+func waitTranscriptHolds(config, text string, limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(config, "projects", "*", "*.jsonl"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func TestFaultCLIKilledMidTurn(t *testing.T) {
 	t.Parallel()
 	fault(t, "a CLI killed with SIGKILL mid-turn (after a tool call, waiting on the model) is retried by resuming its session, and the step succeeds with nothing lost")
@@ -101,7 +121,7 @@ func TestFaultCLIKilledMidTurn(t *testing.T) {
 	sc = newScene(t, killer(t, &sc, func(r *claudetest.Request) bool {
 		res, ok := r.LastToolResult()
 		return ok && strings.Contains(res.Content, "mid-turn")
-	}, true), fastResilience())
+	}, true, "mid-turn"), fastResilience())
 	r, ev, err := sc.run(spec(), "FAULT:kill")
 	if err != nil || !r.OK || r.Attempts != 2 || !r.Resumed {
 		t.Fatalf("step: ok %v attempts %d resumed %v err %v (%s)", r.OK, r.Attempts, r.Resumed, err, r.Error)
@@ -116,7 +136,7 @@ func TestFaultCLIKilledBeforeItsFirstEntry(t *testing.T) {
 	t.Parallel()
 	fault(t, "a CLI killed before the store holds any entry of its session is not resumed (the CLI would refuse: no conversation): the step's opening runs again and succeeds")
 	var sc *scene
-	sc = newScene(t, killer(t, &sc, func(*claudetest.Request) bool { return true }, false), fastResilience())
+	sc = newScene(t, killer(t, &sc, func(*claudetest.Request) bool { return true }, false, ""), fastResilience())
 	r, _, err := sc.run(spec(), "FAULT:kill")
 	if err != nil || !r.OK || r.Attempts != 2 {
 		t.Fatalf("step: ok %v attempts %d err %v (%s)", r.OK, r.Attempts, err, r.Error)

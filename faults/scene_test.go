@@ -251,9 +251,11 @@ type mode int
 const (
 	// strict: the file is the store's rows, but for API errors.
 	strict mode = iota
-	// killed: also, a SIGKILLed CLI's bookkeeping lines ("type:…", its own
-	// state, no conversation) written in the instant before the kill may
-	// not have been mirrored.
+	// killed: also, bookkeeping lines ("type:…", the CLI's own state, no
+	// conversation) may be in a file and not in the store: a CLI resuming
+	// a killed one's session writes some (its tools used) to its file
+	// only. Every conversation entry must still be there: the driver
+	// imports what a killed CLI wrote and never mirrored.
 	killed
 	// shared: two processes wrote to the session at once, so the store
 	// interleaves their rows; each file's lines must still all be there,
