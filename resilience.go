@@ -83,8 +83,9 @@ type Resilience struct {
 	// is retried, resuming the session). Running tools have bounds of
 	// their own (Bash's timeout, a hook's, the human channel's), so their
 	// silence does not count; a subagent waiting on the model is no tool
-	// and its silence does. 0 means 10 minutes; negative turns the watch
-	// off.
+	// and its silence does. It counts from when the CLI is up: its
+	// start-up is bounded by the driver's initialize timeout. 0 means 10
+	// minutes; negative turns the watch off.
 	StallTimeout time.Duration
 	// Lang is the language of the notices and the offline note. "" means
 	// Chinese; a Runtime sets its own language when this is "".

@@ -505,13 +505,16 @@ func (s *stepRun) session(ctx context.Context, opts claude.Options, prompt strin
 	interrupted *atomic.Bool, onMessage func(claude.Message) bool) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	watch := newStallWatch(s.rt.resilience.StallTimeout, stop)
-	defer watch.close()
 	cl, err := claude.Connect(ctx, opts)
 	if err != nil {
-		return stallOr(ctx, err)
+		return err
 	}
 	defer cl.Close()
+	// The watch starts once the CLI is up: its start-up (spawn, MCP
+	// servers, initialize) has a bound of its own, the initialize timeout,
+	// and can take seconds on a loaded machine without being a stall.
+	watch := newStallWatch(s.rt.resilience.StallTimeout, stop)
+	defer watch.close()
 	if err := cl.Send(ctx, prompt); err != nil {
 		return stallOr(ctx, err)
 	}

@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	case "mirror":
 		fakeMirrorCLI()
 		return
+	case "slow-start":
+		fakeSlowStartCLI()
+		return
 	default:
 		fakeUsageLimitCLI()
 		return
@@ -97,6 +100,49 @@ func fakeUsageLimitCLI() {
 		"num_turns": 1, "result": "You've hit your session limit · resets soon", "session_id": sid, "api_error_status": 429, "terminal_reason": "api_error"})
 	s.Drain()
 	os.Exit(1)
+}
+
+// fakeSlowStartCLI takes a second and a half to answer initialize (a
+// loaded machine, slow MCP servers), then answers at once.
+func fakeSlowStartCLI() {
+	if fakecli.AnsweredVersion() {
+		os.Exit(0)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	s := fakecli.Connect()
+	s.Read() // the prompt
+	const sid = "aaaaaaaa-bbbb-cccc-dddd-ffffffffffff"
+	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+	s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+		"num_turns": 1, "result": "up at last", "session_id": sid, "total_cost_usd": 0.01})
+	s.Drain()
+	os.Exit(0)
+}
+
+func TestFakeASlowStartIsNoStall(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
+		WithResilience(Resilience{MaxAttempts: 1, StallTimeout: 300 * time.Millisecond, Probe: fastResilience.Probe}),
+		WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath = exe
+			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=slow-start"}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	res, err := rt.Run(runCtx(t), testSpec(), "work", RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK || res.Attempts != 1 {
+		t.Fatalf("result = %+v: a start-up slower than StallTimeout (bounded by the initialize timeout) is no stall", res)
+	}
 }
 
 func TestFakeUsageLimitWaitsForTheResetWithoutSpendingAnAttempt(t *testing.T) {
