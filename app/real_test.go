@@ -138,12 +138,19 @@ func (p *ptyRun) expect(t *testing.T, s string) {
 	t.Fatalf("never saw %q in:\n%s", s, p.out.String())
 }
 
+// wait returns flower's exit code once it has exited and its last output
+// is read: the reader may still hold bytes the process wrote just before
+// it exited (its closing line).
 func (p *ptyRun) wait(t *testing.T) int {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() { errc <- p.cmd.Wait() }()
 	select {
 	case err := <-errc:
+		select {
+		case <-p.done: // the terminal's last reader saw its end
+		case <-time.After(10 * time.Second): // a grandchild holds it
+		}
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return ee.ExitCode()
