@@ -102,13 +102,13 @@ func fakeUsageLimitCLI() {
 	os.Exit(1)
 }
 
-// fakeSlowStartCLI takes three seconds to answer initialize (a
+// fakeSlowStartCLI takes five seconds to answer initialize (a
 // loaded machine, slow MCP servers), then answers at once.
 func fakeSlowStartCLI() {
 	if fakecli.AnsweredVersion() {
 		os.Exit(0)
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(5 * time.Second)
 	s := fakecli.Connect()
 	s.Read() // the prompt
 	const sid = "aaaaaaaa-bbbb-cccc-dddd-ffffffffffff"
@@ -127,7 +127,7 @@ func TestFakeASlowStartIsNoStall(t *testing.T) {
 	}
 	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
-		WithResilience(Resilience{MaxAttempts: 1, StallTimeout: time.Second, Probe: fastResilience.Probe}),
+		WithResilience(Resilience{MaxAttempts: 1, StallTimeout: 3 * time.Second, Probe: fastResilience.Probe}),
 		WithSessionOptions(func(o *claude.Options) {
 			o.CLIPath = exe
 			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=slow-start"}
