@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/claude/fakeapi"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/demo"
 	"github.com/flowerrun/flower/internal/screen"
@@ -48,7 +48,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	texts := demo.TextsFor(cfg.Lang)
-	srv, err := claudetest.Start(demo.Script(cfg.Lang, cfg.Workspace).Handler())
+	srv, err := fakeapi.Start(demo.Script(cfg.Lang, cfg.Workspace).Handler())
 	if err != nil {
 		return fmt.Errorf("flower demo: the simulated model: %w", err)
 	}
@@ -61,7 +61,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	// The CLI inherits this process's environment: point it at the
 	// simulated model with the variables that keep every request on the
 	// loopback, and blank those that would send it elsewhere.
-	env := claudetest.EnvAt(srv.URL, home, tmp)
+	env := fakeapi.CLIEnv(srv.URL, home, tmp)
 	env["FLOWER_CLAUDE"] = cli
 	env["XDG_CONFIG_HOME"] = filepath.Join(home, ".config")
 	for k, v := range env {
@@ -159,7 +159,7 @@ func (m *Command) demoCLI() (string, error) {
 	}
 	for _, dir := range starts {
 		for {
-			p := filepath.Join(dir, claudetest.PinnedCLI)
+			p := filepath.Join(dir, fakeapi.PinnedCLI)
 			if isExecutableFile(p) {
 				return p, nil
 			}
@@ -170,7 +170,7 @@ func (m *Command) demoCLI() (string, error) {
 			dir = parent
 		}
 	}
-	return "", fmt.Errorf("flower demo needs the pinned Claude Code CLI and found none (looked for %s above %v)\nrun tools/claude-cli/install.sh in flower's source tree (it needs npm), or set FLOWER_CLAUDE to a claude binary", claudetest.PinnedCLI, starts)
+	return "", fmt.Errorf("flower demo needs the pinned Claude Code CLI and found none (looked for %s above %v)\nrun tools/claude-cli/install.sh in flower's source tree (it needs npm), or set FLOWER_CLAUDE to a claude binary", fakeapi.PinnedCLI, starts)
 }
 
 func isExecutableFile(p string) bool {

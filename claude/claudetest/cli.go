@@ -3,6 +3,7 @@ package claudetest
 import (
 	"context"
 	"fmt"
+	"github.com/flowerrun/flower/claude/fakeapi"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +16,13 @@ import (
 // cliRelPath is where tools/claude-cli/install.sh leaves the pinned native
 // binary, relative to the module root. The npm bin stub is avoided: it
 // stays a stub under npm install --ignore-scripts.
-const cliRelPath = PinnedCLI
+const cliRelPath = fakeapi.PinnedCLI
 
 // PinnedCLI is the pinned CLI's path relative to the module root.
-const PinnedCLI = "tools/claude-cli/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+const PinnedCLI = fakeapi.PinnedCLI
+
+// EnvAt is Env outside a test: see fakeapi.CLIEnv.
+var EnvAt = fakeapi.CLIEnv
 
 // CLIPath returns the path of the real claude binary for the real-CLI test
 // tier: $FLOWER_CLAUDE when set, else the pinned binary under the module
@@ -144,57 +148,10 @@ func isExecutable(p string) bool {
 //   - the variables that keep all traffic on the loopback fake;
 //   - empty values for the variables that would otherwise leak in from a
 //     developer's environment and change the provider, proxy, credentials,
-//     model, headers or nesting (see blanked).
+//     model, headers or nesting (see fakeapi.CLIEnv).
 func Env(t testing.TB, srv *Server) map[string]string {
 	t.Helper()
-	return EnvAt(srv.URL, t.TempDir(), t.TempDir())
-}
-
-// EnvAt is Env outside a test: the CLI's HOME and CLAUDE_CODE_TMPDIR are
-// the given folders, its API baseURL.
-func EnvAt(baseURL, home, tmp string) map[string]string {
-	env := map[string]string{
-		"HOME":               home,
-		"CLAUDE_CODE_TMPDIR": tmp,
-		// Not blanked: the CLI reads an empty CLAUDE_CONFIG_DIR as the
-		// working directory and writes projects/, plugins/… into it.
-		"CLAUDE_CONFIG_DIR":  filepath.Join(home, ".claude"),
-		"ANTHROPIC_BASE_URL": baseURL,
-		"ANTHROPIC_API_KEY":  "sk-fake",
-		// Mandatory: without these the CLI resolves and calls external hosts.
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"DISABLE_TELEMETRY":                        "1",
-		"DISABLE_AUTOUPDATER":                      "1",
-		"DISABLE_ERROR_REPORTING":                  "1",
-		"TERM":                                     "dumb",
-		"LANG":                                     "C.UTF-8",
-	}
-	for _, k := range blanked {
-		env[k] = ""
-	}
-	return env
-}
-
-// blanked are variables that would change where the CLI sends requests,
-// how it authenticates, which model it asks for, what it sends, or whether
-// it thinks it runs nested. CLI 2.1.332 was checked to read an empty value
-// of each as unset (same requests, files and output as without them).
-var blanked = []string{
-	// Provider and routing.
-	"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
-	"CLAUDE_CODE_USE_GATEWAY", "CLAUDE_CODE_USE_MANTLE", "CLAUDE_CODE_USE_ANTHROPIC_AWS",
-	"CLAUDE_CODE_USE_ANTHROPIC_GOOGLE_CLOUD", "ANTHROPIC_UNIX_SOCKET", "ANTHROPIC_PROFILE",
-	"ANTHROPIC_CONFIG_DIR",
-	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-	// Credentials.
-	"ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN_FILE_DESCRIPTOR",
-	"CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR", "ANTHROPIC_IDENTITY_TOKEN", "ANTHROPIC_IDENTITY_TOKEN_FILE",
-	// Model choice.
-	"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
-	"ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_FABLE_MODEL",
-	"ANTHROPIC_SMALL_FAST_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL",
-	// Request shape and nesting.
-	"ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_BETAS", "CLAUDECODE", "CLAUDE_CODE_SIMPLE",
+	return fakeapi.CLIEnv(srv.URL, t.TempDir(), t.TempDir())
 }
 
 // BaseEnv returns a minimal base environment (PATH only) for a CLI run,

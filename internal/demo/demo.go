@@ -1,5 +1,5 @@
 // Package demo is a scripted model for a whole starter flow, played by
-// claudetest's fake Messages API to the real Claude Code CLI: the clarifier
+// fakeapi's scripted Messages API to the real Claude Code CLI: the clarifier
 // asks one question on its first turn and writes the brief; a judge sets
 // the goal; the coordinator dispatches the coder, who writes hello.txt,
 // checks the inbox and reports; the round judge says not yet, the
@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/claude/fakeapi"
 	"github.com/flowerrun/flower/internal/lang"
 )
 
@@ -83,7 +83,7 @@ const coderMarker = "DEMO-CODER"
 
 // Script is the fake model of a starter flow in workspace (the coder
 // writes File there), in a language tag.
-func Script(tag, workspace string) claudetest.Script {
+func Script(tag, workspace string) fakeapi.Script {
 	t, m := TextsFor(tag), markersFor(tag)
 	en := lang.IsEnglish(tag)
 	pick := func(zh, e string) string {
@@ -92,28 +92,28 @@ func Script(tag, workspace string) claudetest.Script {
 		}
 		return zh
 	}
-	brief := claudetest.Func(func(req *claudetest.Request) claudetest.Reply {
+	brief := fakeapi.Func(func(req *fakeapi.Request) fakeapi.Reply {
 		answer := t.Answer
 		if r, ok := req.LastToolResult(); ok && strings.TrimSpace(r.Content) != "" {
 			answer = strings.TrimSpace(r.Content)
 		}
-		return claudetest.Say(pick(
+		return fakeapi.Say(pick(
 			"## 目标\n做一个生成 hello.txt 的小工具,内容是 "+answer+"\n\n## 验收标准\n- cat hello.txt 看到 "+answer+"\n- ls 看到 hello.txt\n\n## 边界\n不做界面\n\n## 未知与假设\n无",
 			"## Goal\nA small tool that writes hello.txt saying "+answer+"\n\n## Acceptance criteria\n- cat hello.txt shows "+answer+"\n- ls shows hello.txt\n\n## Boundaries\nNo UI\n\n## Unknowns and assumptions\nNone"))
 	})
-	goal := claudetest.Say(pick(
+	goal := fakeapi.Say(pick(
 		"## 目标\nhello.txt 存在,内容正确\n\n## 判定清单\n- 运行 cat hello.txt,看到 hello\n- 运行 ls,看到 hello.txt",
 		"## Goal\nhello.txt exists with the right text\n\n## Checklist\n- run cat hello.txt, see hello\n- run ls, see hello.txt"))
-	verdict := claudetest.Func(func(req *claudetest.Request) claudetest.Reply {
+	verdict := fakeapi.Func(func(req *fakeapi.Request) fakeapi.Reply {
 		if req.HasText(t.Round2) || req.HasText(t.Woken) {
-			return claudetest.Say(t.Achieved)
+			return fakeapi.Say(t.Achieved)
 		}
-		return claudetest.Say(t.NotYet)
+		return fakeapi.Say(t.NotYet)
 	})
-	use := func(name string, input map[string]any) claudetest.Reply {
-		return claudetest.NewReply(claudetest.ToolUse("", name, input))
+	use := func(name string, input map[string]any) fakeapi.Reply {
+		return fakeapi.NewReply(fakeapi.ToolUse("", name, input))
 	}
-	return claudetest.Script{
+	return fakeapi.Script{
 		t.Ask: {
 			use("mcp__human__ask", map[string]any{"question": t.Question, "options": t.Options}),
 			brief,
@@ -123,17 +123,17 @@ func Script(tag, workspace string) claudetest.Script {
 			use("Agent", map[string]any{"description": "hello.txt", "subagent_type": "coder", "run_in_background": false,
 				"prompt": coderMarker + pick(": 写 hello.txt", ": write hello.txt")}),
 			use("mcp__human__inbox", map[string]any{}),
-			claudetest.Say(t.Round1),
+			fakeapi.Say(t.Round1),
 		},
 		coderMarker: {
 			use("Write", map[string]any{"file_path": filepath.Join(workspace, t.File), "content": t.Answer + "\n"}),
-			claudetest.Say(pick("结论:写好了 hello.txt\n依据:hello.txt:1\n产出:hello.txt\n未验证·风险:无",
+			fakeapi.Say(pick("结论:写好了 hello.txt\n依据:hello.txt:1\n产出:hello.txt\n未验证·风险:无",
 				"Conclusion: wrote hello.txt\nEvidence: hello.txt:1\nOutput: hello.txt\nUnverified / risks: none")),
 		},
 		m.verify:    {verdict},
-		m.feedback:  {claudetest.Say(t.Round2)},
-		m.rederived: {claudetest.Say(t.Woken)},
-		m.carryOn:   {claudetest.Say(t.Woken)},
-		m.bequest:   {claudetest.Say(t.Bequest)},
+		m.feedback:  {fakeapi.Say(t.Round2)},
+		m.rederived: {fakeapi.Say(t.Woken)},
+		m.carryOn:   {fakeapi.Say(t.Woken)},
+		m.bequest:   {fakeapi.Say(t.Bequest)},
 	}
 }

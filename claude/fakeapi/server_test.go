@@ -1,4 +1,4 @@
-package claudetest
+package fakeapi
 
 import (
 	"bufio"
@@ -107,7 +107,7 @@ func reqBody(t *testing.T, stream bool, prompt string) string {
 func fixed(r Reply) Handler { return func(context.Context, *Request) Reply { return r } }
 
 func TestStreamingReplyHasTheSSEShapeTheCLIReads(t *testing.T) {
-	srv := NewServer(t, fixed(Reply{
+	srv := newServer(t, fixed(Reply{
 		Blocks: []ReplyBlock{Text("running it"), ToolUse("", "Bash", map[string]any{"command": "ls"})},
 		Usage:  Usage{InputTokens: 1200, OutputTokens: 42, CacheReadInputTokens: 7, CacheCreationInputTokens: 9},
 	}))
@@ -166,7 +166,7 @@ func TestStreamingReplyHasTheSSEShapeTheCLIReads(t *testing.T) {
 }
 
 func TestNonStreamingReplyIsOneMessageJSON(t *testing.T) {
-	srv := NewServer(t, fixed(Say("plain")))
+	srv := newServer(t, fixed(Say("plain")))
 	status, h, body := mustPost(t, srv, reqBody(t, false, "hi"))
 	if status != 200 || h.Get("Content-Type") != "application/json" {
 		t.Fatalf("status %d, content-type %q", status, h.Get("Content-Type"))
@@ -206,7 +206,7 @@ func TestFaultsAnswerWithAnthropicErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := NewServer(t, fixed(Reply{Fault: tt.fault}))
+			srv := newServer(t, fixed(Reply{Fault: tt.fault}))
 			for _, stream := range []bool{true, false} {
 				status, h, body := mustPost(t, srv, reqBody(t, stream, "hi"))
 				var e struct {
@@ -231,7 +231,7 @@ func TestFaultsAnswerWithAnthropicErrors(t *testing.T) {
 }
 
 func TestCutStreamDropsTheConnectionAfterMessageStart(t *testing.T) {
-	srv := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("never")}, Fault: &Fault{CutStream: true}}))
+	srv := newServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("never")}, Fault: &Fault{CutStream: true}}))
 	resp, err := post(t, t.Context(), srv, reqBody(t, true, "hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestCutStreamDropsTheConnectionAfterMessageStart(t *testing.T) {
 }
 
 func TestEndStreamEarlyStopsCleanlyBeforeMessageStop(t *testing.T) {
-	srv := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("never")}, Fault: &Fault{EndStreamEarly: true}}))
+	srv := newServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("never")}, Fault: &Fault{EndStreamEarly: true}}))
 	resp, err := post(t, t.Context(), srv, reqBody(t, true, "hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestEndStreamEarlyStopsCleanlyBeforeMessageStop(t *testing.T) {
 }
 
 func TestDelayWaitsThenAnswers(t *testing.T) {
-	srv := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("late")}, Fault: &Fault{Delay: 100 * time.Millisecond}}))
+	srv := newServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("late")}, Fault: &Fault{Delay: 100 * time.Millisecond}}))
 	start := time.Now()
 	status, _, body := mustPost(t, srv, reqBody(t, false, "hi"))
 	if d := time.Since(start); d < 100*time.Millisecond || status != 200 || !bytes.Contains(body, []byte("late")) {
@@ -276,7 +276,7 @@ func TestDelayWaitsThenAnswers(t *testing.T) {
 func TestDelayEndsWhenTheRequestIsCancelled(t *testing.T) {
 	var elapsed time.Duration
 	t.Run("server", func(t *testing.T) {
-		srv := NewServer(t, fixed(Reply{Fault: &Fault{Delay: time.Hour}}))
+		srv := newServer(t, fixed(Reply{Fault: &Fault{Delay: time.Hour}}))
 		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -296,7 +296,7 @@ func TestDelayEndsWhenTheRequestIsCancelled(t *testing.T) {
 func TestServerClosesWhileADelayIsPending(t *testing.T) {
 	done := make(chan time.Duration, 1)
 	t.Run("server", func(t *testing.T) {
-		srv := NewServer(t, fixed(Reply{Fault: &Fault{Delay: time.Hour}}))
+		srv := newServer(t, fixed(Reply{Fault: &Fault{Delay: time.Hour}}))
 		ready := make(chan struct{})
 		go func() {
 			start := time.Now()
@@ -320,7 +320,7 @@ func TestServerClosesWhileADelayIsPending(t *testing.T) {
 }
 
 func TestHeadRootAnswers200AndOtherPaths404(t *testing.T) {
-	srv := NewServer(t, nil)
+	srv := newServer(t, nil)
 	resp, err := http.Head(srv.URL + "/")
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +349,7 @@ func TestHeadRootAnswers200AndOtherPaths404(t *testing.T) {
 }
 
 func TestRequestLogKeepsParsedMessagesAndRawBody(t *testing.T) {
-	srv := NewServer(t, nil)
+	srv := newServer(t, nil)
 	big := strings.Repeat("x", 1<<20+1) // bodies over 1 MiB are accepted
 	body := jsonOf(t, map[string]any{
 		"model": "m", "max_tokens": 64000, "stream": false,
@@ -428,7 +428,7 @@ func TestRequestLogKeepsParsedMessagesAndRawBody(t *testing.T) {
 }
 
 func TestSubagentIsReadFromTheFirstSystemBlock(t *testing.T) {
-	srv := NewServer(t, nil)
+	srv := newServer(t, nil)
 	for _, first := range []string{"x-anthropic-billing-header: cc_version=2.1.332; cc_entrypoint=sdk-cli; cc_is_subagent=true;", "other"} {
 		mustPost(t, srv, jsonOf(t, map[string]any{
 			"model":    "m",
@@ -444,7 +444,7 @@ func TestSubagentIsReadFromTheFirstSystemBlock(t *testing.T) {
 
 func TestMalformedBodiesAnswer400AndAreLogged(t *testing.T) {
 	var called atomic.Bool
-	srv := NewServer(t, func(context.Context, *Request) Reply { called.Store(true); return Say("no") })
+	srv := newServer(t, func(context.Context, *Request) Reply { called.Store(true); return Say("no") })
 	for _, body := range []string{
 		"{not json",
 		`{"model":"m","messages":[{"role":"user","content":42}]}`,
@@ -493,7 +493,7 @@ func TestHandlerMistakesAnswer500AndFailTheTest(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := &recordingTB{TB: t}
-			srv := NewServer(rec, h)
+			srv := newServer(rec, h)
 			status, _, body := mustPost(t, srv, reqBody(t, true, "SCENARIO:x"))
 			if status != 500 || !bytes.Contains(body, []byte(`"api_error"`)) {
 				t.Errorf("%d %s", status, body)
@@ -506,7 +506,7 @@ func TestHandlerMistakesAnswer500AndFailTheTest(t *testing.T) {
 }
 
 func TestToolUseIDsAndInputsAreSentAsGiven(t *testing.T) {
-	srv := NewServer(t, fixed(NewReply(
+	srv := newServer(t, fixed(NewReply(
 		ToolUse("toolu_mine", "Read", json.RawMessage(`{ "file_path": "/x" }`)),
 		ToolUse("", "Bash", nil),
 	)))
@@ -528,7 +528,7 @@ func TestToolUseIDsAndInputsAreSentAsGiven(t *testing.T) {
 }
 
 func TestConcurrentRequestsAreAllLogged(t *testing.T) {
-	srv := NewServer(t, Script{"SCENARIO:c": {Say("ok")}}.Handler())
+	srv := newServer(t, Script{"SCENARIO:c": {Say("ok")}}.Handler())
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -546,19 +546,19 @@ func TestConcurrentRequestsAreAllLogged(t *testing.T) {
 
 func TestRepliesAndFaultsCarryExtraHeaders(t *testing.T) {
 	reset := time.Unix(1796000000, 0)
-	srv := NewServer(t, fixed(Reply{Fault: UsageLimited(reset)}))
+	srv := newServer(t, fixed(Reply{Fault: UsageLimited(reset)}))
 	status, h, _ := mustPost(t, srv, reqBody(t, true, "hi"))
 	if status != 429 || h.Get("anthropic-ratelimit-unified-status") != "rejected" || h.Get("anthropic-ratelimit-unified-reset") != "1796000000" {
 		t.Errorf("usage limit: %d %v", status, h)
 	}
-	ok := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("hi")}, Header: map[string]string{"anthropic-ratelimit-unified-status": "allowed_warning"}}))
+	ok := newServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("hi")}, Header: map[string]string{"anthropic-ratelimit-unified-status": "allowed_warning"}}))
 	if status, h, _ := mustPost(t, ok, reqBody(t, true, "hi")); status != 200 || h.Get("anthropic-ratelimit-unified-status") != "allowed_warning" {
 		t.Errorf("reply header: %d %v", status, h)
 	}
 }
 
 func TestCutMidEventEndsInsideADeltaEvent(t *testing.T) {
-	srv := NewServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("a reply long enough to cut in half")}, Fault: &Fault{CutMidEvent: true}}))
+	srv := newServer(t, fixed(Reply{Blocks: []ReplyBlock{Text("a reply long enough to cut in half")}, Fault: &Fault{CutMidEvent: true}}))
 	resp, err := post(t, t.Context(), srv, reqBody(t, true, "hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -575,7 +575,7 @@ func TestCutMidEventEndsInsideADeltaEvent(t *testing.T) {
 }
 
 func TestConnResetResetsBeforeAnyByte(t *testing.T) {
-	srv := NewServer(t, fixed(Reply{Fault: ConnReset()}))
+	srv := newServer(t, fixed(Reply{Fault: ConnReset()}))
 	resp, err := post(t, t.Context(), srv, reqBody(t, true, "hi"))
 	if err == nil {
 		resp.Body.Close()
@@ -590,7 +590,7 @@ func TestConnResetResetsBeforeAnyByte(t *testing.T) {
 }
 
 func TestGoOfflineRefusesUntilComeBack(t *testing.T) {
-	srv := NewServer(t, fixed(Say("back")))
+	srv := newServer(t, fixed(Say("back")))
 	srv.GoOffline()
 	if resp, err := post(t, t.Context(), srv, reqBody(t, false, "hi")); err == nil {
 		resp.Body.Close()
@@ -601,4 +601,16 @@ func TestGoOfflineRefusesUntilComeBack(t *testing.T) {
 	if status != 200 || !bytes.Contains(body, []byte("back")) {
 		t.Errorf("after ComeBack: %d %s", status, body)
 	}
+}
+
+// newServer is claudetest.NewServer, which this package cannot import.
+func newServer(t testing.TB, h Handler) *Server {
+	t.Helper()
+	s, err := Start(h)
+	if err != nil {
+		t.Fatalf("fakeapi: %v", err)
+	}
+	s.Report(t.Errorf)
+	t.Cleanup(s.Close)
+	return s
 }

@@ -1,4 +1,4 @@
-package claudetest
+package fakeapi
 
 import (
 	"context"
@@ -100,7 +100,7 @@ func TestScriptFuncSeesTheRequest(t *testing.T) {
 }
 
 func TestFailFirstFailsNTimesThenAnswers(t *testing.T) {
-	srv := NewServer(t, Script{"SCENARIO:flaky": {FailFirst(2, Overloaded(), Say("finally"))}}.Handler())
+	srv := newServer(t, Script{"SCENARIO:flaky": {FailFirst(2, Overloaded(), Say("finally"))}}.Handler())
 	var statuses []int
 	for range 3 {
 		status, _, _ := mustPost(t, srv, reqBody(t, true, "SCENARIO:flaky"))
@@ -116,7 +116,7 @@ func TestFailFirstFailsNTimesThenAnswers(t *testing.T) {
 }
 
 func TestNilHandlerAnswersNoRule(t *testing.T) {
-	srv := NewServer(t, nil)
+	srv := newServer(t, nil)
 	_, _, body := mustPost(t, srv, reqBody(t, false, "anything"))
 	if !strings.Contains(string(body), "fake: no rule") {
 		t.Errorf("reply %s", body)

@@ -1,4 +1,4 @@
-package claudetest
+package fakeapi
 
 import (
 	"context"
@@ -56,10 +56,10 @@ func (f *failFirst) Respond(req *Request) Reply {
 // A prompt with no marker, or a turn past the end of its list, gets a plain
 // text reply starting "fake: no rule" (end_turn), so nothing hangs.
 //
-//	s := claudetest.Script{
+//	s := fakeapi.Script{
 //		"SCENARIO:touch": {
-//			claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch f"})),
-//			claudetest.Say("done"),
+//			fakeapi.NewReply(fakeapi.ToolUse("", "Bash", map[string]any{"command": "touch f"})),
+//			fakeapi.Say("done"),
 //		},
 //	}
 //	srv := claudetest.NewServer(t, s.Handler())
