@@ -161,7 +161,31 @@ func (s *stepRun) emit(e Event) {
 }
 
 func (s *stepRun) retryEvent(text string, attempt int) {
-	s.emit(event.New(event.Retry, text, map[string]any{"step": s.step, "attempt": attempt}))
+	s.retryEventFor("", text, attempt)
+}
+
+// retryEventFor is retryEvent with payload reason (interrupt, usage_limit,
+// offline; "" for a plain retry), which flower report reads: the text is
+// in the run's language and may change.
+func (s *stepRun) retryEventFor(reason, text string, attempt int) {
+	p := map[string]any{"step": s.step, "attempt": attempt}
+	if reason != "" {
+		p["reason"] = reason
+	}
+	s.emit(event.New(event.Retry, text, p))
+}
+
+// stepPayload adds what the run directory keeps nowhere else to a step
+// event's payload, for flower report: the run budget (when set) and the
+// handoff threshold and window (when handoffs are on).
+func (rt *Runtime) stepPayload(p map[string]any) map[string]any {
+	if rt.budget > 0 {
+		p["budget"] = rt.budget
+	}
+	if rt.handoff.Enabled() {
+		p["window"], p["handoff_at"] = rt.handoff.Resolved().Window, rt.handoff.At()
+	}
+	return p
 }
 
 // opening is how a generation starts: the prompt and what it resumes. A
@@ -202,7 +226,7 @@ func (s *stepRun) loop(ctx context.Context) {
 				rt.keepWords(words) // nothing to resume: the next step gets them
 				return
 			}
-			s.retryEvent(t.interrupted(words != ""), attempt)
+			s.retryEventFor("interrupt", t.interrupted(words != ""), attempt)
 			cur = opening{resume: r.SessionID, prompt: t.interruptPrompt(words) + "\n\n" + rt.prompts.InterruptNote}
 			r.Resumed = true
 			attempt--
@@ -260,7 +284,7 @@ func (s *stepRun) loop(ctx context.Context) {
 		}
 		if kind == ErrorUsageLimit && rt.resilience.Enabled() {
 			if wait, ok := rt.resilience.UsageLimitWait(out.failure.ResetsAt(), time.Now()); ok {
-				s.retryEvent(t.usageWait(time.Now().Add(wait)), attempt)
+				s.retryEventFor("usage_limit", t.usageWait(time.Now().Add(wait)), attempt)
 				if !sleepCtx(ctx, wait) {
 					r.Error = fmt.Sprintf(t.cancelledUsage, context.Cause(ctx))
 					return
@@ -278,7 +302,7 @@ func (s *stepRun) loop(ctx context.Context) {
 			note += ": " + stall.Error() // nothing else would say why it ended
 		}
 		s.retryEvent(note, attempt)
-		if err := rt.waitOnline(ctx, func(note string) { s.retryEvent(note, attempt) }); err != nil {
+		if err := rt.waitOnline(ctx, func(note string) { s.retryEventFor("offline", note, attempt) }); err != nil {
 			if ctx.Err() != nil {
 				r.Error += " | " + fmt.Sprintf(t.cancelledOffline, context.Cause(ctx))
 			} else {

@@ -526,8 +526,8 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Ev
 		} else if lin != nil {
 			resume, carried = c.Session(st.Name)
 		}
-		emit(st.Name, event.New(event.Step, st.Name, map[string]any{
-			"index": i + 1, "total": len(w.Steps), "resumed": carried, "woke": woke}))
+		emit(st.Name, event.New(event.Step, st.Name, rt.stepPayload(map[string]any{
+			"index": i + 1, "total": len(w.Steps), "resumed": carried, "woke": woke})))
 		render := st.Prompt
 		if carried && st.ResumePrompt != nil {
 			render = st.ResumePrompt

@@ -159,7 +159,7 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 	case "demo":
 		err = m.runDemo(ctx, args[1:])
 	case "report":
-		err = usageErrorf("`%s %s` is reserved and not built yet; `%s --help` lists what is", m.name(), args[0], m.name())
+		err = m.runReport(ctx, args[1:])
 	default:
 		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
 	}

@@ -40,12 +40,14 @@ Usage:
   flower reply "words"      answer a waiting question of a run in this directory
   flower run                run a workflow program of your own (see flower run --help)
   flower demo               the whole flow offline on a simulated model: no credentials
+  flower report [run_dir]   one HTML page of a run: cost, context, verdicts, timeline
 
 Examples:
   flower "add a --json flag to the CLI" --rounds 2
   flower -w ~/src/app --timeout 0 "fix the failing tests" < /dev/null
   flower once -t Read,Grep "where is the config parsed?"
   flower reply 2
+  flower report --open
 
 `+globalFlags+`
 `+exitCodes+`
@@ -178,5 +180,40 @@ credentials, screen, Ctrl-C, exit codes):
 
 `+runExample+`
 
+`, "flower", m.name())
+}
+
+func (m *Command) reportUsage() string {
+	return strings.ReplaceAll(`Usage: flower report [flags] [run_dir]
+
+Writes one self-contained HTML page (no network, no external fonts or scripts) of
+a run directory (default <workspace>/runs, or -r DIR) and its workbench, and prints
+the page's path: the timeline of steps, sessions, handoffs, retries and waits over
+every wake; the cost per step, round, role and model against the run budget; the
+main thread's context per turn against the handoff threshold and the window; main
+thread against subagents; cache reuse; verdicts; questions, answers and inbox
+messages; tools, denials, spills and workbench scripts; the manifest and links to
+the brief, goal, handoffs and bequest. It only reads: the session store is opened
+read-only, so a running flower is never blocked, and nothing is written into the
+run directory or the workbench. A file it cannot read is named on stderr and on the
+page, and the rest is shown.
+
+Flags:
+  -o, --output FILE   where the page goes (default $TMPDIR/flower-report-<id>.html,
+                      one per run directory)
+  --open              also open the page with xdg-open or open, where there is one
+  --json              print the page's data as JSON on stdout instead (no page)
+
+Examples:
+  flower report
+  flower report --open ~/src/app/runs
+  flower report -o /tmp/run.html -w ~/src/app
+  flower report --json | jq .cost.total
+
+Exit codes:
+  0    the page was written (or the JSON printed), even when some files could not
+       be read (they are named on stderr)
+  1    no such directory, no run in it, or the page could not be written
+  2    a command-line error: unknown flag, more than one run_dir, --json with -o/--open
 `, "flower", m.name())
 }

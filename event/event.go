@@ -58,9 +58,12 @@ const (
 	// Ask is a question or a mail from the human channel.
 	Ask Kind = "ask"
 	// Retry is the runtime's note about a retry, an interrupt or a network
-	// wait. Payload: step, attempt.
+	// wait. Payload: step, attempt, and reason (interrupt, usage_limit,
+	// offline) when it is no plain retry.
 	Retry Kind = "retry"
-	// Step marks a workflow step's start. Payload: index, total, resumed, woke.
+	// Step marks a workflow step's start. Payload: index, total, resumed,
+	// woke, and the run's budget (when set), window and handoff_at (when
+	// handoffs are on).
 	Step Kind = "step"
 	// Handoff is the runtime's handoff progress; Payload phase is near,
 	// writing or done.

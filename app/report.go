@@ -1,0 +1,132 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/report"
+)
+
+// runReport is `flower report [run_dir]`: one self-contained HTML page
+// of a run directory (or its data as JSON), written outside it.
+func (m *Command) runReport(ctx context.Context, args []string) error {
+	var g globals
+	fs := newFlagSet("report")
+	g.register(fs)
+	var out string
+	var open, asJSON bool
+	fs.StringVar(&out, "o", "", "")
+	fs.StringVar(&out, "output", "", "")
+	fs.BoolVar(&open, "open", false, "")
+	fs.BoolVar(&asJSON, "json", false, "")
+	pos, err := m.parse(fs, m.reportUsage(), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usageErrorf("`%s report` takes one run directory (got %d: %s); `%s report --help` shows how", m.name(), len(pos), strings.Join(pos, " "), m.name())
+	}
+	if asJSON && (open || out != "") {
+		return usageErrorf("`%s report --json` prints the data and writes no page: drop --open and -o, or --json", m.name())
+	}
+	// Resolved by hand, not by globals.resolve: a report creates nothing,
+	// not even a missing workspace.
+	ws := ""
+	if isSet(fs, "w") || isSet(fs, "workspace") {
+		if ws, err = filepath.Abs(g.workspace); err != nil {
+			return fmt.Errorf("flower report: workspace %s: %w", g.workspace, err)
+		}
+	}
+	runDir := filepath.Join(g.workspace, "runs")
+	switch {
+	case len(pos) == 1:
+		runDir = pos[0]
+	case g.runDir != "":
+		runDir = g.runDir
+	}
+	rep, err := report.Gather(ctx, runDir, ws)
+	if err != nil {
+		return fmt.Errorf("flower report: %w", err)
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintln(m.Stderr, "flower report: "+p)
+	}
+	if asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("flower report: %w", err)
+		}
+		return nil
+	}
+	if out == "" {
+		sum := sha256.Sum256([]byte(rep.RunDir))
+		out = filepath.Join(os.TempDir(), "flower-report-"+hex.EncodeToString(sum[:4])+".html")
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return fmt.Errorf("flower report: %w", err)
+	}
+	var page bytes.Buffer
+	if err := report.Render(&page, rep, filepath.Dir(out)); err != nil {
+		return fmt.Errorf("flower report: %w", err)
+	}
+	if err := atomicfile.Write(out, page.Bytes(), 0o600); err != nil {
+		return fmt.Errorf("flower report: write the page: %w; choose a writable file with -o FILE", err)
+	}
+	fmt.Fprintln(m.Stdout, out)
+	if open {
+		m.openPage(ctx, out)
+	}
+	return nil
+}
+
+// openWait bounds the opener (xdg-open, open), which returns once it has
+// handed the page on.
+const openWait = 30 * time.Second
+
+// openPage hands the page to the desktop's opener, where there is one; a
+// missing opener is said, not an error: the page is written.
+func (m *Command) openPage(ctx context.Context, path string) {
+	names := []string{"xdg-open", "open"}
+	if runtime.GOOS == "darwin" {
+		names = []string{"open", "xdg-open"}
+	}
+	for _, n := range names {
+		bin := m.lookPath(n)
+		if bin == "" {
+			continue
+		}
+		// The opener hands the page to a browser and exits at once; the
+		// bound is for one that hangs.
+		octx, cancel := context.WithTimeout(ctx, openWait)
+		defer cancel()
+		if err := exec.CommandContext(octx, bin, path).Run(); err != nil {
+			fmt.Fprintf(m.Stderr, "flower report: %s %s: %v; open the page in a browser yourself\n", n, path, err)
+		}
+		return
+	}
+	fmt.Fprintf(m.Stderr, "flower report: no xdg-open or open here to show the page; open %s in a browser\n", path)
+}
+
+// lookPath finds an executable on the command's PATH; "" when none.
+func (m *Command) lookPath(name string) string {
+	for _, dir := range filepath.SplitList(m.getenv("PATH")) {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
