@@ -561,21 +561,19 @@ func (g *gatherer) questions() {
 	}
 }
 
-// denyMarkers are the literal parts of the walls' refusals, in every
+// denyMarkers are the long literal parts of the walls' refusals, in every
 // language: a main-thread error result holding one is a denial.
 func denyMarkers() []string {
 	var out []string
 	verb := regexp.MustCompile(`%(\[\d+\])?[a-z]`)
 	for _, t := range []guard.Texts{guard.ChineseTexts, guard.EnglishTexts} {
 		for _, s := range []string{t.DelegateDeny, t.WhitelistDeny, t.WorkerDeny, t.WorkerMissing, t.GlanceBackground} {
-			best := ""
+			// Every long literal part: the event's text is cut at 500
+			// characters, so a refusal may hold only its first.
 			for _, part := range verb.Split(s, -1) {
-				if len([]rune(part)) > len([]rune(best)) {
-					best = part
+				if len([]rune(strings.TrimSpace(part))) >= 10 {
+					out = append(out, part)
 				}
-			}
-			if strings.TrimSpace(best) != "" {
-				out = append(out, best)
 			}
 		}
 	}
