@@ -178,6 +178,11 @@ func TestFakeUsageLimitWaitsForTheResetWithoutSpendingAnAttempt(t *testing.T) {
 	var said bool
 	for _, e := range log.of(event.Retry, "") {
 		said = said || strings.Contains(e.Text, "用量到上限")
+		// flower report tells a usage wait from a retry by this, not by
+		// the localized text.
+		if strings.Contains(e.Text, "用量到上限") && e.Str("reason") != "usage_limit" {
+			t.Errorf("the usage wait's event has reason %q, want usage_limit", e.Str("reason"))
+		}
 	}
 	if !said {
 		t.Error("no retry event told the human about the wait")
@@ -353,5 +358,20 @@ func TestFakeFlowerClaudeFromTheRuntimeEnvironmentNamesTheCLI(t *testing.T) {
 	res, err := rt.Run(context.Background(), testSpec(), "work", RunOptions{})
 	if err != nil || res.Text != "done" {
 		t.Fatalf("result %+v, err %v: the session did not run the CLI FLOWER_CLAUDE names", res, err)
+	}
+}
+
+// TestStepPayloadRecordsWhatTheReportNeeds: the run directory keeps the
+// budget, the window and the handoff threshold nowhere but in the step
+// events, which flower report reads.
+func TestStepPayloadRecordsWhatTheReportNeeds(t *testing.T) {
+	rt := &Runtime{budget: 2.5, handoff: HandoffPolicy{Window: 1_000_000}.Resolved()}
+	p := rt.stepPayload(map[string]any{"index": 1})
+	if p["index"] != 1 || p["budget"] != 2.5 || p["window"] != 1_000_000 || p["handoff_at"] != 750_000 {
+		t.Errorf("payload %v", p)
+	}
+	p = (&Runtime{handoff: HandoffPolicy{Disabled: true}}).stepPayload(map[string]any{})
+	if len(p) != 0 {
+		t.Errorf("no budget and no handoffs: payload %v", p)
 	}
 }
