@@ -18,7 +18,7 @@ import (
 // (WriteManifest, the SQLite store, events.jsonl lines as the runtime logs
 // them): one wake whose work step retried once, handed off once (session
 // s-work-1 retired for s-work-2) and waited for a usage limit, and whose
-// judge ruled the goal unreachable.
+// judge ruled the goal unreachable; a side question cost the oracle $0.02.
 type fixture struct {
 	ws, runDir string
 	t0         time.Time
@@ -44,6 +44,11 @@ func newFixture(t *testing.T) *fixture {
 			Text: "## Conclusion\nunreachable\n\n## Reason\nthe service it needs is not reachable from here\n\n## Not passed\n- curl the staging API\n- run the load test"},
 	}
 	if _, err := flower.WriteManifest(filepath.Join(f.runDir, flower.ManifestName), "run-1", rows); err != nil {
+		t.Fatal(err)
+	}
+	// A side question, answered by the oracle in its own run directory.
+	aside := []flower.StepResult{{Step: "oracle", SessionID: "s-oracle", OK: true, CostUSD: 0.02, NumTurns: 1, Attempts: 1, StartedAt: at(50), EndedAt: at(55)}}
+	if _, err := flower.WriteManifest(filepath.Join(f.runDir, "aside", flower.ManifestName), "aside-1", aside); err != nil {
 		t.Fatal(err)
 	}
 	lin, _ := json.Marshal(map[string]any{"workspace": ws, "woke": 1, "steps": map[string]string{"clarify": "s-clarify", "work": "s-work-2"}})

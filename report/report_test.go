@@ -145,12 +145,22 @@ func computeExpected(t *testing.T, runDir string) expected {
 		Step string  `json:"step"`
 		Cost float64 `json:"cost_usd"`
 	}
-	data, err := os.ReadFile(filepath.Join(runDir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &rows); err != nil {
-		t.Fatal(err)
+	for _, path := range []string{filepath.Join(runDir, "manifest.json"), filepath.Join(runDir, "aside", "manifest.json")} {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var more []struct {
+			Step string  `json:"step"`
+			Cost float64 `json:"cost_usd"`
+		}
+		if err := json.Unmarshal(data, &more); err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, more...)
 	}
 	e := expected{byStep: map[string]float64{}}
 	for _, r := range rows {
@@ -247,14 +257,14 @@ func TestFiguresEqualTheManifestAndTheStore(t *testing.T) {
 	for _, a := range r.Cost.ByRole {
 		roles[a.Name] = a.USD
 	}
-	if !near(roles["worker"], wantWorker) || !near(roles["coordinator"], 0.50-wantWorker) || !near(roles["judge"], 0.04) || !near(roles["clarifier"], 0.01) {
+	if !near(roles["worker"], wantWorker) || !near(roles["coordinator"], 0.50-wantWorker) || !near(roles["judge"], 0.04) || !near(roles["clarifier"], 0.01) || !near(roles["oracle"], 0.02) {
 		t.Errorf("by role %v; worker should be %v", roles, wantWorker)
 	}
 	models := map[string]float64{}
 	for _, a := range r.Cost.ByModel {
 		models[a.Name] = a.USD
 	}
-	if !near(models["claude-haiku"], wantWorker) || !near(models["claude-sonnet"], 0.04) || !near(models["claude-opus"], 0.51-wantWorker) {
+	if !near(models["claude-haiku"], wantWorker) || !near(models["claude-sonnet"], 0.04) || !near(models["claude-opus"], 0.51-wantWorker) || !near(models["unknown"], 0.02) {
 		t.Errorf("by model %v", models)
 	}
 	// cache reuse: read / (read + write) over every turn
@@ -298,7 +308,7 @@ func TestBadInputSaysWhatAndShowsTheRest(t *testing.T) {
 		if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "manifest.json") {
 			t.Fatalf("problems: %q", r.Problems)
 		}
-		if len(r.Steps) != 0 || len(r.Context) != 6 || !slices.Contains(kinds(r), "handoff") || r.Threads.Main.Turns != 6 {
+		if len(r.Steps) != 1 || !r.Steps[0].Aside || len(r.Context) != 6 || !slices.Contains(kinds(r), "handoff") || r.Threads.Main.Turns != 6 {
 			t.Errorf("the rest is not shown: %d steps, %d turns, %v", len(r.Steps), len(r.Context), kinds(r))
 		}
 		if page := render(t, r); !strings.Contains(page, `<li class="problem">`+filepath.Join(f.runDir, "manifest.json")) || !strings.Contains(page, `<polyline class="watermark"`) {
@@ -312,7 +322,7 @@ func TestBadInputSaysWhatAndShowsTheRest(t *testing.T) {
 		if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "sessions.db") {
 			t.Fatalf("problems: %q", r.Problems)
 		}
-		if len(r.Steps) != 3 || len(r.Verdicts) != 1 || !near(r.Cost.Total, 0.55) || len(r.Context) != 0 {
+		if len(r.Steps) != 4 || len(r.Verdicts) != 1 || !near(r.Cost.Total, 0.57) || len(r.Context) != 0 {
 			t.Errorf("the rest is not shown: %d steps, %d verdicts, $%v", len(r.Steps), len(r.Verdicts), r.Cost.Total)
 		}
 		// with no stored tokens each step's cost goes to its own role
@@ -333,7 +343,7 @@ func TestBadInputSaysWhatAndShowsTheRest(t *testing.T) {
 				t.Errorf("problems lack %q: %s", want, joined)
 			}
 		}
-		if !slices.Contains(kinds(r), "handoff") || len(r.Steps) != 3 {
+		if !slices.Contains(kinds(r), "handoff") || len(r.Steps) != 4 {
 			t.Errorf("the rest is not shown")
 		}
 	})
@@ -449,7 +459,7 @@ func TestReportOfALiveRunNeitherBlocksNorWaits(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("the report waited %v for the live run", took)
 	}
-	if len(r.Problems) != 0 || len(r.Context) != 7 || len(r.Steps) != 3 {
+	if len(r.Problems) != 0 || len(r.Context) != 7 || len(r.Steps) != 4 {
 		t.Errorf("problems %q, %d turns (want the 6 written and the live one), %d steps", r.Problems, len(r.Context), len(r.Steps))
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -460,5 +470,24 @@ func TestReportOfALiveRunNeitherBlocksNorWaits(t *testing.T) {
 	defer wcancel()
 	if err := st.Append(wctx, key, entry("2")); err != nil {
 		t.Errorf("the run could not write after the report: %v", err)
+	}
+}
+
+func TestRolesAndRoundsFromTheLabelsOfEitherLanguage(t *testing.T) {
+	g := &gatherer{r: &Report{}}
+	for _, l := range []string{"确认需求", "设定目标", "干活", "干活·判定#1", "干活#round2", "干活·判定#2", "干活#retry1", "干活·交代",
+		"clarify", "goal", "build", "build·judge#3"} {
+		g.r.Steps = append(g.r.Steps, Step{Label: l})
+	}
+	g.roles(map[string]int{})
+	var got []string
+	for _, s := range g.r.Steps {
+		got = append(got, fmt.Sprintf("%s=%s/%d", s.Label, s.Role, s.Round))
+	}
+	want := []string{"确认需求=clarifier/0", "设定目标=judge/0", "干活=coordinator/1", "干活·判定#1=judge/1", "干活#round2=coordinator/2",
+		"干活·判定#2=judge/2", "干活#retry1=coordinator/1", "干活·交代=coordinator/0",
+		"clarify=clarifier/0", "goal=judge/0", "build=coordinator/1", "build·judge#3=judge/3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("roles\n got %v\nwant %v", got, want)
 	}
 }
