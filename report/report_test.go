@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/internal/filelock"
 	"github.com/flowerrun/flower/store"
@@ -489,5 +490,34 @@ func TestRolesAndRoundsFromTheLabelsOfEitherLanguage(t *testing.T) {
 		"clarify=clarifier/0", "goal=judge/0", "build=coordinator/1", "build·judge#3=judge/3"}
 	if !slices.Equal(got, want) {
 		t.Errorf("roles\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestEveryWakeIsOnTheTimeline(t *testing.T) {
+	f := newFixture(t)
+	// The next day the directory is run again: a second Runtime id.
+	next := f.t0.Add(24 * time.Hour)
+	rows := []flower.StepResult{{Step: "work#round2", SessionID: "s-work-2", OK: true, CostUSD: 0.2, NumTurns: 2, Attempts: 1, StartedAt: next, EndedAt: next.Add(time.Minute)}}
+	if _, err := flower.WriteManifest(filepath.Join(f.runDir, flower.ManifestName), "run-2", rows); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(map[string]any{"run": "run-2", "step": "work", "kind": "step", "text": "work", "payload": map[string]any{"woke": 2}, "time": next})
+	ev, _ := os.ReadFile(filepath.Join(f.runDir, "events.jsonl"))
+	writeFile(t, filepath.Join(f.runDir, "events.jsonl"), string(ev)+string(line)+"\n")
+	r := gather(t, f.runDir)
+	if !slices.Equal(r.Runs, []string{"run-1", "run-2"}) {
+		t.Fatalf("runs %v", r.Runs)
+	}
+	last := r.Timeline[len(r.Timeline)-1]
+	if last.Wake != 2 || last.Kind != "step" {
+		t.Errorf("the second wake's step: %+v", last)
+	}
+	for _, s := range r.Steps {
+		if s.Label == "work#round2" && (s.Wake != 2 || s.Round != 2) {
+			t.Errorf("row %+v", s)
+		}
+	}
+	if !near(r.Cost.Total, 0.77) {
+		t.Errorf("total %v over both wakes", r.Cost.Total)
 	}
 }
