@@ -151,7 +151,8 @@ func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
 		{[]string{"reply"}, ExitUsage, "needs the words"},
 		{[]string{"setup", "extra"}, ExitUsage, "no arguments"},
 		{[]string{"demo", "build X"}, ExitUsage, "takes no request"},
-		{[]string{"report"}, ExitUsage, "reserved"},
+		{[]string{"report"}, ExitFailure, "no such run directory"},
+		{[]string{"report", "--pdf"}, ExitUsage, "pdf"},
 		{[]string{"run"}, ExitUsage, "app.Main"},
 	} {
 		code, _, stderr := runCmd(t, "", append([]string{"-w", ws}, c.args...)...)
