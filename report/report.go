@@ -140,9 +140,6 @@ type Tokens struct {
 	CacheCreation int `json:"cache_creation"`
 }
 
-// Total is every token counted.
-func (t Tokens) Total() int { return t.Input + t.Output + t.CacheRead + t.CacheCreation }
-
 // weight is the token mix priced relative to an uncached input token.
 func (t Tokens) weight() float64 {
 	return float64(t.Input) + 1.25*float64(t.CacheCreation) + 0.1*float64(t.CacheRead) + 5*float64(t.Output)
