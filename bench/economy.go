@@ -1,0 +1,364 @@
+package main
+
+// economy: one long scripted session through the real CLI, 200 tool calls
+// one per turn, the process ended after call 100 and the session resumed in
+// a new process, as the plain CLI, as flower's Runtime with its defaults and
+// as flower configures a real run (workbench and spill, trimming, expiry and
+// pruning on resume). It counts the bytes of every request the fake API
+// gets, says which part of the requests they are, and follows every pointer
+// the model was sent to check that the output behind it is whole.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/store"
+)
+
+func init() {
+	register(benchmark{
+		name:  "economy",
+		about: "context economy of one long session: 200 tool calls, resumed after 100; plain CLI vs flower",
+		run: func(ctx context.Context, _ []string) error {
+			cfg, err := econConfigFromEnv()
+			if err != nil {
+				return err
+			}
+			return econBench(ctx, cfg, econSessionVariants)
+		},
+	})
+}
+
+// econConfig sizes a run of the economy benchmarks.
+type econConfig struct {
+	// Calls is how many calls of the script run (200), Split after how
+	// many the first process ends (100).
+	Calls, Split int
+	// PerWorker is how many calls each worker of the coordinator does (20).
+	PerWorker int
+	// Reps is how many interleaved repetitions of every variant run.
+	Reps int
+	// Timeout bounds one variant's run: a fake that stops answering ends
+	// it with an error rather than a hang.
+	Timeout time.Duration
+	// CLI is the claude binary.
+	CLI string
+	// Dir holds the runs' workspaces and homes; "" means a temporary
+	// folder, removed at the end.
+	Dir string
+	Out io.Writer
+	// fault, when set, makes every variant's fake fail from request
+	// failAt on (the bad-input case).
+	failAt int
+	fault  *claudetest.Fault
+}
+
+// econConfigFromEnv is the full-size configuration, with the repetitions
+// from FLOWER_BENCH_ECON_REPS (default 3) and the CLI from FLOWER_CLAUDE or
+// the pinned install.
+func econConfigFromEnv() (econConfig, error) {
+	cli, err := econCLI()
+	if err != nil {
+		return econConfig{}, err
+	}
+	cfg := econConfig{Calls: 200, Split: 100, PerWorker: 20, Reps: 3, Timeout: 15 * time.Minute, CLI: cli, Out: os.Stdout}
+	if s := os.Getenv("FLOWER_BENCH_ECON_REPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("FLOWER_BENCH_ECON_REPS=%q: want a positive number of repetitions", s)
+		}
+		cfg.Reps = n
+	}
+	return cfg, nil
+}
+
+// econCLI finds the claude binary: $FLOWER_CLAUDE, else the pinned one
+// under the module root.
+func econCLI() (string, error) {
+	const fix = "run tools/claude-cli/install.sh, or set FLOWER_CLAUDE to a claude binary"
+	if p := os.Getenv("FLOWER_CLAUDE"); p != "" {
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+			return "", fmt.Errorf("FLOWER_CLAUDE=%s is not an executable file; %s", p, fix)
+		}
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no claude CLI: not inside the flower module; %s", fix)
+		}
+		dir = parent
+	}
+	p := filepath.Join(dir, claudetest.PinnedCLI)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("no claude CLI at %s; %s", p, fix)
+	}
+	return p, nil
+}
+
+// econVariant is one way of doing the scripted work.
+type econVariant struct {
+	name  string
+	about string
+	run   func(ctx context.Context, r *econRun) error
+}
+
+var econSessionVariants = []econVariant{
+	{"plain", "the CLI alone: claude.Query, no flower hook or store, the CLI's own resume", econPlain},
+	{"flower-defaults", "flower's Runtime with its defaults: SQLite store, expiry and pruning on resume, no workbench, no trim",
+		func(ctx context.Context, r *econRun) error { return econRuntime(ctx, r) }},
+	{"flower-run", "flower as `flower go` configures a run: workbench with spill (4000), trim, expiry and pruning on resume",
+		func(ctx context.Context, r *econRun) error {
+			return econRuntime(ctx, r, flower.WithDefaultWorkbench(), flower.WithTrim(store.TrimPolicy{}))
+		}},
+}
+
+// econRun is one variant's run: its own workspace, HOME, fake API and
+// figures.
+type econRun struct {
+	cfg   econConfig
+	calls []econCall
+	ws    string
+	home  string
+	tmp   string
+	run   string // flower's run directory
+	srv   *claudetest.Server
+	fake  *econFake
+	env   map[string]string
+	// first is how many requests the first process sent.
+	first int
+}
+
+// newEconRun prepares dir for one variant's run.
+func newEconRun(ctx context.Context, cfg econConfig, calls []econCall, dir string) (*econRun, error) {
+	r := &econRun{cfg: cfg, calls: calls, ws: filepath.Join(dir, "ws"), home: filepath.Join(dir, "home"),
+		tmp: filepath.Join(dir, "tmp"), run: filepath.Join(dir, "run")}
+	for _, d := range []string{r.ws, r.home, r.tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := econWorkspace(ctx, r.ws, calls); err != nil {
+		return nil, err
+	}
+	r.fake = newEconFake(r.ws, calls)
+	r.fake.failAt, r.fake.fault = cfg.failAt, cfg.fault
+	return r, nil
+}
+
+// serve starts the fake API answering by script.
+func (r *econRun) serve(script claudetest.Script) error {
+	srv, err := claudetest.Start(r.fake.handler(script))
+	if err != nil {
+		return err
+	}
+	r.srv = srv
+	r.env = claudetest.EnvAt(srv.URL, r.home, r.tmp)
+	// The CLI's own retries would hide a failing fake for minutes.
+	r.env["CLAUDE_CODE_MAX_RETRIES"] = "0"
+	return nil
+}
+
+func (r *econRun) close() {
+	if r.srv != nil {
+		r.srv.Close()
+	}
+}
+
+// The prompts of the two processes; the markers choose the fake's script.
+const (
+	econPrompt1 = "ECON:part1 Work through the scripted calls."
+	econPrompt2 = "ECON:part2 Go on with the scripted calls."
+	econDone1   = "part 1 done"
+	econDone2   = "all calls done"
+)
+
+func (r *econRun) sessionScript() claudetest.Script {
+	split := min(r.cfg.Split, r.cfg.Calls)
+	return claudetest.Script{
+		"ECON:part1": r.fake.turns(0, split, econDone1),
+		"ECON:part2": r.fake.turns(split, r.cfg.Calls, econDone2),
+	}
+}
+
+// econPlain runs the session with the CLI alone, as a user of the CLI
+// would: its own system prompt, tools and transcript, resumed by id.
+func econPlain(ctx context.Context, r *econRun) error {
+	if err := r.serve(r.sessionScript()); err != nil {
+		return err
+	}
+	// The same tools approved as flower's agent has: without them the CLI
+	// asks approval for the test script, which -p cannot give.
+	opts := claude.Options{CLIPath: r.cfg.CLI, Cwd: r.ws, BaseEnv: claudetest.BaseEnv(), Env: r.env,
+		AllowedTools:   econSpec().AllowedTools,
+		PermissionMode: claude.PermissionAcceptEdits, SystemPrompt: claude.PresetPrompt(""), MaxLineBytes: 64 << 20}
+	sid, err := econQuery(ctx, econPrompt1, econDone1, opts)
+	if err != nil {
+		return r.failed("first process", err)
+	}
+	r.first = r.srv.Count()
+	opts.Resume = sid
+	if _, err := econQuery(ctx, econPrompt2, econDone2, opts); err != nil {
+		return r.failed("resumed process", err)
+	}
+	return nil
+}
+
+// econQuery runs one CLI process for prompt and returns its session id;
+// the result must be want, else the script did not run to its end.
+func econQuery(ctx context.Context, prompt, want string, opts claude.Options) (string, error) {
+	var res *claude.ResultMessage
+	for m, err := range claude.Query(ctx, prompt, opts) {
+		if err != nil {
+			return "", err
+		}
+		if rm, ok := m.(*claude.ResultMessage); ok {
+			res = rm
+		}
+	}
+	switch {
+	case res == nil:
+		return "", errors.New("the CLI ended without a result")
+	case res.IsError:
+		return "", fmt.Errorf("the CLI ended with an error (%s): %s", res.TerminalReason, res.Result)
+	case res.Result != want:
+		return "", fmt.Errorf("the CLI's result is %q, want %q: the scripted work did not run to its end", res.Result, want)
+	}
+	return res.SessionID, nil
+}
+
+// econSpec is the one agent of the long session: it does the work itself.
+func econSpec() flower.AgentSpec {
+	return flower.AgentSpec{Name: "work", AllowedTools: []string{"Bash", "Read", "Write", "Edit", "Glob", "Grep"},
+		PermissionMode: claude.PermissionAcceptEdits}
+}
+
+// econRuntime runs the session through flower's Runtime with opts over
+// the benchmark's own (run directory, English, the fake's environment, no
+// retries: a failing fake must stop the variant). Each process is a new
+// Runtime on the same run directory, as two runs of flower would be.
+func econRuntime(ctx context.Context, r *econRun, opts ...flower.Option) error {
+	if err := r.serve(r.sessionScript()); err != nil {
+		return err
+	}
+	return r.twoRuntimes(ctx, econSpec(), econPrompt1, econDone1, econPrompt2, econDone2, opts)
+}
+
+// twoRuntimes runs spec for prompt1 on one Runtime, then resumes its
+// session for prompt2 on a second one; each answer must end with its want.
+func (r *econRun) twoRuntimes(ctx context.Context, spec flower.AgentSpec, prompt1, want1, prompt2, want2 string, opts []flower.Option) error {
+	base := []flower.Option{
+		flower.WithRunDir(r.run), flower.WithLanguage(flower.English), flower.WithEnv(r.env),
+		flower.WithResilience(flower.Resilience{Disabled: true}),
+		flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = r.cfg.CLI, claudetest.BaseEnv() }),
+	}
+	once := func(prompt, want string, ro flower.RunOptions) (string, error) {
+		rt, err := flower.New(r.ws, append(base, opts...)...)
+		if err != nil {
+			return "", err
+		}
+		defer rt.Close()
+		res, err := rt.Run(ctx, spec, prompt, ro)
+		if err != nil {
+			return "", err
+		}
+		if res.Text != want {
+			return "", fmt.Errorf("the step's answer is %q, want %q: the scripted work did not run to its end", res.Text, want)
+		}
+		return res.SessionID, nil
+	}
+	sid, err := once(prompt1, want1, flower.RunOptions{})
+	if err != nil {
+		return r.failed("first process", err)
+	}
+	r.first = r.srv.Count()
+	if _, err := once(prompt2, want2, flower.RunOptions{Resume: sid}); err != nil {
+		return r.failed("resumed process", err)
+	}
+	return nil
+}
+
+// failed says where the run stopped: which process, at which request.
+func (r *econRun) failed(where string, err error) error {
+	return fmt.Errorf("%s stopped after %d requests to the fake API: %w", where, r.srv.Count(), err)
+}
+
+// econBench runs every variant cfg.Reps times, interleaved, and prints
+// their figures side by side.
+func econBench(ctx context.Context, cfg econConfig, variants []econVariant) error {
+	calls, err := econParse(econScriptText)
+	if err != nil {
+		return err
+	}
+	if cfg.Calls > len(calls) {
+		return fmt.Errorf("the script has %d calls, %d asked for", len(calls), cfg.Calls)
+	}
+	calls = calls[:cfg.Calls]
+	root := cfg.Dir
+	if root == "" {
+		if root, err = os.MkdirTemp("", "flower-bench-econ-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(root)
+	}
+	fmt.Fprintf(cfg.Out, "%d tool calls, one per turn, the process ended after call %d and the session resumed; %d repetitions\n",
+		cfg.Calls, cfg.Split, cfg.Reps)
+	results := make([][]econFigures, len(variants))
+	for rep := 0; rep < cfg.Reps; rep++ {
+		for vi, v := range variants {
+			// Same-length paths in every variant and repetition: the
+			// workspace's path is in every request.
+			dir := filepath.Join(root, fmt.Sprintf("v%dr%03d", vi, rep))
+			f, err := econOne(ctx, cfg, calls, dir, v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			results[vi] = append(results[vi], f)
+		}
+	}
+	econPrint(cfg.Out, variants, results)
+	return nil
+}
+
+// econOne runs variant v once in dir and measures it.
+func econOne(ctx context.Context, cfg econConfig, calls []econCall, dir string, v econVariant) (econFigures, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout,
+		fmt.Errorf("the variant ran longer than %v: the fake API or the CLI stopped answering", cfg.Timeout))
+	defer cancel()
+	r, err := newEconRun(ctx, cfg, calls, dir)
+	if err != nil {
+		return econFigures{}, err
+	}
+	defer r.close()
+	start := time.Now()
+	if err := v.run(ctx, r); err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", err, cause)
+		}
+		return econFigures{}, err
+	}
+	wall := time.Since(start)
+	outputs, errs := r.fake.noted()
+	if len(errs) > 0 {
+		return econFigures{}, fmt.Errorf("the fake could not note the calls' outputs: %w", errors.Join(errs...))
+	}
+	f := econMeasure(r.srv.Requests(), calls, outputs, r.ws)
+	f.Wall = wall
+	return f, nil
+}
