@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -67,7 +68,13 @@ var econPartOrder = []string{partSystem, partTools, partInline, partPersisted, p
 
 // econMeasure computes the figures of a run from its requests; outputs
 // are the Bash calls' outputs the fake noted.
-func econMeasure(reqs []*claudetest.Request, calls []econCall, outputs map[string]string, ws string) econFigures {
+//
+// configDir is the CLI's config directory: a pointer the CLI wrote in a
+// process resumed from flower's store names a file in the driver's
+// temporary resume directory, gone with that process; the driver keeps a
+// copy at the same place under configDir and the next resume points the
+// model there, so that is where the check reads it.
+func econMeasure(reqs []*claudetest.Request, calls []econCall, outputs map[string]string, ws, configDir string) econFigures {
 	f := econFigures{Parts: map[string]int64{}, SubParts: map[string]int64{}}
 	sent := map[string]string{}
 	for _, req := range reqs {
@@ -85,7 +92,7 @@ func econMeasure(reqs []*claudetest.Request, calls []econCall, outputs map[strin
 		econParts(req.Body, calls, outputs, parts)
 		for _, b := range req.ToolResults() {
 			if _, ok := econIndex(b.ToolUseID); ok {
-				sent[b.ToolUseID] = b.Content // the newest request's wins
+				sent[b.ToolUseID] = econResumeDir.ReplaceAllString(b.Content, configDir+"/") // the newest request's wins
 			}
 		}
 	}
@@ -107,6 +114,10 @@ func econMeasure(reqs []*claudetest.Request, calls []econCall, outputs map[strin
 	}
 	return f
 }
+
+// econResumeDir matches the driver's temporary resume directory in a path
+// (claude.materialize makes it with os.MkdirTemp).
+var econResumeDir = regexp.MustCompile(`/[^\s"]*/claude-resume-[0-9]+/`)
 
 // econExpired reports a result the expiry replaced by design: a glance
 // small enough for expiry (bigger ones go to trimming and must stay

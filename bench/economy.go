@@ -354,11 +354,20 @@ func econOne(ctx context.Context, cfg econConfig, calls []econCall, dir string, 
 		return econFigures{}, err
 	}
 	wall := time.Since(start)
-	outputs, errs := r.fake.noted()
-	if len(errs) > 0 {
-		return econFigures{}, fmt.Errorf("the fake could not note the calls' outputs: %w", errors.Join(errs...))
+	outputs, err := r.fake.noted(econAll(len(calls)))
+	if err != nil {
+		return econFigures{}, err
 	}
-	f := econMeasure(r.srv.Requests(), calls, outputs, r.ws)
+	f := econMeasure(r.srv.Requests(), calls, outputs, r.ws, filepath.Join(r.home, ".claude"))
 	f.Wall = wall
 	return f, nil
+}
+
+// econAll is 0..n-1.
+func econAll(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -191,34 +192,37 @@ func (f *econFake) handler(script claudetest.Script) claudetest.Handler {
 }
 
 // observe notes the output of every call of ours whose result the request
-// carries in its last message and that was not noted yet.
+// carries after its last assistant message (the CLI may add a system entry
+// after the results) and that was not noted yet.
 func (f *econFake) observe(ctx context.Context, req *claudetest.Request) {
-	if len(req.Messages) == 0 {
+	for m := len(req.Messages) - 1; m >= 0 && req.Messages[m].Role != "assistant"; m-- {
+		for _, b := range req.Messages[m].Content {
+			if b.Type == "tool_result" {
+				f.note(ctx, b.ToolUseID)
+			}
+		}
+	}
+}
+
+func (f *econFake) note(ctx context.Context, id string) {
+	i, ok := econIndex(id)
+	if !ok || i >= len(f.calls) || f.calls[i].Cmd == "" {
 		return
 	}
-	for _, b := range req.Messages[len(req.Messages)-1].Content {
-		if b.Type != "tool_result" {
-			continue
-		}
-		i, ok := econIndex(b.ToolUseID)
-		if !ok || i >= len(f.calls) || f.calls[i].Cmd == "" {
-			continue
-		}
-		f.mu.Lock()
-		_, done := f.outputs[b.ToolUseID]
-		f.mu.Unlock()
-		if done {
-			continue
-		}
-		out, err := f.rerun(ctx, f.calls[i].Cmd)
-		f.mu.Lock()
-		if err != nil {
-			f.errs = append(f.errs, fmt.Errorf("call %d (%s): %w", i, f.calls[i].Cmd, err))
-		} else {
-			f.outputs[b.ToolUseID] = out
-		}
-		f.mu.Unlock()
+	f.mu.Lock()
+	_, done := f.outputs[id]
+	f.mu.Unlock()
+	if done {
+		return
 	}
+	out, err := f.rerun(ctx, f.calls[i].Cmd)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err != nil {
+		f.errs = append(f.errs, fmt.Errorf("call %d (%s): %w", i, f.calls[i].Cmd, err))
+		return
+	}
+	f.outputs[id] = out
 }
 
 // rerun runs cmd in the workspace without writing anything (git takes no
@@ -233,15 +237,26 @@ func (f *econFake) rerun(ctx context.Context, cmd string) (string, error) {
 	return string(out), err
 }
 
-// noted returns a copy of the outputs noted so far and the errors met.
-func (f *econFake) noted() (map[string]string, []error) {
+// noted returns a copy of the outputs noted, or an error when one of the
+// Bash calls in want (call indexes) has none: a result the fake never saw
+// cannot be checked, and must not pass unchecked.
+func (f *econFake) noted(want []int) (map[string]string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	errs := append([]error(nil), f.errs...)
+	for _, i := range want {
+		if _, ok := f.outputs[econID(i)]; !ok && f.calls[i].Cmd != "" {
+			errs = append(errs, fmt.Errorf("call %d (%s): no request carried its result", i, f.calls[i].Cmd))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the fake could not note the calls' outputs: %w", errors.Join(errs...))
+	}
 	out := make(map[string]string, len(f.outputs))
 	for k, v := range f.outputs {
 		out[k] = v
 	}
-	return out, append([]error(nil), f.errs...)
+	return out, nil
 }
 
 // econIndex reads the call index back from an econID.
