@@ -33,7 +33,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return econBench(ctx, cfg, econSessionVariants)
+			return econBench(ctx, cfg, econSessionVariants, econPrint)
 		},
 	})
 }
@@ -300,8 +300,11 @@ func (r *econRun) failed(where string, err error) error {
 }
 
 // econBench runs every variant cfg.Reps times, interleaved, and prints
-// their figures side by side.
-func econBench(ctx context.Context, cfg econConfig, variants []econVariant) error {
+// their figures side by side with show. A variant that fails is said in
+// one line and not run again; the others go on, and the error names the
+// failed ones.
+func econBench(ctx context.Context, cfg econConfig, variants []econVariant,
+	show func(io.Writer, []econVariant, [][]econFigures)) error {
 	calls, err := econParse(econScriptText)
 	if err != nil {
 		return err
@@ -320,20 +323,40 @@ func econBench(ctx context.Context, cfg econConfig, variants []econVariant) erro
 	fmt.Fprintf(cfg.Out, "%d tool calls, one per turn, the process ended after call %d and the session resumed; %d repetitions\n",
 		cfg.Calls, cfg.Split, cfg.Reps)
 	results := make([][]econFigures, len(variants))
+	var failed []error
 	for rep := 0; rep < cfg.Reps; rep++ {
 		for vi, v := range variants {
+			if rep > 0 && len(results[vi]) == 0 {
+				continue // it failed: said once
+			}
 			// Same-length paths in every variant and repetition: the
 			// workspace's path is in every request.
 			dir := filepath.Join(root, fmt.Sprintf("v%dr%03d", vi, rep))
 			f, err := econOne(ctx, cfg, calls, dir, v)
 			if err != nil {
-				return fmt.Errorf("%s: %w", v.name, err)
+				err = fmt.Errorf("%s: %w", v.name, err)
+				fmt.Fprintf(cfg.Out, "%s: stopped: %v\n", v.name, err)
+				failed = append(failed, err)
+				results[vi] = nil
+				continue
 			}
 			results[vi] = append(results[vi], f)
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	econPrint(cfg.Out, variants, results)
-	return nil
+	var ran []econVariant
+	var figs [][]econFigures
+	for vi, v := range variants {
+		if len(results[vi]) > 0 {
+			ran, figs = append(ran, v), append(figs, results[vi])
+		}
+	}
+	if len(ran) > 0 && ran[0].name == variants[0].name {
+		show(cfg.Out, ran, figs)
+	}
+	return errors.Join(failed...)
 }
 
 // econOne runs variant v once in dir and measures it.

@@ -19,7 +19,15 @@ func econSmall(t *testing.T) econConfig {
 
 func TestEconomySmall(t *testing.T) {
 	cfg := econSmall(t)
-	if err := econBench(context.Background(), cfg, econSessionVariants); err != nil {
+	if err := econBench(context.Background(), cfg, econSessionVariants, econPrint); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(cfg.Out.(*bytes.Buffer).String())
+}
+
+func TestCoordinatorSmall(t *testing.T) {
+	cfg := econSmall(t)
+	if err := econBench(context.Background(), cfg, econCoordinatorVariants, econPrintCoordinator); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(cfg.Out.(*bytes.Buffer).String())
