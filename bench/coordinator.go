@@ -27,7 +27,8 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return econBench(ctx, cfg, econCoordinatorVariants, econPrintCoordinator)
+			_, err = econBench(ctx, cfg, econCoordinatorVariants, econPrintCoordinator)
+			return err
 		},
 	})
 }

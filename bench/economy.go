@@ -21,6 +21,7 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/store"
 )
 
@@ -33,7 +34,8 @@ func init() {
 			if err != nil {
 				return err
 			}
-			return econBench(ctx, cfg, econSessionVariants, econPrint)
+			_, err = econBench(ctx, cfg, econSessionVariants, econPrint)
+			return err
 		},
 	})
 }
@@ -127,6 +129,12 @@ var econSessionVariants = []econVariant{
 		func(ctx context.Context, r *econRun) error {
 			return econRuntime(ctx, r, flower.WithDefaultWorkbench(), flower.WithTrim(store.TrimPolicy{}))
 		}},
+	{"flower-run+tools", "a proposal, measured: flower-run with the CLI's tools cut to those the wall lets through (--tools " +
+		"Bash,Read,Write,Edit,Glob,Grep,ToolSearch), which drops the other schemas and the agent and skill listings",
+		func(ctx context.Context, r *econRun) error {
+			r.session = func(o *claude.Options) { o.Tools = append(econSpec().Allowed(), guard.AlwaysAllowed...) }
+			return econRuntime(ctx, r, flower.WithDefaultWorkbench(), flower.WithTrim(store.TrimPolicy{}))
+		}},
 }
 
 // econRun is one variant's run: its own workspace, HOME, fake API and
@@ -143,6 +151,8 @@ type econRun struct {
 	env   map[string]string
 	// first is how many requests the first process sent.
 	first int
+	// session, if set, adjusts the options of every flower session.
+	session func(*claude.Options)
 }
 
 // newEconRun prepares dir for one variant's run.
@@ -266,7 +276,12 @@ func (r *econRun) twoRuntimes(ctx context.Context, spec flower.AgentSpec, prompt
 	base := []flower.Option{
 		flower.WithRunDir(r.run), flower.WithLanguage(flower.English), flower.WithEnv(r.env),
 		flower.WithResilience(flower.Resilience{Disabled: true}),
-		flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = r.cfg.CLI, claudetest.BaseEnv() }),
+		flower.WithSessionOptions(func(o *claude.Options) {
+			o.CLIPath, o.BaseEnv = r.cfg.CLI, claudetest.BaseEnv()
+			if r.session != nil {
+				r.session(o)
+			}
+		}),
 	}
 	once := func(prompt, want string, ro flower.RunOptions) (string, error) {
 		rt, err := flower.New(r.ws, append(base, opts...)...)
@@ -302,21 +317,22 @@ func (r *econRun) failed(where string, err error) error {
 // econBench runs every variant cfg.Reps times, interleaved, and prints
 // their figures side by side with show. A variant that fails is said in
 // one line and not run again; the others go on, and the error names the
-// failed ones.
+// failed ones. It returns the figures of each variant, nil for one that
+// failed.
 func econBench(ctx context.Context, cfg econConfig, variants []econVariant,
-	show func(io.Writer, []econVariant, [][]econFigures)) error {
+	show func(io.Writer, []econVariant, [][]econFigures)) ([][]econFigures, error) {
 	calls, err := econParse(econScriptText)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cfg.Calls > len(calls) {
-		return fmt.Errorf("the script has %d calls, %d asked for", len(calls), cfg.Calls)
+		return nil, fmt.Errorf("the script has %d calls, %d asked for", len(calls), cfg.Calls)
 	}
 	calls = calls[:cfg.Calls]
 	root := cfg.Dir
 	if root == "" {
 		if root, err = os.MkdirTemp("", "flower-bench-econ-"); err != nil {
-			return err
+			return nil, err
 		}
 		defer os.RemoveAll(root)
 	}
@@ -334,9 +350,8 @@ func econBench(ctx context.Context, cfg econConfig, variants []econVariant,
 			dir := filepath.Join(root, fmt.Sprintf("v%dr%03d", vi, rep))
 			f, err := econOne(ctx, cfg, calls, dir, v)
 			if err != nil {
-				err = fmt.Errorf("%s: %w", v.name, err)
 				fmt.Fprintf(cfg.Out, "%s: stopped: %v\n", v.name, err)
-				failed = append(failed, err)
+				failed = append(failed, fmt.Errorf("%s: %w", v.name, err))
 				results[vi] = nil
 				continue
 			}
@@ -356,7 +371,7 @@ func econBench(ctx context.Context, cfg econConfig, variants []econVariant,
 	if len(ran) > 0 && ran[0].name == variants[0].name {
 		show(cfg.Out, ran, figs)
 	}
-	return errors.Join(failed...)
+	return results, errors.Join(failed...)
 }
 
 // econOne runs variant v once in dir and measures it.

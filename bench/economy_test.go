@@ -3,32 +3,135 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/store/readback"
 )
 
-// econSmall is a small version of the benchmarks: 10 calls, the process
-// ended after 5, workers of 5 calls.
+// econSmall is a small version of the benchmarks through the real CLI: 10
+// calls (3 cats, 3 test logs, 3 glances, a Write), the process ended after
+// 5, workers of 5 calls.
 func econSmall(t *testing.T) econConfig {
 	t.Helper()
 	return econConfig{Calls: 10, Split: 5, PerWorker: 5, Reps: 1, Timeout: 3 * time.Minute,
 		CLI: claudetest.CLIPath(t), Dir: t.TempDir(), Out: &bytes.Buffer{}}
 }
 
-func TestEconomySmall(t *testing.T) {
-	cfg := econSmall(t)
-	if err := econBench(context.Background(), cfg, econSessionVariants, econPrint); err != nil {
-		t.Fatal(err)
+// checkReadBack fails t unless every output sent as a pointer was read
+// back whole from its file, and some were.
+func checkReadBack(t *testing.T, name string, f econFigures, wantPointed bool) {
+	t.Helper()
+	for _, r := range f.Check.Results {
+		if r.Status != readback.Inline && r.Status != readback.Recoverable {
+			t.Errorf("%s: %s is %s: %s", name, r.ToolUseID, r.Status, r.Why)
+		}
 	}
-	t.Log(cfg.Out.(*bytes.Buffer).String())
+	if f.Check.Percent() != 100 || (wantPointed && f.Pointed == 0) {
+		t.Errorf("%s: read-back %s, %d bytes pointed to", name, f.Check, f.Pointed)
+	}
 }
 
-func TestCoordinatorSmall(t *testing.T) {
+func TestEconomySmallRunsEveryVariantAndEverySpilledByteReadsBack(t *testing.T) {
+	t.Parallel()
 	cfg := econSmall(t)
-	if err := econBench(context.Background(), cfg, econCoordinatorVariants, econPrintCoordinator); err != nil {
-		t.Fatal(err)
+	res, err := econBench(context.Background(), cfg, econSessionVariants, econPrint)
+	out := cfg.Out.(*bytes.Buffer).String()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
-	t.Log(cfg.Out.(*bytes.Buffer).String())
+	plain, defaults, run := res[0][0], res[1][0], res[2][0]
+	for i, f := range []econFigures{plain, defaults, run} {
+		name := econSessionVariants[i].name
+		// One request per call and one for each process's closing text.
+		if f.Requests != cfg.Calls+2 || f.MainRequests != f.Requests {
+			t.Errorf("%s: %d requests (%d main), want %d", name, f.Requests, f.MainRequests, cfg.Calls+2)
+		}
+		if len(f.Check.Results)+f.Expired != 9 { // the Bash calls
+			t.Errorf("%s: %d outputs checked and %d expired, want 9 in all", name, len(f.Check.Results), f.Expired)
+		}
+		var parts int64
+		for _, n := range f.Parts {
+			parts += n
+		}
+		if parts != f.Bytes {
+			t.Errorf("%s: the parts add up to %d bytes, the requests to %d", name, parts, f.Bytes)
+		}
+	}
+	// The CLI cuts the two cats over 30,000 characters itself; flower's
+	// spill takes every big output.
+	checkReadBack(t, "plain", plain, true)
+	checkReadBack(t, "flower-defaults", defaults, true)
+	checkReadBack(t, "flower-run", run, true)
+	if run.Pointed <= plain.Pointed {
+		t.Errorf("flower-run pointed to %d bytes, plain (the CLI's own cuts) %d: the spill guard did not work", run.Pointed, plain.Pointed)
+	}
+	if plain.Bytes <= run.Bytes || plain.Largest <= run.Largest {
+		t.Errorf("plain sent %d bytes (largest %d), flower-run %d (largest %d): want plain more", plain.Bytes, plain.Largest, run.Bytes, run.Largest)
+	}
+	if !strings.Contains(out, "plain ÷ variant") || !strings.Contains(out, partSpill) {
+		t.Errorf("the printed figures lack the ratio or the parts:\n%s", out)
+	}
+}
+
+func TestCoordinatorSmallKeepsTheMainThreadLight(t *testing.T) {
+	t.Parallel()
+	cfg := econSmall(t)
+	res, err := econBench(context.Background(), cfg, econCoordinatorVariants, econPrintCoordinator)
+	out := cfg.Out.(*bytes.Buffer).String()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	plain, lead := res[0][0], res[1][0]
+	// Two workers, one per process: each process dispatches one and closes.
+	if lead.MainRequests != 4 || lead.Requests-lead.MainRequests != cfg.Calls+2 {
+		t.Errorf("coordinator: %d main requests and %d subagent requests, want 4 and %d", lead.MainRequests, lead.Requests-lead.MainRequests, cfg.Calls+2)
+	}
+	if lead.Parts[partAgent] == 0 || lead.Parts[partInline]+lead.Parts[partSpill] != 0 {
+		t.Errorf("the coordinator's thread should hold the workers' reports and no tool output: %v", lead.Parts)
+	}
+	checkReadBack(t, "flower-coordinator", lead, true)
+	if plain.Bytes <= lead.MainBytes || plain.Bytes <= lead.Bytes {
+		t.Errorf("plain sent %d bytes, the coordinator %d on its thread and %d in all: want plain more", plain.Bytes, lead.MainBytes, lead.Bytes)
+	}
+	if !strings.Contains(out, "plain ÷ main") {
+		t.Errorf("the printed figures lack the ratio:\n%s", out)
+	}
+}
+
+// TestEconomyStopsAVariantWhoseFakeFails: a fake API that answers 500
+// from its 4th request on stops every variant with one line naming where,
+// and the benchmark reports the failure instead of figures.
+func TestEconomyStopsAVariantWhoseFakeFails(t *testing.T) {
+	t.Parallel()
+	cfg := econSmall(t)
+	cfg.failAt, cfg.fault = 4, claudetest.ServerError()
+	_, err := econBench(context.Background(), cfg, econSessionVariants, econPrint)
+	out := cfg.Out.(*bytes.Buffer).String()
+	if err == nil {
+		t.Fatalf("no error from a failing fake:\n%s", out)
+	}
+	for _, v := range econSessionVariants {
+		if strings.Count(out, v.name+": stopped: ") != 1 {
+			t.Errorf("want one line saying %s stopped:\n%s", v.name, out)
+		}
+	}
+	if !strings.Contains(err.Error(), "first process stopped after 4 requests") || strings.Contains(out, "plain ÷ variant") {
+		t.Errorf("the error should say where the run stopped, and no figures be printed: %v\n%s", err, out)
+	}
+}
+
+// TestEconomyStopsAVariantWhoseFakeHangs: a fake that never answers ends
+// the variant at its timeout with a line saying so, never a hang.
+func TestEconomyStopsAVariantWhoseFakeHangs(t *testing.T) {
+	t.Parallel()
+	cfg := econSmall(t)
+	cfg.failAt, cfg.fault, cfg.Timeout = 3, &claudetest.Fault{Delay: time.Hour}, 10*time.Second
+	_, err := econBench(context.Background(), cfg, econSessionVariants[:1], econPrint)
+	out := cfg.Out.(*bytes.Buffer).String()
+	if err == nil || !strings.Contains(out, "plain: stopped: ") || !strings.Contains(err.Error(), "ran longer than 10s") {
+		t.Fatalf("want the variant stopped at its timeout, got %v:\n%s", err, out)
+	}
 }
