@@ -144,6 +144,35 @@ func (s AgentSpec) disallowed() []string {
 	return out
 }
 
+// offered are the built-in tools the CLI offers the session: those the
+// main thread's wall lets through (Allowed, guard.AlwaysAllowed, Bash for
+// a glance) and those the workers name, each once, by its bare name (a
+// permission rule "Bash(git log:*)" offers Bash; an MCP tool is no
+// built-in). Every other schema would be sent in every request for a tool
+// no thread may use: the economy benchmark measured half of the 22.5 KB of
+// schemas per request of a Bash-Read-Write agent to be such. nil (the
+// CLI's whole set) when a worker names no tool, which gives it them all.
+func (s AgentSpec) offered() []string {
+	names := slices.Concat(s.Allowed(), guard.AlwaysAllowed)
+	if s.Glance {
+		names = append(names, "Bash")
+	}
+	for _, w := range slices.Sorted(maps.Keys(s.Agents)) {
+		if len(s.Agents[w].Tools) == 0 {
+			return nil
+		}
+		names = append(names, s.Agents[w].Tools...)
+	}
+	out := []string{}
+	for _, n := range names {
+		n, _, _ = strings.Cut(n, "(")
+		if n = strings.TrimSpace(n); n != "" && !strings.HasPrefix(n, "mcp__") && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // wall is the allow-list guard of the spec's main thread.
 func (s AgentSpec) wall(wb *workbench.Workbench) guard.Wall {
 	w := guard.Wall{
@@ -312,6 +341,7 @@ func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
 	o := claude.Options{
 		Cwd:             cfg.Cwd,
 		SystemPrompt:    claude.PresetPrompt(paragraphs(spec.Instructions, cfg.Prelude)),
+		Tools:           spec.offered(),
 		AllowedTools:    spec.Allowed(),
 		DisallowedTools: spec.disallowed(),
 		Model:           spec.Model,

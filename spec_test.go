@@ -782,3 +782,35 @@ func TestGlanceTimeoutReachesTheWall(t *testing.T) {
 		t.Errorf("negative GlanceTimeout: %v", err)
 	}
 }
+
+// TestTheCLIOffersOnlyTheToolsSomeThreadMayUse: every tool schema costs
+// bytes in every request (the economy benchmark measured 22.5 KB of them a
+// request, half for tools the wall refuses), so the session offers the
+// tools the main thread's wall lets through and those its workers name,
+// and no other; a worker that names no tool (every tool) leaves the CLI's
+// set as it is.
+func TestTheCLIOffersOnlyTheToolsSomeThreadMayUse(t *testing.T) {
+	cases := []struct {
+		name string
+		spec AgentSpec
+		want []string
+	}{
+		{"default tools", AgentSpec{Name: "a"}, []string{"Read", "Glob", "Grep", "ToolSearch"}},
+		{"own tools, rules and MCP", AgentSpec{Name: "a", AllowedTools: []string{"Bash(git log:*)", "Write", "mcp__human__ask", "Write"}},
+			[]string{"Bash", "Write", "ToolSearch"}},
+		{"glance", AgentSpec{Name: "a", AllowedTools: []string{"Read"}, Glance: true}, []string{"Read", "ToolSearch", "Bash"}},
+		{"coordinator and its workers", Coordinator("lead", "", map[string]claude.AgentDefinition{
+			"coder":  Worker("codes", "c", WithTools("Read", "Write", "Edit", "Bash")),
+			"tester": Worker("tests", "t", WithTools("Bash", "WebFetch")),
+		}), []string{"Agent", "TodoWrite", "Read", "Bash", "WebFetch", "ToolSearch", "Write", "Edit"}},
+		{"a worker with every tool", AgentSpec{Name: "a", Agents: map[string]claude.AgentDefinition{"any": {Description: "d", Prompt: "p"}}}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := build(t, c.spec, BuildConfig{})
+			if !slices.Equal(o.Tools, c.want) {
+				t.Errorf("Tools = %#v, want %#v", o.Tools, c.want)
+			}
+		})
+	}
+}
