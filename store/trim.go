@@ -195,11 +195,12 @@ func (t *Trimming) lighten(ctx context.Context, key claude.SessionKey, rows []js
 		t.logger().Warn("store: transcript entries that are not JSON objects were passed through untouched",
 			"key", layerKeyLabel(key), "count", len(bad), "indexes", first, "error", bad[first[0]])
 	}
+	expired := map[string]bool{}
 	if !t.eph.Disabled {
-		t.expire(es, &rep)
+		t.expire(es, &rep, expired)
 	}
 	if !t.trim.Disabled {
-		if err := t.trimSites(ctx, key, es, &rep); err != nil {
+		if err := t.trimSites(ctx, key, es, &rep, expired); err != nil {
 			return nil, Report{}, err
 		}
 	}
@@ -221,7 +222,9 @@ func (t *Trimming) lighten(ctx context.Context, key claude.SessionKey, rows []js
 // opaque ones (images, documents) are never touched. A result that is a
 // pointer to a file (a spill, the CLI's persisted output) is expired
 // whatever its size, and its expiry text still names the file.
-func (t *Trimming) expire(es []*transcriptEntry, rep *Report) {
+//
+// The tool_use ids of the results it expired are added to expired.
+func (t *Trimming) expire(es []*transcriptEntry, rep *Report, expired map[string]bool) {
 	uses := findToolUses(es)
 	type ephemeralSite struct {
 		site
@@ -263,6 +266,9 @@ func (t *Trimming) expire(es []*transcriptEntry, rep *Report) {
 		}
 		s.setContent(es, text)
 		rep.Expired++
+		if id, ok := s.block["tool_use_id"].(string); ok {
+			expired[id] = true
+		}
 	}
 }
 
@@ -280,8 +286,10 @@ func expiryText(template, cmd string, age int) string {
 // trimSites spills every site of at least MinChars characters, except the
 // newest KeepRecent sites, and points to the spill file instead. The file is
 // written before the content changes; when it cannot be, the site stays
-// whole.
-func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*transcriptEntry, rep *Report) error {
+// whole. An older site that is the spill guard's pointer is shortened to
+// the stub whatever its size (see shortenPointer); the results expiry
+// replaced (expired, by tool_use id) stay as it left them.
+func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*transcriptEntry, rep *Report, expired map[string]bool) error {
 	sites := findSites(es)
 	keep := min(atLeastZero(t.trim.KeepRecent), len(sites))
 	rep.Kept = keep
@@ -291,12 +299,20 @@ func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*t
 			return err
 		}
 		n := s.chars()
-		if s.opaque || n == 0 || n < minChars {
+		if id, _ := s.block["tool_use_id"].(string); s.opaque || n == 0 || expired[id] {
 			continue
 		}
 		// The CLI's <persisted-output> is a pointer already: archiving it
 		// would hide the path it names one file further away.
 		if pointer.Persisted(s.text) {
+			continue
+		}
+		if n < minChars {
+			if stub, ok := t.shortenPointer(s.text); ok {
+				s.setContent(es, stub)
+				rep.Cleared++
+				rep.CharsSaved += n - utf8.RuneCountInString(stub)
+			}
 			continue
 		}
 		rel, abs := t.spillPath(s.text)
@@ -317,6 +333,50 @@ func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*t
 	}
 	return nil
 }
+
+// shortenPointer returns the stub for text when text is the spill guard's
+// pointer to a file: it names one file, that file holds more than text
+// does, and text holds the file's start (the guard's preview, newlines as
+// spaces), so the file is the output text stands for. The stub names the
+// same file and counts the whole output. An old pointer's preview is most
+// of what an old call keeps in a resumed history (about 550 of 700 bytes,
+// the economy benchmark measured); the model acted on it long ago and the
+// whole is one Read away, as for any trimmed result. Anything else,
+// including a pointer whose file is gone, is left as it is.
+func (t *Trimming) shortenPointer(text string) (string, bool) {
+	files := pointer.Files(text)
+	if len(files) != 1 {
+		return "", false
+	}
+	path := files[0]
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(t.workspace, filepath.FromSlash(path))
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !utf8.Valid(data) {
+		return "", false
+	}
+	whole := string(data)
+	chars := utf8.RuneCountInString(whole)
+	head := whole
+	if r := []rune(whole); len(r) > spillPreviewChars {
+		head = string(r[:spillPreviewChars])
+	}
+	if chars <= utf8.RuneCountInString(text) || !strings.Contains(text, strings.ReplaceAll(head, "\n", " ")) {
+		return "", false
+	}
+	stub := strings.NewReplacer("{chars}", strconv.Itoa(chars), "{path}", files[0]).Replace(t.trim.Stub)
+	if utf8.RuneCountInString(stub) >= utf8.RuneCountInString(text) {
+		return "", false
+	}
+	return stub, true
+}
+
+// spillPreviewChars is how much of an output the spill guard's pointer
+// shows (guard's spillPreview; the store cannot import guard). Checking a
+// shorter start than the pointer shows would accept more texts as
+// pointers, a longer one none.
+const spillPreviewChars = 400
 
 // spillPath names the spill file of text: <SpillDirname>/<16 hex of
 // sha256>.txt, relative to the workspace (with '/') and absolute.

@@ -611,3 +611,58 @@ func TestDecodeTranscriptKeepsOrderAndBadRowsAcrossWorkers(t *testing.T) {
 }
 
 func isBadIndex(i int) bool { return i%397 == 5 }
+
+// TestTrimShortensOldSpillPointers: a result the spill guard replaced by a
+// pointer with a 400-character preview is short of MinChars, but it is
+// still the bulk of an old result (about 600 of the 700 bytes a call keeps
+// in a resumed history, the economy benchmark found): an old one becomes
+// the trim stub naming the same file, whose whole output is counted; a
+// pointer whose file is gone, a glance's expiry and the newest sites stay
+// as they are.
+func TestTrimShortensOldSpillPointers(t *testing.T) {
+	ws := t.TempDir()
+	whole := layerBigText("log", 9000)
+	spill := filepath.Join(ws, ".flower", "spill")
+	if err := os.MkdirAll(spill, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(spill, "0123456789abcdef.txt"), []byte(whole), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guardPointer := func(file string) string {
+		return fmt.Sprintf("[Output of %d characters saved to %s: Read it for the full text, Grep it to find something]\nFirst 400 characters: %s",
+			utf8.RuneCountInString(whole), file, strings.ReplaceAll(whole[:400], "\n", " "))
+	}
+	old, gone := guardPointer(".flower/spill/0123456789abcdef.txt"), guardPointer(".flower/spill/fedcba9876543210.txt")
+	var f fxTranscript
+	f.prompt("u0", "run the tests")
+	f.bash("a0", "toolu_0", "go test ./...")
+	f.result("r0", "toolu_0", old, false)
+	f.bash("a1", "toolu_1", "go test ./...")
+	f.result("r1", "toolu_1", gone, false)
+	f.bash("a2", "toolu_2", "git status")
+	f.result("r2", "toolu_2", guardPointer(".flower/spill/0123456789abcdef.txt"), false)
+	f.bash("a3", "toolu_3", "go test ./...")
+	f.result("r3", "toolu_3", old, false)
+	f.bash("a4", "toolu_4", "ls")
+	f.result("r4", "toolu_4", "go.mod", false)
+	s := mustTrimming(t, fxStore(t, f.rows(t)), ws, TrimPolicy{KeepRecent: 2}, EphemeralPolicy{KeepRecent: 1})
+	es := layerDecode(t, layerLoad(t, s, fxKey))
+
+	stub := fmt.Sprintf("[工具结果已归档:%d 字符。完整内容在 .flower/spill/0123456789abcdef.txt,需要时用 Read 读取]", utf8.RuneCountInString(whole))
+	if got := layerResult(t, es, "r0")["content"]; got != stub {
+		t.Errorf("the old pointer = %q, want the stub %q", got, stub)
+	}
+	if got := layerResult(t, es, "r1")["content"]; got != gone {
+		t.Errorf("a pointer whose file is gone changed: %q", got)
+	}
+	if got := layerResult(t, es, "r2")["content"].(string); !strings.HasPrefix(got, "[`git status` 的结果已过期") || !strings.Contains(got, "0123456789abcdef.txt") {
+		t.Errorf("the glance should keep its expiry naming the file: %q", got)
+	}
+	if got := layerResult(t, es, "r3")["content"]; got != old {
+		t.Errorf("the newest site changed: %q", got)
+	}
+	if rep := s.LastReport(); rep.Cleared != 1 || rep.Expired != 1 || rep.CharsSaved != utf8.RuneCountInString(old)-utf8.RuneCountInString(stub) {
+		t.Errorf("report = %+v", rep)
+	}
+}
