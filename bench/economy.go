@@ -21,7 +21,6 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
-	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/store"
 )
 
@@ -129,12 +128,6 @@ var econSessionVariants = []econVariant{
 		func(ctx context.Context, r *econRun) error {
 			return econRuntime(ctx, r, flower.WithDefaultWorkbench(), flower.WithTrim(store.TrimPolicy{}))
 		}},
-	{"flower-run+tools", "a proposal, measured: flower-run with the CLI's tools cut to those the wall lets through (--tools " +
-		"Bash,Read,Write,Edit,Glob,Grep,ToolSearch), which drops the other schemas and the agent and skill listings",
-		func(ctx context.Context, r *econRun) error {
-			r.session = func(o *claude.Options) { o.Tools = append(econSpec().Allowed(), guard.AlwaysAllowed...) }
-			return econRuntime(ctx, r, flower.WithDefaultWorkbench(), flower.WithTrim(store.TrimPolicy{}))
-		}},
 }
 
 // econRun is one variant's run: its own workspace, HOME, fake API and
@@ -151,8 +144,6 @@ type econRun struct {
 	env   map[string]string
 	// first is how many requests the first process sent.
 	first int
-	// session, if set, adjusts the options of every flower session.
-	session func(*claude.Options)
 }
 
 // newEconRun prepares dir for one variant's run.
@@ -278,9 +269,6 @@ func (r *econRun) twoRuntimes(ctx context.Context, spec flower.AgentSpec, prompt
 		flower.WithResilience(flower.Resilience{Disabled: true}),
 		flower.WithSessionOptions(func(o *claude.Options) {
 			o.CLIPath, o.BaseEnv = r.cfg.CLI, claudetest.BaseEnv()
-			if r.session != nil {
-				r.session(o)
-			}
 		}),
 	}
 	once := func(prompt, want string, ro flower.RunOptions) (string, error) {
