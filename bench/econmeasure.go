@@ -49,7 +49,8 @@ const (
 	partTools      = "tool schemas"
 	partInline     = "messages: tool results, whole output inline"
 	partPersisted  = "messages: tool results, CLI <persisted-output> preview"
-	partSpill      = "messages: tool results, spill pointer + preview"
+	partSpill      = "messages: tool results, spill pointer"
+	partPreview    = "messages: tool results, spill pointer's 400-character preview"
 	partTrim       = "messages: tool results, trim stub"
 	partExpired    = "messages: tool results, expiry note"
 	partWrite      = "messages: tool results, Write acknowledgements"
@@ -63,7 +64,7 @@ const (
 	partOther      = "other fields (model, metadata, thinking…)"
 )
 
-var econPartOrder = []string{partSystem, partTools, partInline, partPersisted, partSpill, partTrim, partExpired,
+var econPartOrder = []string{partSystem, partTools, partInline, partPersisted, partSpill, partPreview, partTrim, partExpired,
 	partWrite, partAgent, partResultElse, partToolUse, partReminder, partText, partSysEntry, partFraming, partOther}
 
 // econMeasure computes the figures of a run from its requests; outputs
@@ -184,8 +185,22 @@ func econMessageParts(raw json.RawMessage, calls []econCall, outputs map[string]
 		}
 		for _, b := range blocks {
 			part := econBlockPart(b, calls, outputs)
-			parts[part] += int64(len(b))
-			counted += int64(len(b))
+			n := int64(len(b))
+			counted += n
+			if part == partSpill {
+				// The preview is what follows the pointer's first line; its
+				// bytes as sent are about its length (newlines are spaces).
+				var r struct {
+					Content json.RawMessage `json:"content"`
+				}
+				json.Unmarshal(b, &r)
+				if _, preview, ok := strings.Cut(econContentText(r.Content), "\n"); ok {
+					p := min(int64(len(preview)), n)
+					parts[partPreview] += p
+					n -= p
+				}
+			}
+			parts[part] += n
 		}
 	}
 	parts[partFraming] += int64(len(raw)) - counted
