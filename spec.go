@@ -152,16 +152,23 @@ func (s AgentSpec) disallowed() []string {
 // no thread may use: the economy benchmark measured half of the 22.5 KB of
 // schemas per request of a Bash-Read-Write agent to be such. nil (the
 // CLI's whole set) when a worker names no tool, which gives it them all.
-func (s AgentSpec) offered() []string {
+// Skills reach the model through the Skill tool: it stays offered to a
+// session that loads plugins or has a worker with skills.
+func (s AgentSpec) offered(plugins bool) []string {
 	names := slices.Concat(s.Allowed(), guard.AlwaysAllowed)
 	if s.Glance {
 		names = append(names, "Bash")
 	}
+	skills := plugins
 	for _, w := range slices.Sorted(maps.Keys(s.Agents)) {
 		if len(s.Agents[w].Tools) == 0 {
 			return nil
 		}
 		names = append(names, s.Agents[w].Tools...)
+		skills = skills || len(s.Agents[w].Skills) > 0
+	}
+	if skills {
+		names = append(names, "Skill")
 	}
 	out := []string{}
 	for _, n := range names {
@@ -341,7 +348,7 @@ func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
 	o := claude.Options{
 		Cwd:             cfg.Cwd,
 		SystemPrompt:    claude.PresetPrompt(paragraphs(spec.Instructions, cfg.Prelude)),
-		Tools:           spec.offered(),
+		Tools:           spec.offered(len(plugins) > 0),
 		AllowedTools:    spec.Allowed(),
 		DisallowedTools: spec.disallowed(),
 		Model:           spec.Model,

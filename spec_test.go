@@ -804,6 +804,8 @@ func TestTheCLIOffersOnlyTheToolsSomeThreadMayUse(t *testing.T) {
 			"tester": Worker("tests", "t", WithTools("Bash", "WebFetch")),
 		}), []string{"Agent", "TodoWrite", "Read", "Bash", "WebFetch", "ToolSearch", "Write", "Edit"}},
 		{"a worker with every tool", AgentSpec{Name: "a", Agents: map[string]claude.AgentDefinition{"any": {Description: "d", Prompt: "p"}}}, nil},
+		{"a worker with skills", AgentSpec{Name: "a", AllowedTools: []string{"Agent"}, Agents: map[string]claude.AgentDefinition{
+			"w": {Description: "d", Prompt: "p", Tools: []string{"Read"}, Skills: []string{"pdf"}}}}, []string{"Agent", "ToolSearch", "Read", "Skill"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -812,5 +814,12 @@ func TestTheCLIOffersOnlyTheToolsSomeThreadMayUse(t *testing.T) {
 				t.Errorf("Tools = %#v, want %#v", o.Tools, c.want)
 			}
 		})
+	}
+	// A plugin's skills reach the model through the Skill tool: a session
+	// that loads plugins keeps it offered.
+	plugin := t.TempDir()
+	o := build(t, AgentSpec{Name: "a", AllowedTools: []string{"Read"}}, BuildConfig{PluginDirs: []string{plugin}})
+	if want := []string{"Read", "ToolSearch", "Skill"}; !slices.Equal(o.Tools, want) {
+		t.Errorf("with a plugin folder, Tools = %#v, want %#v", o.Tools, want)
 	}
 }
