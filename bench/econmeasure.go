@@ -291,7 +291,7 @@ func econStats(xs []float64) econStat {
 	return econStat{med, s[0], s[len(s)-1]}
 }
 
-// String prints the median and, when the runs differed, the range.
+// fmt prints the median in unit and, when the runs differed, the range.
 func (s econStat) fmt(unit float64, prec int) string {
 	if s.min == s.max {
 		return fmt.Sprintf("%.*f", prec, s.med/unit)

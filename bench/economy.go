@@ -142,8 +142,6 @@ type econRun struct {
 	srv   *claudetest.Server
 	fake  *econFake
 	env   map[string]string
-	// first is how many requests the first process sent.
-	first int
 }
 
 // newEconRun prepares dir for one variant's run.
@@ -213,7 +211,6 @@ func econPlain(ctx context.Context, r *econRun) error {
 	if err != nil {
 		return r.failed("first process", err)
 	}
-	r.first = r.srv.Count()
 	opts.Resume = sid
 	if _, err := econQuery(ctx, econPrompt2, econDone2, opts); err != nil {
 		return r.failed("resumed process", err)
@@ -290,7 +287,6 @@ func (r *econRun) twoRuntimes(ctx context.Context, spec flower.AgentSpec, prompt
 	if err != nil {
 		return r.failed("first process", err)
 	}
-	r.first = r.srv.Count()
 	if _, err := once(prompt2, want2, flower.RunOptions{Resume: sid}); err != nil {
 		return r.failed("resumed process", err)
 	}

@@ -35,7 +35,7 @@ type econCall struct {
 	Cmd   string // cat, run, glance: the Bash command
 }
 
-// ID is the tool_use id the fake model gives call i: fixed, so that two
+// econID is the tool_use id the fake model gives call i: fixed, so that two
 // variants send the same bytes for the same call.
 func econID(i int) string { return fmt.Sprintf("toolu_econ_%03d", i) }
 
