@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"strings"
 	"sync"
@@ -39,11 +40,7 @@ func decodeTranscript(rows []json.RawMessage) (es []*transcriptEntry, bad map[in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				e := &transcriptEntry{raw: rows[i]}
-				e.obj, errs[i] = decodeEntryObject(rows[i])
-				es[i] = e
-			}
+			decodeShare(rows, lo, hi, es, errs)
 		}()
 	}
 	wg.Wait()
@@ -56,6 +53,71 @@ func decodeTranscript(rows []json.RawMessage) (es []*transcriptEntry, bad map[in
 		}
 	}
 	return es, bad
+}
+
+// decodeShare decodes rows[lo:hi] into es and errs as one stream of rows
+// through one Decoder, whose buffer grows to the largest row once: a
+// Decoder per row regrew it from 512 bytes for every row, allocating about
+// 1.75 times what the entries themselves need. Each row must still be one
+// object by itself: where the stream's Decoder fails or ends a value
+// anywhere but at the row's end (a row that is cut, one a neighbour
+// completes, data after the object), that row is decoded alone, which gives
+// the same error as before, and a fresh stream starts at the next row.
+func decodeShare(rows []json.RawMessage, lo, hi int, es []*transcriptEntry, errs []error) {
+	for i := lo; i < hi; {
+		r := &rowStream{rows: rows[i:hi]}
+		dec := json.NewDecoder(r)
+		dec.UseNumber()
+		var end int64 // the stream offset where row i starts
+		for ; i < hi; i++ {
+			row := rows[i]
+			es[i] = &transcriptEntry{raw: row}
+			start := end
+			end += int64(len(row)) + 1 // the row and its newline
+			t := bytes.TrimLeft(row, " \t\r\n")
+			body := bytes.TrimRight(t, " \t\r\n")
+			if len(body) == 0 || body[0] != '{' {
+				es[i].obj, errs[i] = decodeEntryObject(row)
+				i++
+				break // the stream would read this row as a value: start anew after it
+			}
+			var obj map[string]any
+			err := dec.Decode(&obj)
+			if err != nil || dec.InputOffset() != start+int64(len(row)-len(t)+len(body)) {
+				es[i].obj, errs[i] = decodeEntryObject(row)
+				i++
+				break
+			}
+			es[i].obj = obj
+		}
+	}
+}
+
+// rowStream reads rows one after the other, each followed by a newline.
+type rowStream struct {
+	rows    []json.RawMessage
+	off     int  // read offset within rows[0]
+	newline bool // rows[0] is read; its newline is next
+}
+
+func (r *rowStream) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && len(r.rows) > 0 {
+		if r.newline {
+			p[n] = '\n'
+			n++
+			r.rows, r.off, r.newline = r.rows[1:], 0, false
+			continue
+		}
+		c := copy(p[n:], r.rows[0][r.off:])
+		n += c
+		r.off += c
+		r.newline = r.off == len(r.rows[0])
+	}
+	if n == 0 && len(r.rows) == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 func decodeEntryObject(raw json.RawMessage) (map[string]any, error) {
