@@ -87,3 +87,21 @@ func TestDecodeTranscriptAsEachRowAlone(t *testing.T) {
 		}
 	}
 }
+
+// The unchanged entries a load returns share one allocation: each must
+// still be a copy of its own, which neither the base's rows nor an append
+// to its neighbour can change.
+func TestEncodeTranscriptCopiesStayApart(t *testing.T) {
+	rows := []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`{"b":2}`), json.RawMessage(`{"c":3}`)}
+	es, _ := decodeTranscript(rows)
+	es[1].dropped = true
+	out, err := encodeTranscript(es)
+	if err != nil || len(out) != 2 {
+		t.Fatalf("encode = %q, %v", out, err)
+	}
+	_ = append(out[0], `XXXX`...)
+	rows[2][2] = 'Z'
+	if string(out[0]) != `{"a":1}` || string(out[1]) != `{"c":3}` {
+		t.Errorf("copies changed: %q", out)
+	}
+}

@@ -143,12 +143,23 @@ func decodeEntryObject(raw json.RawMessage) (map[string]any, error) {
 // re-encoded, the others copies of their original bytes.
 func encodeTranscript(es []*transcriptEntry) ([]json.RawMessage, error) {
 	out := make([]json.RawMessage, 0, len(es))
+	// The copies share one allocation, each capped at its own length so
+	// that appending to one cannot overwrite the next.
+	size := 0
+	for _, e := range es {
+		if !e.dropped && (!e.changed || e.obj == nil) {
+			size += len(e.raw)
+		}
+	}
+	copies := make([]byte, 0, size)
 	for _, e := range es {
 		if e.dropped {
 			continue
 		}
 		if !e.changed || e.obj == nil {
-			out = append(out, bytes.Clone(e.raw))
+			at := len(copies)
+			copies = append(copies, e.raw...)
+			out = append(out, json.RawMessage(copies[at:len(copies):len(copies)]))
 			continue
 		}
 		var buf bytes.Buffer
