@@ -56,8 +56,13 @@ type conn struct {
 	// CloseInputWhenIdle too.
 	ruleMu sync.Mutex
 	tasks  map[string]bool // background tasks in flight, of every type
-	// idle: a result came and no turn has started since. notified: a task
-	// notification arrived in the current turn or since the last result.
+	// foreground are the tasks the CLI started as not backgrounded (a
+	// subagent the model waits for): their notification belongs to the
+	// turn that waited, and no follow-up turn reports them.
+	foreground map[string]bool
+	// idle: a result came and no turn has started since. notified: a
+	// notification of a task that may bring a follow-up turn arrived in the
+	// current turn or since the last result.
 	idle, notified bool
 	// closeOnResult makes the reader close stdin at the first result that
 	// arrives with no background task in flight and no follow-up turn
@@ -148,7 +153,7 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 		opts: opts, cmd: cmd, stdin: inW,
 		hooks: map[string]HookFunc{}, bridge: newMCPBridge(opts.MCPServers),
 		pending: map[string]chan controlReply{}, inflight: map[string]context.CancelFunc{},
-		handlerCtx: hctx, stopAll: stop, msgs: newQueue(), tasks: map[string]bool{},
+		handlerCtx: hctx, stopAll: stop, msgs: newQueue(), tasks: map[string]bool{}, foreground: map[string]bool{},
 		stderr: newTail(16 << 10), exited: make(chan struct{}), done: make(chan struct{}),
 	}
 	c.hooks = hookIDs
@@ -406,9 +411,15 @@ func (c *conn) observe(msg Message) {
 			switch m.Subtype {
 			case "task_started":
 				c.tasks[m.Task.TaskID] = true
+				if b := m.Task.Backgrounded; b != nil && !*b {
+					c.foreground[m.Task.TaskID] = true
+				}
 			case "task_notification":
 				delete(c.tasks, m.Task.TaskID)
-				c.notified = true
+				// A task the CLI did not say was in the foreground may be
+				// reported by a follow-up turn: wait for it after the result.
+				c.notified = c.notified || !c.foreground[m.Task.TaskID]
+				delete(c.foreground, m.Task.TaskID)
 				c.tasksChanged()
 			case "task_updated":
 				var p struct {

@@ -74,6 +74,10 @@ type TaskEvent struct {
 	OutputFile  string          `json:"output_file"`
 	Patch       json.RawMessage `json:"patch"` // task_updated
 	Usage       json.RawMessage `json:"usage"`
+	// Backgrounded is task_started's is_backgrounded (CLI 2.1.310 and
+	// later): false for a subagent the model waits for; nil when the CLI
+	// does not say.
+	Backgrounded *bool `json:"is_backgrounded"`
 }
 
 // CompactBoundary marks a successful compaction.
