@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,7 @@ import (
 func init() {
 	register(benchmark{
 		name:  "orchestration",
-		about: "a full starter flow through the fake model: flower's own share of the wall time and its memory (BENCH_REPS)",
+		about: "a full starter flow through the fake model: flower's own share of the wall time and its memory (BENCH_REPS; BENCH_CPUPROFILE=FILE profiles flower's process)",
 		run: func(ctx context.Context, _ []string) error {
 			root, err := drvRoot()
 			if err != nil {
@@ -181,6 +182,21 @@ func orchChild() int {
 	if err := json.Unmarshal([]byte(os.Getenv(orchChildVar)), &c); err != nil {
 		fmt.Fprintf(os.Stderr, "bench orchestration child: bad %s: %v\n", orchChildVar, err)
 		return 2
+	}
+	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
+		// To find where flower's own time goes: go tool pprof PATH.
+		pf, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(pf)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench orchestration child: BENCH_CPUPROFILE=%s: %v\n", path, err)
+			return 2
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			pf.Close()
+		}()
 	}
 	f, err := orchFlow(c)
 	if err != nil {
