@@ -147,3 +147,19 @@ func drvTable(rows [][]string) string {
 	}
 	return b.String()
 }
+
+// drvPeakRSS is this process's peak resident set size in bytes from
+// /proc/self/status (Linux), false where there is none.
+func drvPeakRSS() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err == nil
+		}
+	}
+	return 0, false
+}

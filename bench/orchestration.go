@@ -35,7 +35,7 @@ import (
 func init() {
 	register(benchmark{
 		name:  "orchestration",
-		about: "a full starter flow through the fake model: flower's own share of the wall time and its memory (BENCH_REPS; BENCH_CPUPROFILE=FILE profiles flower's process)",
+		about: "a full starter flow through the fake model: flower's own share of the wall time and its memory (BENCH_REPS; BENCH_CPUPROFILE=FILE profiles flower's process into FILE.<pid>)",
 		run: func(ctx context.Context, _ []string) error {
 			root, err := drvRoot()
 			if err != nil {
@@ -184,8 +184,9 @@ func orchChild() int {
 		return 2
 	}
 	if path := os.Getenv("BENCH_CPUPROFILE"); path != "" {
-		// To find where flower's own time goes: go tool pprof PATH.
-		pf, err := os.Create(path)
+		// To find where flower's own time goes: one file per repetition,
+		// PATH.<pid>, which go tool pprof takes together.
+		pf, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
 		if err == nil {
 			err = pprof.StartCPUProfile(pf)
 		}
@@ -263,6 +264,11 @@ func orchFlow(c orchChildConfig) (orchFigures, error) {
 	}
 	if f.User, f.Sys, f.ChildUser, f.ChildSys, f.MaxRSS, err = drvRusage(); err != nil {
 		return f, err
+	}
+	if hwm, ok := drvPeakRSS(); ok {
+		// getrusage's figure keeps, across exec, the peak of the process
+		// this one was forked from: the benchmark's, not flower's.
+		f.MaxRSS = hwm
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
