@@ -263,11 +263,14 @@ func drvOnce(ctx context.Context, cfg driverConfig, url, base string, v drvVaria
 	track := &drvTrack{}
 	cur.Store(track)
 	defer cur.Store(nil)
-	ctx, cancel := context.WithTimeout(ctx, cfg.runTimeout)
+	runCtx, cancel := context.WithTimeout(ctx, cfg.runTimeout)
 	defer cancel()
-	r, err := v.run(ctx, drvSession{cli: cfg.cli, cwd: cwd, env: claudetest.EnvAt(url, home, tmp),
+	r, err := v.run(runCtx, drvSession{cli: cfg.cli, cwd: cwd, env: claudetest.EnvAt(url, home, tmp),
 		prompt: marker + ": make the scripted calls", calls: cfg.calls})
-	if ctx.Err() != nil && err != nil {
+	if err != nil && ctx.Err() != nil {
+		return drvRun{}, fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+	if err != nil && runCtx.Err() != nil {
 		return drvRun{}, fmt.Errorf("no end within %s (the fake API or the CLI stopped answering): %w", cfg.runTimeout, err)
 	}
 	if err != nil {
