@@ -145,9 +145,9 @@ func orchOnce(ctx context.Context, cfg orchConfig, self string) (orchFigures, ti
 	if err != nil {
 		return orchFigures{}, 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.runTimeout)
+	runCtx, cancel := context.WithTimeout(ctx, cfg.runTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, self)
+	cmd := exec.CommandContext(runCtx, self)
 	cmd.Env = append(os.Environ(), orchChildVar+"="+string(conf))
 	drvOwnGroup(cmd)
 	var stdout, stderr bytes.Buffer
@@ -158,7 +158,10 @@ func orchOnce(ctx context.Context, cfg orchConfig, self string) (orchFigures, ti
 	}
 	err = cmd.Run()
 	after, _ := drvSelfCPU()
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
+		return orchFigures{}, 0, fmt.Errorf("interrupted: %w", ctx.Err())
+	case runCtx.Err() != nil:
 		return orchFigures{}, 0, fmt.Errorf("the starter flow did not end within %s (the fake API or the CLI stopped answering)", cfg.runTimeout)
 	}
 	var f orchFigures
