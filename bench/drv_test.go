@@ -229,3 +229,22 @@ func TestDrvFigures(t *testing.T) {
 		t.Error("a negative count was taken")
 	}
 }
+
+func TestOrchestrationFakeThatHangsStopsAtTheTimeout(t *testing.T) {
+	var out strings.Builder
+	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 10 * time.Second,
+		wrap: func(h claudetest.Handler) claudetest.Handler {
+			var n atomic.Int64
+			return func(ctx context.Context, req *claudetest.Request) claudetest.Reply {
+				if n.Add(1) > 1 {
+					<-ctx.Done() // never answers again
+					return claudetest.Say("gone")
+				}
+				return h(ctx, req)
+			}
+		}}
+	err := runOrch(testCtx(t), cfg)
+	if err == nil || !strings.Contains(err.Error(), "did not end within 10s") {
+		t.Fatalf("runOrch = %v, want the timeout named", err)
+	}
+}
