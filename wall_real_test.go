@@ -268,7 +268,7 @@ func (s *wallScene) attack(control, attack string, expected ...string) ([]claude
 				// A file the control session also had, rewritten: the
 				// CLI's own state (.claude.json and the like).
 			case !existed && known[idPattern.ReplaceAllString(p, "#")]:
-			case name == "temp" && strings.HasPrefix(filepath.Base(p), "fswatch-probe"):
+			case name == "temp" && slices.ContainsFunc(strings.Split(filepath.ToSlash(p), "/"), func(e string) bool { return strings.HasPrefix(e, "fswatch-probe") }):
 				// The CLI's own probe of file watching, made in some runs
 				// and not others, whatever the session does.
 			case existed:
