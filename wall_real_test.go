@@ -268,9 +268,11 @@ func (s *wallScene) attack(control, attack string, expected ...string) ([]claude
 				// A file the control session also had, rewritten: the
 				// CLI's own state (.claude.json and the like).
 			case !existed && known[idPattern.ReplaceAllString(p, "#")]:
-			case name == "temp" && slices.ContainsFunc(strings.Split(filepath.ToSlash(p), "/"), func(e string) bool { return strings.HasPrefix(e, "fswatch-probe") }):
-				// The CLI's own probe of file watching, made in some runs
-				// and not others, whatever the session does.
+			case name == "temp" && slices.ContainsFunc(strings.Split(filepath.ToSlash(p), "/"), func(e string) bool { return strings.HasPrefix(e, "fswatch-probe") }),
+				name == "HOME" && filepath.ToSlash(p) == ".claude/.last-cleanup":
+				// The CLI's own probe of file watching and its cleanup
+				// mark, made in some runs and not others, whatever the
+				// session does.
 			case existed:
 			default:
 				changed = append(changed, fmt.Sprintf("%s: %s (new)", name, p))

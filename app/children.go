@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // childPIDs lists the direct children of process pid: the CLIs flower
@@ -35,5 +36,31 @@ func signalChildren(sig syscall.Signal) {
 	for _, pid := range childPIDs(os.Getpid()) {
 		_ = syscall.Kill(-pid, sig)
 		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// endChildren stops flower's children before flower dies by a signal: a
+// SIGTERM to each one's group, up to grace for them to exit (a CLI flushes
+// its transcript on the way out), then SIGKILL to what is left. Without the
+// wait a CLI could still be writing its files after flower was gone.
+func endChildren(grace time.Duration) {
+	signalChildren(syscall.SIGTERM)
+	if waitChildren(grace) {
+		return
+	}
+	signalChildren(syscall.SIGKILL)
+	waitChildren(time.Second)
+}
+
+// waitChildren reports whether flower has no child left within d (the
+// driver reaps each CLI as it exits).
+func waitChildren(d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if len(childPIDs(os.Getpid())) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // errQuit is the cause of the run's context when the human pressed Ctrl-C
@@ -61,9 +62,13 @@ func (h *hooks) runRescue() {
 	}
 }
 
+// childGrace is how long flower, dying by a signal, waits for its CLIs to
+// exit after their SIGTERM before it kills them.
+const childGrace = 3 * time.Second
+
 // watchSignals is the one signal handler. Ctrl-C: the interrupt hook the
 // first time when one is set, else cancel ctx with errQuit (the command
-// rescues and exits 130). SIGTERM and SIGHUP: rescue, end the CLIs, restore
+// rescues and exits 130). SIGTERM and SIGHUP: rescue, end the CLIs (endChildren), restore
 // the default action and re-raise, so that flower dies by the signal as its
 // parent expects. It returns the function that stops it.
 func (m *Command) watchSignals(cancel context.CancelCauseFunc) (stop func()) {
@@ -92,7 +97,7 @@ func (m *Command) watchSignals(cancel context.CancelCauseFunc) (stop func()) {
 					continue
 				}
 				m.hooks.runRescue()
-				signalChildren(syscall.SIGTERM)
+				endChildren(childGrace)
 				signal.Reset(sig)
 				_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
 			}

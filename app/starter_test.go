@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -306,6 +307,10 @@ func TestPipedStarterFlow(t *testing.T) {
 		if w, ok := st.Sys().(syscall.WaitStatus); !ok || !w.Signaled() || w.Signal() != syscall.SIGTERM {
 			t.Errorf("flower should die by SIGTERM, got %v:\n%s", st, out.String())
 		}
+		// Its CLIs died before it: none is left writing its files.
+		if pids := processesWithEnv(envValue(cmd.Env, "HOME")); len(pids) > 0 {
+			t.Errorf("CLI processes %v outlived flower's SIGTERM", pids)
+		}
 		errs := manifestErrors(t, filepath.Join(ws, "runs", "manifest.json"))
 		if len(errs) != 3 || errs[2] != "killed-by-signal" {
 			t.Errorf("manifest errors %q, want the work step killed-by-signal", errs)
@@ -376,4 +381,30 @@ func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
 	if missing.ProcessState.ExitCode() != ExitFailure || !strings.Contains(string(out), "tools/claude-cli/install.sh") {
 		t.Errorf("no CLI: exit %d %s", missing.ProcessState.ExitCode(), out)
 	}
+}
+
+// envValue is k=v of env.
+func envValue(env []string, k string) string {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return kv
+		}
+	}
+	return ""
+}
+
+// processesWithEnv lists the processes whose environment holds kv.
+func processesWithEnv(kv string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		env, err := os.ReadFile(filepath.Join(d, "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00"+kv+"\x00")) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
