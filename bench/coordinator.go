@@ -22,7 +22,7 @@ func init() {
 	register(benchmark{
 		name:  "coordinator",
 		about: "context economy of a coordinator: 10 workers of 20 calls each vs the plain CLI doing all 200",
-		run: func(ctx context.Context, _ []string) error {
+		run: func(ctx context.Context) error {
 			cfg, err := econConfigFromEnv()
 			if err != nil {
 				return err

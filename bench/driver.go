@@ -23,7 +23,7 @@ func init() {
 	register(benchmark{
 		name:  "driver",
 		about: "hooked echo calls: flower's driver vs the TypeScript Agent SDK vs the bare CLI (BENCH_CALLS, BENCH_REPS)",
-		run: func(ctx context.Context, _ []string) error {
+		run: func(ctx context.Context) error {
 			cfg, err := driverDefaults()
 			if err != nil {
 				return err

@@ -28,7 +28,7 @@ func init() {
 	register(benchmark{
 		name:  "economy",
 		about: "context economy of one long session: 200 tool calls, resumed after 100; plain CLI vs flower",
-		run: func(ctx context.Context, _ []string) error {
+		run: func(ctx context.Context) error {
 			cfg, err := econConfigFromEnv()
 			if err != nil {
 				return err

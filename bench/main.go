@@ -23,7 +23,7 @@ import (
 type benchmark struct {
 	name  string
 	about string
-	run   func(ctx context.Context, args []string) error
+	run   func(ctx context.Context) error
 }
 
 var benchmarks = map[string]benchmark{}
@@ -69,7 +69,7 @@ func main() {
 	failed := 0
 	for _, n := range chosen {
 		fmt.Printf("== %s: %s\n", n, benchmarks[n].about)
-		if err := benchmarks[n].run(ctx, nil); err != nil {
+		if err := benchmarks[n].run(ctx); err != nil {
 			// One variant's failure stops that benchmark, never the others.
 			fmt.Printf("%s: stopped: %v\n", n, err)
 			failed++

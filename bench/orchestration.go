@@ -36,7 +36,7 @@ func init() {
 	register(benchmark{
 		name:  "orchestration",
 		about: "a full starter flow through the fake model: flower's own share of the wall time and its memory (BENCH_REPS; BENCH_CPUPROFILE=FILE profiles flower's process into FILE.<pid>)",
-		run: func(ctx context.Context, _ []string) error {
+		run: func(ctx context.Context) error {
 			root, err := drvRoot()
 			if err != nil {
 				return err

@@ -24,7 +24,7 @@ func init() {
 	register(benchmark{
 		name:  "store",
 		about: "session store: appends/s, Load+expire+trim+prune vs reading the JSONL, resume preparation (BENCH_ENTRIES, BENCH_REPS)",
-		run: func(ctx context.Context, _ []string) error {
+		run: func(ctx context.Context) error {
 			entries, err := drvEnvInt("BENCH_ENTRIES", 10_000)
 			if err != nil {
 				return err
