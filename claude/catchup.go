@@ -162,23 +162,25 @@ func unknownLines(path string, known entrySet) ([]json.RawMessage, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// Only unknown lines are kept: a long transcript is mostly known.
 	type line struct {
-		raw   json.RawMessage
-		uuid  string
-		known bool
+		raw  json.RawMessage
+		uuid string
+		at   int
 	}
-	var lines []line
-	lastKnown := -1
+	var unknown []line
+	n, lastKnown := 0, -1
 	r := bufio.NewReaderSize(f, 64<<10)
 	for {
 		b, err := r.ReadBytes('\n')
 		if b = bytes.TrimSpace(b); len(b) > 0 && json.Valid(b) {
 			if uuid, typ, h := entryMark(b); !cliOnly(typ) {
-				isKnown := known.take(uuid, h)
-				if isKnown {
-					lastKnown = len(lines)
+				if known.take(uuid, h) {
+					lastKnown = n
+				} else {
+					unknown = append(unknown, line{raw: b, uuid: uuid, at: n})
 				}
-				lines = append(lines, line{raw: bytes.Clone(b), uuid: uuid, known: isKnown})
+				n++
 			}
 		}
 		if err == io.EOF {
@@ -189,8 +191,8 @@ func unknownLines(path string, known entrySet) ([]json.RawMessage, error) {
 		}
 	}
 	var out []json.RawMessage
-	for i, l := range lines {
-		if !l.known && (l.uuid != "" || i > lastKnown) {
+	for _, l := range unknown {
+		if l.uuid != "" || l.at > lastKnown {
 			out = append(out, l.raw)
 		}
 	}
