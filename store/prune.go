@@ -100,12 +100,12 @@ func neutralizeInterrupts(es []*transcriptEntry, text string, rep *Report) {
 		if !e.prunable() {
 			continue
 		}
-		e.eachBlock("tool_result", func(b map[string]any) {
-			if !isInterrupted(b) && !(cut[i] && isErrorResult(b)) {
+		e.eachBlock("tool_result", func(b contentBlock) {
+			if !isInterrupted(b.m) && !(cut[i] && isErrorResult(b.m)) {
 				return
 			}
-			b["content"] = text
-			b["is_error"] = false
+			b.m["content"] = text
+			b.m["is_error"] = false
 			e.changed = true
 			rep.InterruptsNeutralized++
 		})
@@ -121,7 +121,7 @@ func neutralizeInterrupts(es []*transcriptEntry, text string, rep *Report) {
 func dropDenials(es []*transcriptEntry, keep int, rep *Report) {
 	var denials []int
 	for i, e := range es {
-		if e.prunable() && e.str("type") == "user" && e.str("toolDenialKind") == "permission-rule" && e.hasBlock("tool_result") {
+		if e.prunable() && e.typ == "user" && e.str("toolDenialKind") == "permission-rule" && e.hasBlock("tool_result") {
 			denials = append(denials, i)
 		}
 	}
@@ -131,8 +131,8 @@ func dropDenials(es []*transcriptEntry, keep int, rep *Report) {
 	for _, d := range denials[:len(denials)-keep] {
 		e := es[d]
 		gone := map[string]bool{}
-		e.eachBlock("tool_result", func(b map[string]any) {
-			id, _ := b["tool_use_id"].(string)
+		e.eachBlock("tool_result", func(b contentBlock) {
+			id := b.id
 			if id == "" {
 				return
 			}
@@ -167,13 +167,13 @@ func dropDenials(es []*transcriptEntry, keep int, rep *Report) {
 func assistantWithToolUse(es []*transcriptEntry, before int, id string) *transcriptEntry {
 	for j := before - 1; j >= 0; j-- {
 		a := es[j]
-		if !a.prunable() || a.str("type") != "assistant" {
+		if !a.prunable() || a.typ != "assistant" {
 			continue
 		}
-		found := false
-		a.eachBlock("tool_use", func(b map[string]any) { found = found || b["id"] == id })
-		if found {
-			return a
+		for _, b := range a.content {
+			if b.typ == "tool_use" && b.id == id {
+				return a
+			}
 		}
 	}
 	return nil
@@ -204,23 +204,22 @@ func healOrphans(es []*transcriptEntry, text string, rep *Report) []*transcriptE
 		if e.obj == nil || e.dropped {
 			continue
 		}
-		e.eachBlock("tool_result", func(b map[string]any) {
-			if id, _ := b["tool_use_id"].(string); id != "" {
-				lastResult[id] = i
+		e.eachBlock("tool_result", func(b contentBlock) {
+			if b.id != "" {
+				lastResult[b.id] = i
 			}
 		})
 	}
 	out := make([]*transcriptEntry, 0, len(es))
 	for i, a := range es {
 		out = append(out, a)
-		if a.obj == nil || a.dropped || a.str("type") != "assistant" {
+		if a.obj == nil || a.dropped || a.typ != "assistant" {
 			continue
 		}
 		var orphans []string
-		a.eachBlock("tool_use", func(b map[string]any) {
-			id, _ := b["id"].(string)
-			if last, ok := lastResult[id]; id != "" && (!ok || last <= i) {
-				orphans = append(orphans, id)
+		a.eachBlock("tool_use", func(b contentBlock) {
+			if last, ok := lastResult[b.id]; b.id != "" && (!ok || last <= i) {
+				orphans = append(orphans, b.id)
 			}
 		})
 		if len(orphans) == 0 {
@@ -277,7 +276,9 @@ func healEntry(a *transcriptEntry, ids []string, text string) *transcriptEntry {
 		anchor = fmt.Sprintf("%x", sum)
 	}
 	obj["uuid"] = nameUUID("flower:store:heal:" + anchor + ":" + strings.Join(ids, ","))
-	return &transcriptEntry{obj: obj, changed: true}
+	h := &transcriptEntry{obj: obj, changed: true}
+	h.index()
+	return h
 }
 
 // nameUUID is the RFC 9562 version 5 UUID of name in the URL namespace.
@@ -355,15 +356,13 @@ func survivingAncestor(byUUID map[string]*transcriptEntry, p string) (any, bool)
 func interruptedEntries(es []*transcriptEntry) map[int]bool {
 	byUUID := map[string]int{}
 	for i, e := range es {
-		if e.obj != nil {
-			if u := e.str("uuid"); u != "" {
-				byUUID[u] = i
-			}
+		if e.entryUUID != "" {
+			byUUID[e.entryUUID] = i
 		}
 	}
 	cut := map[int]bool{}
 	for _, e := range es {
-		if e.obj == nil || e.str("type") != "user" || !startsWithInterruptMarker(e.obj) {
+		if e.obj == nil || e.typ != "user" || !e.startsWithInterruptMarker() {
 			continue
 		}
 		at := e
@@ -373,10 +372,10 @@ func interruptedEntries(es []*transcriptEntry) map[int]bool {
 				break
 			}
 			at = es[p]
-			if at.str("type") == "assistant" {
+			if at.typ == "assistant" {
 				break
 			}
-			if at.str("type") == "user" && at.hasBlock("tool_result") {
+			if at.typ == "user" && at.hasBlock("tool_result") {
 				cut[p] = true
 				break
 			}
@@ -385,18 +384,13 @@ func interruptedEntries(es []*transcriptEntry) map[int]bool {
 	return cut
 }
 
-func startsWithInterruptMarker(obj map[string]any) bool {
-	msg, _ := obj["message"].(map[string]any)
-	switch c := msg["content"].(type) {
-	case string:
+func (e *transcriptEntry) startsWithInterruptMarker() bool {
+	if c, ok := e.message()["content"].(string); ok {
 		return strings.HasPrefix(c, "[Request interrupted")
-	case []any:
-		for _, b := range c {
-			if m, ok := b.(map[string]any); ok && m["type"] == "text" {
-				if t, _ := m["text"].(string); strings.HasPrefix(t, "[Request interrupted") {
-					return true
-				}
-			}
+	}
+	for _, b := range e.content {
+		if t, _ := b.m["text"].(string); b.typ == "text" && strings.HasPrefix(t, "[Request interrupted") {
+			return true
 		}
 	}
 	return false

@@ -232,8 +232,7 @@ func (t *Trimming) expire(es []*transcriptEntry, rep *Report, expired map[string
 	}
 	var sites []ephemeralSite
 	for _, s := range findSites(es) {
-		id, _ := s.block["tool_use_id"].(string)
-		u, ok := uses[id]
+		u, ok := uses[s.id]
 		if !ok || u.entry >= s.entry || u.name != "Bash" {
 			continue
 		}
@@ -266,9 +265,7 @@ func (t *Trimming) expire(es []*transcriptEntry, rep *Report, expired map[string
 		}
 		s.setContent(es, text)
 		rep.Expired++
-		if id, ok := s.block["tool_use_id"].(string); ok {
-			expired[id] = true
-		}
+		expired[s.id] = true
 	}
 }
 
@@ -299,7 +296,7 @@ func (t *Trimming) trimSites(ctx context.Context, key claude.SessionKey, es []*t
 			return err
 		}
 		n := s.chars()
-		if id, _ := s.block["tool_use_id"].(string); s.opaque || n == 0 || expired[id] {
+		if s.opaque || n == 0 || expired[s.id] {
 			continue
 		}
 		// The CLI's <persisted-output> is a pointer already: archiving it

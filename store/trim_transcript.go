@@ -23,6 +23,56 @@ type transcriptEntry struct {
 	obj     map[string]any
 	changed bool
 	dropped bool
+
+	// The fields below are read from obj once, by index, because the
+	// layers' dozen passes over every entry looked them up in the maps
+	// again each time, at about half the cost of reading the JSONL file.
+	// The layers never rewrite "type", "uuid", "isCompactSummary" or
+	// "isMeta", nor a block's "type", "id" or "tool_use_id"; message.content
+	// changes only through setBlocks, which indexes the new list.
+	typ         string // obj["type"]; "" when missing or not a string
+	entryUUID   string // obj["uuid"]; "" when missing or not a string
+	isProtected bool   // isCompactSummary or isMeta is true
+	// content holds the object blocks of message.content, in order; it is
+	// empty when the content is not a list.
+	content []contentBlock
+}
+
+// contentBlock is an object block of message.content with the fields the
+// layers pick blocks by.
+type contentBlock struct {
+	m   map[string]any
+	typ string // m["type"]; "" when missing or not a string
+	// id is a tool_use's "id" or a tool_result's "tool_use_id"; "" when
+	// missing, not a string, or the block is of another type.
+	id string
+}
+
+// index reads the fields the layers select entries and blocks by.
+func (e *transcriptEntry) index() {
+	e.typ = e.str("type")
+	e.entryUUID = e.str("uuid")
+	e.isProtected = e.flag("isCompactSummary") || e.flag("isMeta")
+	e.indexBlocks()
+}
+
+func (e *transcriptEntry) indexBlocks() {
+	e.content = nil
+	for _, x := range e.blocks() {
+		m, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		b := contentBlock{m: m}
+		b.typ, _ = m["type"].(string)
+		switch b.typ {
+		case "tool_use":
+			b.id, _ = m["id"].(string)
+		case "tool_result":
+			b.id, _ = m["tool_use_id"].(string)
+		}
+		e.content = append(e.content, b)
+	}
 }
 
 // decodeTranscript decodes rows without touching them. bad lists the indexes
@@ -90,6 +140,10 @@ func decodeShare(rows []json.RawMessage, lo, hi int, es []*transcriptEntry, errs
 			}
 			es[i].obj = obj
 		}
+	}
+	// Indexing here spreads it over the decoding workers too.
+	for i := lo; i < hi; i++ {
+		es[i].index()
 	}
 }
 
@@ -189,12 +243,10 @@ func (e *transcriptEntry) flag(field string) bool {
 	return b
 }
 
-func (e *transcriptEntry) uuid() string { return e.str("uuid") }
+func (e *transcriptEntry) uuid() string { return e.entryUUID }
 
 // protected entries (compact summaries, meta entries) are never rewritten.
-func (e *transcriptEntry) protected() bool {
-	return e.flag("isCompactSummary") || e.flag("isMeta")
-}
+func (e *transcriptEntry) protected() bool { return e.isProtected }
 
 func (e *transcriptEntry) message() map[string]any {
 	if e.obj == nil {
@@ -217,21 +269,25 @@ func (e *transcriptEntry) blocks() []any {
 func (e *transcriptEntry) setBlocks(l []any) {
 	e.message()["content"] = l
 	e.changed = true
+	e.indexBlocks()
 }
 
 // eachBlock calls f for every block of message.content with the given type.
-func (e *transcriptEntry) eachBlock(typ string, f func(b map[string]any)) {
-	for _, x := range e.blocks() {
-		if b, ok := x.(map[string]any); ok && b["type"] == typ {
+func (e *transcriptEntry) eachBlock(typ string, f func(b contentBlock)) {
+	for _, b := range e.content {
+		if b.typ == typ {
 			f(b)
 		}
 	}
 }
 
 func (e *transcriptEntry) hasBlock(typ string) bool {
-	found := false
-	e.eachBlock(typ, func(map[string]any) { found = true })
-	return found
+	for _, b := range e.content {
+		if b.typ == typ {
+			return true
+		}
+	}
+	return false
 }
 
 // resultText reads a tool_result block: its text (the string content, or the
@@ -265,6 +321,7 @@ func resultText(b map[string]any) (text string, opaque bool) {
 type site struct {
 	entry  int
 	block  map[string]any
+	id     string // the block's tool_use_id; "" when missing or not a string
 	text   string
 	opaque bool
 }
@@ -283,9 +340,9 @@ func findSites(es []*transcriptEntry) []site {
 		if e.obj == nil || e.dropped || e.protected() {
 			continue
 		}
-		e.eachBlock("tool_result", func(b map[string]any) {
-			text, opaque := resultText(b)
-			sites = append(sites, site{entry: i, block: b, text: text, opaque: opaque})
+		e.eachBlock("tool_result", func(b contentBlock) {
+			text, opaque := resultText(b.m)
+			sites = append(sites, site{entry: i, block: b.m, id: b.id, text: text, opaque: opaque})
 		})
 	}
 	return sites
@@ -302,17 +359,16 @@ type toolUse struct {
 func findToolUses(es []*transcriptEntry) map[string]toolUse {
 	uses := map[string]toolUse{}
 	for i, e := range es {
-		if e.obj == nil || e.dropped || e.str("type") != "assistant" {
+		if e.obj == nil || e.dropped || e.typ != "assistant" {
 			continue
 		}
-		e.eachBlock("tool_use", func(b map[string]any) {
-			id, _ := b["id"].(string)
-			if _, seen := uses[id]; id == "" || seen {
+		e.eachBlock("tool_use", func(b contentBlock) {
+			if _, seen := uses[b.id]; b.id == "" || seen {
 				return
 			}
-			name, _ := b["name"].(string)
-			input, _ := b["input"].(map[string]any)
-			uses[id] = toolUse{entry: i, name: name, input: input}
+			name, _ := b.m["name"].(string)
+			input, _ := b.m["input"].(map[string]any)
+			uses[b.id] = toolUse{entry: i, name: name, input: input}
 		})
 	}
 	return uses
