@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/flowerrun/flower/claude"
@@ -299,6 +300,11 @@ func nameUUID(name string) string {
 // es must be the complete list, dropped entries included. A pointer to a
 // uuid that is not in the list is left alone.
 func relink(es []*transcriptEntry) {
+	// Only a dropped entry leaves pointers to re-attach; without one, the
+	// uuid map below would be built for nothing.
+	if !slices.ContainsFunc(es, func(e *transcriptEntry) bool { return e.dropped }) {
+		return
+	}
 	byUUID := map[string]*transcriptEntry{}
 	for _, e := range es {
 		u := e.uuid()
@@ -354,16 +360,19 @@ func survivingAncestor(byUUID map[string]*transcriptEntry, p string) (any, bool)
 // "[Request interrupted" (past attachments and the like), the first entry
 // holding a tool_result. The walk stops at an assistant entry.
 func interruptedEntries(es []*transcriptEntry) map[int]bool {
-	byUUID := map[string]int{}
-	for i, e := range es {
-		if e.entryUUID != "" {
-			byUUID[e.entryUUID] = i
-		}
-	}
+	var byUUID map[string]int // built at the first marker: most sessions have none
 	cut := map[int]bool{}
 	for _, e := range es {
 		if e.obj == nil || e.typ != "user" || !e.startsWithInterruptMarker() {
 			continue
+		}
+		if byUUID == nil {
+			byUUID = map[string]int{}
+			for i, x := range es {
+				if x.entryUUID != "" {
+					byUUID[x.entryUUID] = i
+				}
+			}
 		}
 		at := e
 		for steps := 0; steps < 8; steps++ {

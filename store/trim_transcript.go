@@ -82,18 +82,7 @@ func (e *transcriptEntry) indexBlocks() {
 func decodeTranscript(rows []json.RawMessage) (es []*transcriptEntry, bad map[int]error) {
 	es = make([]*transcriptEntry, len(rows))
 	errs := make([]error, len(rows))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(rows)/256))
-	share := (len(rows) + workers - 1) / max(workers, 1)
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(rows); lo += share {
-		hi := min(lo+share, len(rows))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			decodeShare(rows, lo, hi, es, errs)
-		}()
-	}
-	wg.Wait()
+	inShares(len(rows), 256, func(lo, hi int) { decodeShare(rows, lo, hi, es, errs) })
 	for i, err := range errs {
 		if err != nil {
 			if bad == nil {
@@ -103,6 +92,24 @@ func decodeTranscript(rows []json.RawMessage) (es []*transcriptEntry, bad map[in
 		}
 	}
 	return es, bad
+}
+
+// inShares calls f on [0, n) split into one contiguous share per
+// processor, each of at least minShare items, in parallel, and returns when
+// every call has.
+func inShares(n, minShare int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/minShare))
+	share := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for lo := 0; lo < n; lo += share {
+		hi := min(lo+share, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // decodeShare decodes rows[lo:hi] into es and errs as one stream of rows
@@ -196,15 +203,35 @@ func decodeEntryObject(raw json.RawMessage) (map[string]any, error) {
 // encodeTranscript returns the surviving entries as new JSON: changed ones
 // re-encoded, the others copies of their original bytes.
 func encodeTranscript(es []*transcriptEntry) ([]json.RawMessage, error) {
-	out := make([]json.RawMessage, 0, len(es))
-	// The copies share one allocation, each capped at its own length so
-	// that appending to one cannot overwrite the next.
+	// Re-encoding the changed entries is most of the work (the trimmed and
+	// expired ones carry their whole toolUseResult), and entries are
+	// independent: they are encoded in parallel, like the decode.
+	var changed []int
 	size := 0
-	for _, e := range es {
-		if !e.dropped && (!e.changed || e.obj == nil) {
+	for i, e := range es {
+		switch {
+		case e.dropped:
+		case e.changed && e.obj != nil:
+			changed = append(changed, i)
+		default:
 			size += len(e.raw)
 		}
 	}
+	encoded := make([]json.RawMessage, len(changed))
+	errs := make([]error, len(changed))
+	inShares(len(changed), 64, func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			encoded[k], errs[k] = encodeEntry(es[changed[k]])
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]json.RawMessage, 0, len(es))
+	// The copies share one allocation, each capped at its own length so
+	// that appending to one cannot overwrite the next.
 	copies := make([]byte, 0, size)
 	for _, e := range es {
 		if e.dropped {
@@ -216,15 +243,21 @@ func encodeTranscript(es []*transcriptEntry) ([]json.RawMessage, error) {
 			out = append(out, json.RawMessage(copies[at:len(copies):len(copies)]))
 			continue
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(e.obj); err != nil {
-			return nil, fmt.Errorf("store: re-encode transcript entry %s: %w", e.uuid(), err)
-		}
-		out = append(out, json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")))
+		out = append(out, encoded[0])
+		encoded = encoded[1:]
 	}
 	return out, nil
+}
+
+// encodeEntry re-encodes a changed entry's object.
+func encodeEntry(e *transcriptEntry) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e.obj); err != nil {
+		return nil, fmt.Errorf("store: re-encode transcript entry %s: %w", e.uuid(), err)
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n")), nil
 }
 
 func (e *transcriptEntry) str(field string) string {
