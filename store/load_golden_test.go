@@ -67,6 +67,9 @@ func loadGoldenDigests(t *testing.T) []string {
 	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 0x901d))
 		rows := fxGenTranscript(rng)
+		if seed%2 == 1 {
+			rows = goldenPerturb(rng, rows)
+		}
 		trim := TrimPolicy{KeepRecent: rng.IntN(4), MinChars: 200}
 		eph := EphemeralPolicy{KeepRecent: -1 + rng.IntN(3), MaxChars: 100}
 		prune := PrunePolicy{KeepDenials: []int{-1, 0, 2}[rng.IntN(3)]}
@@ -90,4 +93,88 @@ func loadGoldenDigests(t *testing.T) []string {
 		digest(fmt.Sprintf("generated-%d-defaults", seed), p, layerLoad(t, p, fxKey))
 	}
 	return lines
+}
+
+// goldenPerturb changes a share of the rows in the ways a hand-written or
+// foreign transcript might differ from the CLI's: a marker alone, a field
+// of another type, a key in another case, a key given twice, a block of
+// another type, string content. Rows that are not objects stay as they are.
+func goldenPerturb(rng *rand.Rand, rows []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(rows))
+	var uuids []any // of the rows before, for pointers to any of them
+	for i, r := range rows {
+		out[i] = r
+		var m map[string]any
+		if json.Unmarshal(r, &m) != nil {
+			continue
+		}
+		if u, ok := m["uuid"]; ok {
+			uuids = append(uuids, u)
+		}
+		if rng.IntN(3) != 0 {
+			continue
+		}
+		msg, _ := m["message"].(map[string]any)
+		blocks, _ := msg["content"].([]any)
+		switch rng.IntN(15) {
+		case 0:
+			delete(m, "isApiErrorMessage")
+		case 1:
+			if msg != nil {
+				msg["model"] = "<synthetic>"
+			}
+		case 2:
+			m["isApiErrorMessage"] = true
+			if msg != nil {
+				msg["model"] = "claude-real"
+			}
+		case 3:
+			m["isMeta"] = "yes"
+		case 4:
+			m["type"] = 7
+		case 5:
+			m["UUID"], m["Type"] = "upper", "assistant"
+		case 6:
+			if msg != nil {
+				msg["content"] = "[Request interrupted by user]"
+			}
+		case 7:
+			if len(blocks) > 0 {
+				if b, ok := blocks[0].(map[string]any); ok {
+					b["type"] = "Tool_result"
+				}
+			}
+		case 8:
+			if len(blocks) > 0 {
+				if b, ok := blocks[0].(map[string]any); ok {
+					b["tool_use_id"], b["id"] = 42, 43
+				}
+			}
+		case 9:
+			m["toolDenialKind"] = "permission-rule"
+		case 10:
+			m[[]string{"isMeta", "isCompactSummary"}[rng.IntN(2)]] = true
+		case 11:
+			if len(blocks) > 0 {
+				if b, ok := blocks[0].(map[string]any); ok {
+					b["text"] = "[Request interrupted by user]"
+				}
+			}
+		case 12, 13:
+			// A branch: its parent may be an entry that prune drops.
+			if len(uuids) > 1 {
+				m["parentUuid"] = uuids[rng.IntN(len(uuids)-1)]
+			}
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		if rng.IntN(4) == 0 {
+			// The same key twice: the decoded map keeps the last one.
+			data = append([]byte(`{"uuid":"first-of-two","type":"user",`), data[1:]...)
+		}
+		out[i] = data
+	}
+	return out
 }
