@@ -77,8 +77,7 @@ func dropAPIErrors(es []*transcriptEntry, rep *Report) {
 		if !e.prunable() {
 			continue
 		}
-		model, _ := e.message()["model"].(string)
-		if !e.flag("isApiErrorMessage") && model != "<synthetic>" {
+		if !e.apiError {
 			continue
 		}
 		if e.hasBlock("tool_use") || e.hasBlock("tool_result") {

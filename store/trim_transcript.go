@@ -27,12 +27,15 @@ type transcriptEntry struct {
 	// The fields below are read from obj once, by index, because the
 	// layers' dozen passes over every entry looked them up in the maps
 	// again each time, at about half the cost of reading the JSONL file.
-	// The layers never rewrite "type", "uuid", "isCompactSummary" or
-	// "isMeta", nor a block's "type", "id" or "tool_use_id"; message.content
-	// changes only through setBlocks, which indexes the new list.
+	// The layers never rewrite "type", "uuid", "isCompactSummary",
+	// "isMeta", "isApiErrorMessage" or message.model, nor a block's "type",
+	// "id" or "tool_use_id"; message.content changes only through
+	// setBlocks, which indexes the new list.
 	typ         string // obj["type"]; "" when missing or not a string
 	entryUUID   string // obj["uuid"]; "" when missing or not a string
 	isProtected bool   // isCompactSummary or isMeta is true
+	// apiError: isApiErrorMessage is true or message.model is "<synthetic>".
+	apiError bool
 	// content holds the object blocks of message.content, in order; it is
 	// empty when the content is not a list.
 	content []contentBlock
@@ -53,6 +56,8 @@ func (e *transcriptEntry) index() {
 	e.typ = e.str("type")
 	e.entryUUID = e.str("uuid")
 	e.isProtected = e.flag("isCompactSummary") || e.flag("isMeta")
+	model, _ := e.message()["model"].(string)
+	e.apiError = e.flag("isApiErrorMessage") || model == "<synthetic>"
 	e.indexBlocks()
 }
 
