@@ -344,10 +344,6 @@ func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
 	if err != nil {
 		return claude.Options{}, err
 	}
-	hooks, err := buildHooks(spec, cfg)
-	if err != nil {
-		return claude.Options{}, fmt.Errorf("%w: %s: %w", ErrInvalidSpec, spec.Name, err)
-	}
 
 	o := claude.Options{
 		Cwd:             cfg.Cwd,
@@ -363,7 +359,7 @@ func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
 		SettingSources:  []string{},
 		PluginDirs:      plugins,
 		AddDirs:         addDirs(cfg),
-		Hooks:           hooks,
+		Hooks:           buildHooks(spec, cfg),
 		Env:             env,
 	}
 	if cfg.NotPortable {
@@ -515,37 +511,19 @@ func readable(dir string) error {
 	return nil
 }
 
-// ownHooks are flower's guards of the spec, in this order: its wall (one
-// guard per main thread, with or without a workbench); the loop guard
-// unless the spec turns it off; the workbench guards (isolate when an agent
-// is whose Isolation is a worktree, then index and spill with a
-// workbench).
-func ownHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
+// buildHooks merges, in this order: spec.Hooks; the spec's wall (one guard
+// per main thread, with or without a workbench); the loop guard unless the
+// spec turns it off; the workbench guards (isolate when an agent is whose Isolation is a worktree, then index
+// and spill with a workbench). Events left without a matcher are dropped.
+func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
 	texts := guard.TextsFor(string(cfg.Lang))
 	spill := max(cfg.SpillThreshold, 0) // 0: no spill guard
-	return guard.MergeHooks(
+	hooks := guard.MergeHooks(
+		spec.Hooks,
 		map[string][]claude.HookMatcher{claude.PreToolUse: {texts.Wall(spec.wall(cfg.Workbench))}},
 		loopHooks(texts, spec.Loop, cfg.OnLoop),
 		texts.WorkbenchHooks(cfg.Workbench, spill, spec.Agents),
 	)
-}
-
-// buildHooks is spec.Hooks followed by flower's own guards (ownHooks), the
-// guards of each event folded into one callback (guard.Chain): each
-// callback is a round trip through the CLI for every tool call it matches.
-// Events left without a matcher are dropped.
-func buildHooks(spec AgentSpec, cfg BuildConfig) (map[string][]claude.HookMatcher, error) {
-	own := ownHooks(spec, cfg)
-	for event, ms := range own {
-		if len(ms) > 1 {
-			chain, err := guard.Chain(ms...)
-			if err != nil {
-				return nil, err
-			}
-			own[event] = []claude.HookMatcher{chain}
-		}
-	}
-	hooks := guard.MergeHooks(spec.Hooks, own)
 	maps.DeleteFunc(hooks, func(_ string, m []claude.HookMatcher) bool { return len(m) == 0 })
-	return hooks, nil
+	return hooks
 }

@@ -130,34 +130,26 @@ func TestGuardMatrix(t *testing.T) {
 							"plain": Worker("reads", "read"),
 						},
 					}
-					cfg := BuildConfig{Workbench: wb, SpillThreshold: guard.DefaultSpillThreshold}
-					o := build(t, spec, cfg)
+					o := build(t, spec, BuildConfig{Workbench: wb, SpillThreshold: guard.DefaultSpillThreshold})
 
-					// Guards per event: delegate or whitelist, loop,
+					// Matchers per event: delegate or whitelist, loop,
 					// isolate; loop, then index and spill with a workbench.
-					own := ownHooks(spec, cfg)
 					wantPre := 2
 					if isolated {
 						wantPre++
 					}
-					if got := len(own[claude.PreToolUse]); got != wantPre {
-						t.Errorf("PreToolUse guards = %d, want %d", got, wantPre)
+					if got := len(o.Hooks[claude.PreToolUse]); got != wantPre {
+						t.Errorf("PreToolUse matchers = %d, want %d", got, wantPre)
 					}
 					wantPost := 1
 					if withWB {
 						wantPost = 3
 					}
-					if got := len(own[claude.PostToolUse]); got != wantPost {
-						t.Errorf("PostToolUse guards = %d, want %d", got, wantPost)
+					if got := len(o.Hooks[claude.PostToolUse]); got != wantPost {
+						t.Errorf("PostToolUse matchers = %d, want %d", got, wantPost)
 					}
-					if got := len(own[claude.PostToolUseFailure]); got != 1 {
-						t.Errorf("PostToolUseFailure guards = %d, want the loop guard's", got)
-					}
-					// The CLI calls each of them in one round trip.
-					for event, ms := range o.Hooks {
-						if len(ms) != 1 || len(ms[0].Hooks) != 1 {
-							t.Errorf("%s: %d callbacks, want flower's guards as one", event, len(ms))
-						}
+					if got := len(o.Hooks[claude.PostToolUseFailure]); got != 1 {
+						t.Errorf("PostToolUseFailure matchers = %d, want the loop guard's", got)
 					}
 					if len(o.Hooks) != 3 {
 						t.Errorf("hook events %v", slices.Collect(maps.Keys(o.Hooks)))
@@ -328,15 +320,11 @@ func TestBuildOptionsForEveryRole(t *testing.T) {
 				if o.Cwd != wb.Workspace || o.Resume != "" || o.ForkSession || len(o.PluginDirs) != 0 {
 					t.Errorf("Cwd %q Resume %q Fork %v Plugins %v", o.Cwd, o.Resume, o.ForkSession, o.PluginDirs)
 				}
-				own := ownHooks(c.spec, cfg)
-				if got := len(own[claude.PreToolUse]); got != c.pre {
-					t.Errorf("PreToolUse guards = %d, want %d", got, c.pre)
+				if got := len(o.Hooks[claude.PreToolUse]); got != c.pre {
+					t.Errorf("PreToolUse matchers = %d, want %d", got, c.pre)
 				}
-				if got := len(own[claude.PostToolUse]); got != c.post {
-					t.Errorf("PostToolUse guards = %d, want %d", got, c.post)
-				}
-				if pre, post := len(o.Hooks[claude.PreToolUse]), len(o.Hooks[claude.PostToolUse]); pre != 1 || post != 1 {
-					t.Errorf("callbacks: %d PreToolUse, %d PostToolUse; want the guards of each event as one", pre, post)
+				if got := len(o.Hooks[claude.PostToolUse]); got != c.post {
+					t.Errorf("PostToolUse matchers = %d, want %d", got, c.post)
 				}
 				if c.name == "coordinator" && (len(o.Agents) != 2 || o.Agents["coder"].Isolation != claude.IsolationWorktree) {
 					t.Errorf("Agents = %+v", o.Agents)
@@ -640,8 +628,8 @@ func TestSpillThreshold(t *testing.T) {
 		if (len(outs) == 1) != c.spilled {
 			t.Errorf("threshold %d, %d chars: %d answers, want spilled=%v", c.threshold, c.size, len(outs), c.spilled)
 		}
-		if own := ownHooks(Oracle(""), BuildConfig{Workbench: wb, SpillThreshold: c.threshold}); c.threshold <= 0 && len(own[claude.PostToolUse]) != 2 {
-			t.Errorf("spill off: %d PostToolUse guards, want the loop and index guards alone", len(own[claude.PostToolUse]))
+		if c.threshold <= 0 && len(o.Hooks[claude.PostToolUse]) != 2 {
+			t.Errorf("spill off: %d PostToolUse matchers, want the loop and index guards alone", len(o.Hooks[claude.PostToolUse]))
 		}
 	}
 }
