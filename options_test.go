@@ -211,8 +211,7 @@ func TestOptionKeepDenials(t *testing.T) {
 	}
 }
 
-// withCLI is the test runtime's session options, for a test that sets its
-// own: WithSessionOptions keeps only the last function given.
+// withCLI points a test runtime's sessions at the real CLI under test.
 func withCLI(t *testing.T) Option {
 	cli := claudetest.CLIPath(t)
 	return WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = cli, claudetest.BaseEnv() })
@@ -333,5 +332,23 @@ func TestGettersContextOfResultsWorkspace(t *testing.T) {
 	got[0].Step = "changed"
 	if rt.Results()[0].Step != "work" {
 		t.Error("Results() must return a copy")
+	}
+}
+
+func TestWithSessionOptionsGivenTwiceAppliesBoth(t *testing.T) {
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
+		WithSessionOptions(func(o *claude.Options) { o.CLIPath = "/first/claude" }),
+		WithSessionOptions(nil),
+		WithSessionOptions(func(o *claude.Options) { o.Settings = `{"second":true}` }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	opts, err := (&stepRun{rt: rt}).options(testSpec(), "", false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.CLIPath != "/first/claude" || opts.Settings != `{"second":true}` {
+		t.Errorf("CLIPath %q Settings %q: each WithSessionOptions must apply, in order", opts.CLIPath, opts.Settings)
 	}
 }

@@ -511,8 +511,8 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 	// echoed in tool_use_result); over the driver's 1 MiB default that
 	// would end an hours-long step, so a runtime session allows far more.
 	opts.MaxLineBytes = runtimeMaxLine
-	if rt.sessionOpts != nil {
-		rt.sessionOpts(&opts)
+	for _, f := range rt.sessionOpts {
+		f(&opts)
 	}
 	return opts, nil
 }

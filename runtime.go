@@ -45,7 +45,7 @@ type Runtime struct {
 	spill       int
 	budget      float64
 	env         map[string]string
-	sessionOpts func(*claude.Options)
+	sessionOpts []func(*claude.Options)
 	pluginDirs  []string
 	prompts     Prompts
 	runID       string
@@ -90,7 +90,7 @@ type config struct {
 	budget      float64
 	store       claude.SessionStore
 	env         map[string]string
-	sessionOpts func(*claude.Options)
+	sessionOpts []func(*claude.Options)
 	pluginDirs  []string
 }
 
@@ -187,9 +187,14 @@ func WithPluginDirs(dirs ...string) Option {
 }
 
 // WithSessionOptions adjusts the driver options of every session just
-// before it starts (the CLI's path, a stderr sink, …).
+// before it starts (the CLI's path, a stderr sink, …). Given more than
+// once, each adjusts in the order given.
 func WithSessionOptions(f func(*claude.Options)) Option {
-	return func(c *config) { c.sessionOpts = f }
+	return func(c *config) {
+		if f != nil {
+			c.sessionOpts = append(c.sessionOpts, f)
+		}
+	}
 }
 
 // resumeDirMaxAge is how long an untouched resume directory of the driver
