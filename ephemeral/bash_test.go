@@ -26,13 +26,7 @@ command_not_found_handle() { enable printf; builtin printf '%s\0' "$#" "$@" >> "
 // words, and wrote no file. Each runs twice, with commands succeeding and
 // failing, to take both sides of && and ||.
 func TestBashRunsOnlyWhatIsSaw(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must have bash: this test is the check that Is agrees with a real shell")
-		}
-		t.Skip("no bash on this machine: install bash to run the shell cross-check")
-	}
+	bash := needBash(t, "run the shell cross-check")
 	dir := t.TempDir()
 	prelude := filepath.Join(dir, "prelude")
 	if err := os.WriteFile(prelude, []byte(bashPrelude), 0o600); err != nil {
@@ -163,4 +157,19 @@ func equalTexts(words []word, argv []string) bool {
 		}
 	}
 	return true
+}
+
+// needBash is bash's path. Without bash the test fails under CI and is
+// skipped elsewhere, saying how to run it.
+func needBash(t *testing.T, to string) string {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err == nil {
+		return bash
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI must have bash, to %s", to)
+	}
+	t.Skipf("no bash on this machine: install bash to %s", to)
+	return ""
 }

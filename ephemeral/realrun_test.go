@@ -33,13 +33,7 @@ const glanceTimeout = 20 * time.Second
 // either way. git runs with GIT_OPTIONAL_LOCKS=0, as the coordinator's
 // session does, since git status otherwise refreshes .git/index.
 func TestGlancesOnlyReadWithRealPrograms(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must have bash: this test runs the accepted glances for real")
-		}
-		t.Skip("no bash on this machine: install bash to run the glances for real")
-	}
+	bash := needBash(t, "run the glances for real")
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("git is needed to build the scratch repository")
 	}
@@ -242,13 +236,7 @@ func compareSnapshots(before, after map[string]string) string {
 // TestRealRunSeesWhatChanges keeps the real-program check honest: the
 // harness must see a write, a touch and a command that does not end.
 func TestRealRunSeesWhatChanges(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI must have bash: this test checks the harness that runs the glances for real")
-		}
-		t.Skip("no bash on this machine: install bash to check the glance harness")
-	}
+	bash := needBash(t, "check the glance harness")
 	root := t.TempDir()
 	work, home, tmp := filepath.Join(root, "work"), filepath.Join(root, "home"), filepath.Join(root, "tmp")
 	makeWorkspace(t, work, home, tmp)
