@@ -625,18 +625,12 @@ func TestFakeHookAnswerGetsTheEventNameFilledIn(t *testing.T) {
 
 func TestFakeStdinStaysOpenForBackgroundBash(t *testing.T) {
 	opts := fakeOptions(t, "bg-bash-fake")
-	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
-		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	opts.Hooks = noopHook(claude.PreToolUse)
 	msgs, err := collect(t, testCtx(t), "go", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []string
-	for _, m := range msgs {
-		if r, ok := m.(*claude.ResultMessage); ok {
-			results = append(results, r.Result)
-		}
-	}
+	results := resultTexts(msgs)
 	if strings.Join(results, "|") != "first|second success" {
 		t.Fatalf("results = %q; stdin must stay open while a background Bash runs", results)
 	}
@@ -715,8 +709,7 @@ func TestFakePanickingStoreIsAReportedLossNotACrash(t *testing.T) {
 func TestFakeCloseInputWhenIdleAfterTheResultClosesAtOnce(t *testing.T) {
 	ctx := testCtx(t)
 	opts := fakeOptions(t, "text")
-	opts.Hooks = map[string][]claude.HookMatcher{claude.PostToolUse: {{Hooks: []claude.HookFunc{
-		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	opts.Hooks = noopHook(claude.PostToolUse)
 	cl, err := claude.Connect(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -755,8 +748,7 @@ func init() {
 func TestFakeEndlessBackgroundShellIsBoundedByBackgroundWait(t *testing.T) {
 	opts := fakeOptions(t, "endless-shell")
 	opts.BackgroundWait = 300 * time.Millisecond
-	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
-		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	opts.Hooks = noopHook(claude.PreToolUse)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := collect(t, ctx, "go", opts); err != nil {

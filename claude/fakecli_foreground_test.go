@@ -1,7 +1,6 @@
 package claude_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -42,8 +41,7 @@ func init() {
 func TestFakeForegroundAgentDoesNotHoldStdinOpen(t *testing.T) {
 	opts := fakeOptions(t, "foreground-agent")
 	opts.FollowUpWait = 20 * time.Second
-	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
-		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	opts.Hooks = noopHook(claude.PreToolUse)
 	start := time.Now()
 	msgs, err := collect(t, testCtx(t), "go", opts)
 	if err != nil {
@@ -59,18 +57,12 @@ func TestFakeForegroundAgentDoesNotHoldStdinOpen(t *testing.T) {
 
 func TestFakeBackgroundAgentWaitsForItsFollowUp(t *testing.T) {
 	opts := fakeOptions(t, "background-agent")
-	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {{Hooks: []claude.HookFunc{
-		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	opts.Hooks = noopHook(claude.PreToolUse)
 	msgs, err := collect(t, testCtx(t), "go", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []string
-	for _, m := range msgs {
-		if r, ok := m.(*claude.ResultMessage); ok {
-			results = append(results, r.Result)
-		}
-	}
+	results := resultTexts(msgs)
 	if len(results) != 2 || results[1] != "second" {
 		t.Fatalf("results = %q; the follow-up turn of a background agent must be read", results)
 	}

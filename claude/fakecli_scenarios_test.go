@@ -199,6 +199,24 @@ func collect(t *testing.T, ctx context.Context, prompt string, opts claude.Optio
 	return msgs, nil
 }
 
+// resultTexts are the texts of the results among msgs, in order.
+func resultTexts(msgs []claude.Message) []string {
+	var texts []string
+	for _, m := range msgs {
+		if r, ok := m.(*claude.ResultMessage); ok {
+			texts = append(texts, r.Result)
+		}
+	}
+	return texts
+}
+
+// noopHook registers one callback for event that answers nothing: the
+// session then has a hook host, as flower's sessions do.
+func noopHook(event string) map[string][]claude.HookMatcher {
+	return map[string][]claude.HookMatcher{event: {{Hooks: []claude.HookFunc{
+		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+}
+
 func lastResult(t *testing.T, msgs []claude.Message) *claude.ResultMessage {
 	t.Helper()
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -419,18 +437,12 @@ func TestFakeBadCallbacksGetErrorReplies(t *testing.T) {
 
 func TestFakeStdinStaysOpenForBackgroundTasks(t *testing.T) {
 	opts := fakeOptions(t, "stdin-rule")
-	opts.Hooks = map[string][]claude.HookMatcher{claude.PostToolUse: {{Hooks: []claude.HookFunc{
-		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	opts.Hooks = noopHook(claude.PostToolUse)
 	msgs, err := collect(t, testCtx(t), "go", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []string
-	for _, m := range msgs {
-		if r, ok := m.(*claude.ResultMessage); ok {
-			results = append(results, r.Result)
-		}
-	}
+	results := resultTexts(msgs)
 	if strings.Join(results, "|") != "first|second success" {
 		t.Fatalf("results = %q; stdin must stay open until the background task ends", results)
 	}
@@ -548,8 +560,7 @@ func TestFakeCancellingTheContextStopsTheQuery(t *testing.T) {
 func TestFakeCloseInputWhenIdleWaitsForBackgroundTasks(t *testing.T) {
 	ctx := testCtx(t)
 	opts := fakeOptions(t, "stdin-rule")
-	opts.Hooks = map[string][]claude.HookMatcher{claude.PostToolUse: {{Hooks: []claude.HookFunc{
-		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { return nil, nil }}}}}
+	opts.Hooks = noopHook(claude.PostToolUse)
 	cl, err := claude.Connect(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
