@@ -82,12 +82,10 @@ func fakeUsageLimitCLI() {
 	for _, a := range os.Args {
 		resumed = resumed || a == "--resume="+sid
 	}
-	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+	s.Init(sid)
 	if resumed {
-		s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a2", "parent_tool_use_id": nil,
-			"message": map[string]any{"id": "m2", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "resumed after the reset"}}}})
-		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
-			"num_turns": 1, "result": "resumed after the reset", "session_id": sid, "total_cost_usd": 0.01})
+		s.Say(sid, "resumed after the reset")
+		s.Success(sid, "resumed after the reset")
 		s.Drain()
 		os.Exit(0)
 	}
@@ -112,26 +110,32 @@ func fakeSlowStartCLI() {
 	s := fakecli.Connect()
 	s.Read() // the prompt
 	const sid = "aaaaaaaa-bbbb-cccc-dddd-ffffffffffff"
-	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
-	s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
-		"num_turns": 1, "result": "up at last", "session_id": sid, "total_cost_usd": 0.01})
+	s.Init(sid)
+	s.Success(sid, "up at last")
 	s.Drain()
 	os.Exit(0)
 }
 
-func TestFakeASlowStartIsNoStall(t *testing.T) {
-	t.Parallel()
+// fakeCLI makes this test binary, scripted as scenario, every session's
+// CLI, with env added to its minimal environment.
+func fakeCLI(t *testing.T, scenario string, env ...string) Option {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return WithSessionOptions(func(o *claude.Options) {
+		o.CLIPath = exe
+		o.BaseEnv = append([]string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=" + scenario}, env...)
+	})
+}
+
+func TestFakeASlowStartIsNoStall(t *testing.T) {
+	t.Parallel()
 	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		WithResilience(Resilience{MaxAttempts: 1, StallTimeout: 3 * time.Second, Probe: fastResilience.Probe}),
-		WithSessionOptions(func(o *claude.Options) {
-			o.CLIPath = exe
-			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=slow-start"}
-		}))
+		fakeCLI(t, "slow-start"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,17 +151,10 @@ func TestFakeASlowStartIsNoStall(t *testing.T) {
 
 func TestFakeUsageLimitWaitsForTheResetWithoutSpendingAnAttempt(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		WithResilience(Resilience{MaxAttempts: 1, UsageLimitMargin: -1, Probe: fastResilience.Probe}),
-		WithSessionOptions(func(o *claude.Options) {
-			o.CLIPath = exe
-			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=1"}
-		}))
+		fakeCLI(t, "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,18 +220,16 @@ func fakeHandoffBlipCLI() {
 	sid := fmt.Sprintf("aaaaaaaa-bbbb-cccc-dddd-%012d", n)
 	switch n {
 	case 1:
-		s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+		s.Init(sid)
 		s.Send(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
 			"duration_api_ms": 1, "num_turns": 1, "result": "Prompt is too long", "session_id": sid,
 			"api_error_status": 400, "terminal_reason": "prompt_too_long", "total_cost_usd": 0.01})
 	case 2:
 		os.Exit(1) // the blip: no message, no session id
 	default:
-		s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
-		s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a", "parent_tool_use_id": nil,
-			"message": map[string]any{"id": "m", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "carried on"}}}})
-		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
-			"num_turns": 1, "result": "carried on", "session_id": sid, "total_cost_usd": 0.01})
+		s.Init(sid)
+		s.Say(sid, "carried on")
+		s.Success(sid, "carried on")
 	}
 	s.Drain()
 	os.Exit(0)
@@ -242,18 +237,11 @@ func fakeHandoffBlipCLI() {
 
 func TestFakeRetryAfterAHandoffRerunsTheSuccessorsOpening(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	calls := t.TempDir()
 	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		WithResilience(fastResilience),
-		WithSessionOptions(func(o *claude.Options) {
-			o.CLIPath = exe
-			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=handoff-blip", "FLOWER_FAKE_DIR=" + calls}
-		}))
+		fakeCLI(t, "handoff-blip", "FLOWER_FAKE_DIR="+calls))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,10 +281,8 @@ func fakeMirrorCLI() {
 	const sid = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
 	path := filepath.Join(os.Getenv("CLAUDE_CONFIG_DIR"), "projects", "-w", sid+".jsonl")
 	s.Send(map[string]any{"type": "transcript_mirror", "filePath": path, "entries": []any{map[string]any{"type": "user", "uuid": "e1"}}})
-	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a1", "parent_tool_use_id": nil,
-		"message": map[string]any{"id": "m1", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "done"}}}})
-	s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
-		"num_turns": 1, "result": "done", "session_id": sid, "total_cost_usd": 0.01})
+	s.Say(sid, "done")
+	s.Success(sid, "done")
 	s.Drain()
 	os.Exit(0)
 }
@@ -310,16 +296,9 @@ func (refusingStore) Append(context.Context, claude.SessionKey, []json.RawMessag
 
 func TestFakeStoreLossIsRecordedInTheResultTheManifestAndTheEvents(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithStore(refusingStore{}),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
-		WithSessionOptions(func(o *claude.Options) {
-			o.CLIPath = exe
-			o.BaseEnv = []string{"PATH=" + os.Getenv("PATH"), "FLOWER_FAKE_CLI=mirror", "CLAUDE_CONFIG_DIR=" + t.TempDir()}
-		}))
+		fakeCLI(t, "mirror", "CLAUDE_CONFIG_DIR="+t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

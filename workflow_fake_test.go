@@ -69,8 +69,7 @@ func fakeWorkflowCLI() {
 		s.Send(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
 			"duration_api_ms": 1, "num_turns": 1, "result": "it failed", "session_id": sid, "total_cost_usd": 0.01})
 	} else {
-		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
-			"num_turns": 1, "result": reply, "session_id": sid, "total_cost_usd": 0.01})
+		s.Success(sid, reply)
 	}
 	s.Drain()
 	os.Exit(0)

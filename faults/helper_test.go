@@ -36,16 +36,14 @@ func usageLimitCLI() int {
 	s := fakecli.Connect()
 	s.Read() // the prompt
 	const sid = "0fa0175e-0000-4000-8000-000000000001"
-	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+	s.Init(sid)
 	drain := func(code int) int {
 		s.Drain()
 		return code
 	}
 	if slices.Contains(os.Args, "--resume="+sid) {
-		s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a2", "parent_tool_use_id": nil,
-			"message": map[string]any{"id": "m2", "model": "fake", "content": []any{map[string]any{"type": "text", "text": "resumed after the reset"}}}})
-		s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
-			"num_turns": 1, "result": "resumed after the reset", "session_id": sid, "total_cost_usd": 0.01})
+		s.Say(sid, "resumed after the reset")
+		s.Success(sid, "resumed after the reset")
 		return drain(0)
 	}
 	secs, _ := strconv.Atoi(os.Getenv("FAULT_RESET_IN"))

@@ -86,3 +86,20 @@ func Text(m map[string]any) string {
 	}
 	return ""
 }
+
+// Init sends the system/init message of session sid.
+func (s *Session) Init(sid string) {
+	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": "i"})
+}
+
+// Say sends an assistant message of session sid holding text.
+func (s *Session) Say(sid, text string) {
+	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": "a-" + text, "parent_tool_use_id": nil,
+		"message": map[string]any{"id": "m-" + text, "model": "fake", "content": []any{map[string]any{"type": "text", "text": text}}}})
+}
+
+// Success sends the successful result of a turn of session sid.
+func (s *Session) Success(sid, text string) {
+	s.Send(map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+		"num_turns": 1, "result": text, "session_id": sid, "total_cost_usd": 0.01})
+}
