@@ -46,10 +46,7 @@ func TestFault429WithRetryAfter(t *testing.T) {
 func TestFault529BurstLongerThanTheCLIsRetries(t *testing.T) {
 	t.Parallel()
 	fault(t, "5 overloaded 529s outlast the CLI's 2 retries: the runtime retries the attempt, says so, and the step succeeds")
-	sc := newScene(t, faultFirst(5, "FAULT:529", claudetest.Overloaded()), fastResilience())
-	sc.env["CLAUDE_CODE_MAX_RETRIES"] = "2"
-	sc.rt.Close()
-	sc.start(fastResilience())
+	sc := newScene(t, faultFirst(5, "FAULT:529", claudetest.Overloaded()), fastResilience(), flower.WithEnv(map[string]string{"CLAUDE_CODE_MAX_RETRIES": "2"}))
 	r, ev, err := sc.run(spec(), "FAULT:529")
 	if err != nil || !r.OK || r.Attempts < 2 {
 		t.Fatalf("step: ok %v attempts %d err %v (%s)", r.OK, r.Attempts, err, r.Error)
@@ -66,10 +63,7 @@ func TestFault529BurstLongerThanTheCLIsRetries(t *testing.T) {
 func TestFault500s(t *testing.T) {
 	t.Parallel()
 	fault(t, "a run of 500s beyond the CLI's retries is retried by the runtime and the step succeeds")
-	sc := newScene(t, faultFirst(3, "FAULT:500", claudetest.ServerError()), fastResilience())
-	sc.env["CLAUDE_CODE_MAX_RETRIES"] = "1"
-	sc.rt.Close()
-	sc.start(fastResilience())
+	sc := newScene(t, faultFirst(3, "FAULT:500", claudetest.ServerError()), fastResilience(), flower.WithEnv(map[string]string{"CLAUDE_CODE_MAX_RETRIES": "1"}))
 	r, _, err := sc.run(spec(), "FAULT:500")
 	if err != nil || !r.OK || r.Attempts < 2 {
 		t.Fatalf("step: ok %v attempts %d err %v (%s)", r.OK, r.Attempts, err, r.Error)
@@ -82,10 +76,7 @@ func TestFault500sForeverStopResumable(t *testing.T) {
 	fault(t, "500s that never end stop the step after MaxAttempts with the session kept (resumable) and an error naming the 500")
 	res := fastResilience()
 	res.MaxAttempts = 2
-	sc := newScene(t, faultFirst(1000, "FAULT:500", claudetest.ServerError()), res)
-	sc.env["CLAUDE_CODE_MAX_RETRIES"] = "0"
-	sc.rt.Close()
-	sc.start(res)
+	sc := newScene(t, faultFirst(1000, "FAULT:500", claudetest.ServerError()), res, flower.WithEnv(map[string]string{"CLAUDE_CODE_MAX_RETRIES": "0"}))
 	r, _, err := sc.run(spec(), "FAULT:500")
 	if err == nil || r.OK || r.Attempts != 2 {
 		t.Fatalf("step: ok %v attempts %d err %v", r.OK, r.Attempts, err)

@@ -2,12 +2,12 @@ package faults
 
 import (
 	"context"
-	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/human"
@@ -100,10 +100,7 @@ func TestFaultMCPHandlerBlocks(t *testing.T) {
 		})
 	const tool = "mcp__stuck__wait"
 	h, seen := toolThenDone("FAULT:mcp", tool, map[string]any{}, true)
-	sc := newScene(t, h, fastResilience())
-	sc.env["MCP_TOOL_TIMEOUT"] = "2000"
-	sc.rt.Close()
-	sc.start(fastResilience())
+	sc := newScene(t, h, fastResilience(), flower.WithEnv(map[string]string{"MCP_TOOL_TIMEOUT": "2000"}))
 	s := spec()
 	s.AllowedTools = append(s.AllowedTools, tool, "ToolSearch")
 	s.MCPServers = map[string]claude.MCPServer{"stuck": claude.SDKServer{Server: srv}}
@@ -128,10 +125,7 @@ func TestFaultHumanNeverAnswers(t *testing.T) {
 	fault(t, "an ask nobody answers ends after the channel's timeout (1 s here) with the text telling the model to carry on with its own judgement, and the step goes on")
 	ch := human.New(human.WithTimeout(time.Second), human.WithLang("en"))
 	h, seen := toolThenDone("FAULT:human", human.AskTool, map[string]any{"question": "anyone there?"}, true)
-	sc := newScene(t, h, fastResilience())
-	maps.Copy(sc.env, ch.Env())
-	sc.rt.Close()
-	sc.start(fastResilience())
+	sc := newScene(t, h, fastResilience(), flower.WithEnv(ch.Env()))
 	s := spec()
 	s.AllowedTools = append(s.AllowedTools, human.AskTool, "ToolSearch")
 	s.MCPServers = ch.MCPServers()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 )
 
@@ -167,11 +168,9 @@ func TestFaultNetworkGoesAwayAndComesBack(t *testing.T) {
 	res := fastResilience()
 	res.Probe = nil // the real TCP probe of the endpoint
 	res.ProbeInterval, res.ProbeTimeout, res.MaxOfflineWait = 300*time.Millisecond, time.Second, time.Minute
-	sc := newScene(t, h, res)
+	// the CLI gives up at once; the runtime waits
+	sc := newScene(t, h, res, flower.WithEnv(map[string]string{"CLAUDE_CODE_MAX_RETRIES": "1"}))
 	srv = sc.srv
-	sc.env["CLAUDE_CODE_MAX_RETRIES"] = "1" // the CLI gives up at once; the runtime waits
-	sc.rt.Close()
-	sc.start(res)
 	r, ev, err := sc.run(spec(), "FAULT:offline")
 	if err != nil || !r.OK {
 		t.Fatalf("step: ok %v attempts %d err %v (%s)", r.OK, r.Attempts, err, r.Error)

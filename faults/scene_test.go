@@ -39,23 +39,19 @@ func newScene(t *testing.T, h claudetest.Handler, res flower.Resilience, opts ..
 	t.Helper()
 	srv := claudetest.NewServer(t, h)
 	sc := &scene{t: t, srv: srv, ws: t.TempDir(), runDir: t.TempDir(), env: claudetest.Env(t, srv)}
-	sc.start(res, opts...)
-	return sc
-}
-
-// start makes the scene's Runtime (again, after a close).
-func (sc *scene) start(res flower.Resilience, opts ...flower.Option) {
-	sc.t.Helper()
-	cli := capturingCLI(sc.t, claudetest.CLIPath(sc.t), sc.captured())
+	cli := capturingCLI(t, claudetest.CLIPath(t), sc.captured())
+	// The case's options (an environment of its own, say) come after the
+	// scene's.
 	base := []flower.Option{flower.WithRunDir(sc.runDir), flower.WithEnv(sc.env), flower.WithResilience(res),
 		flower.WithLanguage(flower.English),
 		flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = cli, claudetest.BaseEnv() })}
 	rt, err := flower.New(sc.ws, append(base, opts...)...)
 	if err != nil {
-		sc.t.Fatal(err)
+		t.Fatal(err)
 	}
 	sc.rt = rt
-	sc.t.Cleanup(func() { rt.Close() })
+	t.Cleanup(func() { rt.Close() })
+	return sc
 }
 
 func spec() flower.AgentSpec {
