@@ -16,6 +16,7 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/transcripttest"
 )
 
 const fakeSession = "11111111-2222-3333-4444-555555555555"
@@ -121,7 +122,7 @@ func ids(t *testing.T, s claude.SessionStore, key claude.SessionKey) string {
 	}
 	var out []string
 	for _, e := range entries {
-		out = append(out, entryID(t, e))
+		out = append(out, transcripttest.EntryID(t, e))
 	}
 	return strings.Join(out, ",")
 }

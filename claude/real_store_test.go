@@ -1,7 +1,6 @@
 package claude_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,43 +11,8 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/transcripttest"
 )
-
-// readJSONL returns the uuids (or types, for entries without one) of a
-// transcript file the CLI wrote. The CLI never mirrors its api-request*
-// bookkeeping lines (raw request shapes kept for its own debugging), so
-// they are left out of the comparison.
-func readJSONL(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var ids []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if id := entryID(t, sc.Bytes()); !strings.HasPrefix(id, "type:api-request") {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-func entryID(t *testing.T, raw []byte) string {
-	var e struct {
-		UUID string `json:"uuid"`
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(raw, &e); err != nil {
-		t.Fatalf("bad entry %s: %v", raw, err)
-	}
-	if e.UUID != "" {
-		return e.UUID
-	}
-	return "type:" + e.Type
-}
 
 func storedIDs(t *testing.T, s claude.SessionStore, key claude.SessionKey) []string {
 	t.Helper()
@@ -58,7 +22,7 @@ func storedIDs(t *testing.T, s claude.SessionStore, key claude.SessionKey) []str
 	}
 	var ids []string
 	for _, e := range entries {
-		if id := entryID(t, e); id != "type:agent_metadata" {
+		if id := transcripttest.EntryID(t, e); id != "type:agent_metadata" {
 			ids = append(ids, id)
 		}
 	}
@@ -99,7 +63,7 @@ func TestRealMirrorHoldsEveryMainAndSubagentEntry(t *testing.T) {
 			sid := lastResult(t, msgs).SessionID
 			pk := claude.ProjectKey(opts.Cwd)
 			dir := filepath.Join(opts.Env["HOME"], ".claude", "projects", pk)
-			local := readJSONL(t, filepath.Join(dir, sid+".jsonl"))
+			local := transcripttest.FileIDs(t, filepath.Join(dir, sid+".jsonl"))
 			stored := storedIDs(t, store, claude.SessionKey{ProjectKey: pk, SessionID: sid})
 			if len(local) == 0 || strings.Join(local, ",") != strings.Join(stored, ",") {
 				t.Fatalf("main transcript: CLI file has %d entries, store %d\nfile:  %v\nstore: %v", len(local), len(stored), local, stored)
@@ -116,7 +80,7 @@ func TestRealMirrorHoldsEveryMainAndSubagentEntry(t *testing.T) {
 			if subkeys[0] != want {
 				t.Errorf("subkey = %q, want %q", subkeys[0], want)
 			}
-			localSub := readJSONL(t, subFiles[0])
+			localSub := transcripttest.FileIDs(t, subFiles[0])
 			storedSub := storedIDs(t, store, claude.SessionKey{ProjectKey: pk, SessionID: sid, Subpath: subkeys[0]})
 			if len(localSub) == 0 || strings.Join(localSub, ",") != strings.Join(storedSub, ",") {
 				t.Fatalf("subagent transcript: CLI file has %d entries, store %d", len(localSub), len(storedSub))
@@ -219,7 +183,7 @@ func TestRealFailingStoreGivesMirrorErrorNotACrash(t *testing.T) {
 		t.Fatal("no mirror_error reported")
 	}
 	r := lastResult(t, msgs)
-	local := readJSONL(t, filepath.Join(opts.Env["HOME"], ".claude", "projects", claude.ProjectKey(opts.Cwd), r.SessionID+".jsonl"))
+	local := transcripttest.FileIDs(t, filepath.Join(opts.Env["HOME"], ".claude", "projects", claude.ProjectKey(opts.Cwd), r.SessionID+".jsonl"))
 	if len(local) < 4 {
 		t.Errorf("the CLI's local transcript has only %d entries", len(local))
 	}

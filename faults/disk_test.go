@@ -16,6 +16,7 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/transcripttest"
 	"github.com/flowerrun/flower/store"
 	"github.com/flowerrun/flower/workbench"
 )
@@ -247,7 +248,7 @@ func TestFaultDiskFullForTheStore(t *testing.T) {
 	}
 	// Nothing the store kept is out of order, and the rest is in the CLI's
 	// own transcript (its HOME is on another disk), which a resume uses.
-	local := jsonlIDs(t, filepath.Join(env["CLAUDE_CONFIG_DIR"], "projects", claude.ProjectKey(ws), res.SessionID+".jsonl"))
+	local := transcripttest.FileIDs(t, filepath.Join(env["CLAUDE_CONFIG_DIR"], "projects", claude.ProjectKey(ws), res.SessionID+".jsonl"))
 	if len(res.Stored) > len(local) || strings.Join(res.Stored, ",") != strings.Join(local[:len(res.Stored)], ",") {
 		t.Errorf("the store's %d rows are not a prefix of the CLI's JSONL (%d lines)", len(res.Stored), len(local))
 	}

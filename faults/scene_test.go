@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/transcripttest"
 	"github.com/flowerrun/flower/store"
 )
 
@@ -209,7 +209,7 @@ func checkTranscripts(t *testing.T, ws, runDir string, m mode, configDirs ...str
 		more, _ := filepath.Glob(filepath.Join(dir, pk, "*.jsonl")) // a captured copy
 		for _, f := range append(files, more...) {
 			sid := strings.TrimSuffix(filepath.Base(f), ".jsonl")
-			bySession[sid] = append(bySession[sid], jsonlIDs(t, f))
+			bySession[sid] = append(bySession[sid], transcripttest.FileIDs(t, f))
 		}
 	}
 	if len(bySession) == 0 {
@@ -222,7 +222,7 @@ func checkTranscripts(t *testing.T, ws, runDir string, m mode, configDirs ...str
 		}
 		var stored []storedRow
 		for _, e := range entries {
-			if id := entryID(t, e); id != "type:agent_metadata" {
+			if id := transcripttest.EntryID(t, e); id != "type:agent_metadata" {
 				stored = append(stored, storedRow{id, isAPIError(e)})
 			}
 		}
@@ -307,45 +307,6 @@ func isAPIError(raw []byte) bool {
 		} `json:"message"`
 	}
 	return json.Unmarshal(raw, &e) == nil && (e.IsAPIError || e.Message.Model == "<synthetic>")
-}
-
-// jsonlIDs are the uuids (types, for entries without one) of a JSONL file,
-// without the CLI's api-request bookkeeping lines, which it never mirrors.
-func jsonlIDs(t *testing.T, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var ids []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		if id := entryID(t, sc.Bytes()); !strings.HasPrefix(id, "type:api-request") {
-			ids = append(ids, id)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("read %s: %v", path, err)
-	}
-	return ids
-}
-
-func entryID(t *testing.T, raw []byte) string {
-	t.Helper()
-	var e struct {
-		UUID string `json:"uuid"`
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(raw, &e); err != nil {
-		t.Errorf("a transcript line is not JSON (%v): %.200s", err, raw)
-		return "bad"
-	}
-	if e.UUID != "" {
-		return e.UUID
-	}
-	return "type:" + e.Type
 }
 
 // helperEnv names the helper process mode (see runHelper).
