@@ -59,19 +59,19 @@ type driverConfig struct {
 }
 
 func driverDefaults() (driverConfig, error) {
-	root, err := drvRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		return driverConfig{}, err
 	}
-	cli, err := drvCLI(root)
+	cli, err := claudeCLI(root)
 	if err != nil {
 		return driverConfig{}, err
 	}
-	calls, err := drvEnvInt("BENCH_CALLS", 200)
+	calls, err := envCount("BENCH_CALLS", 200)
 	if err != nil {
 		return driverConfig{}, err
 	}
-	reps, err := drvEnvInt("BENCH_REPS", 7)
+	reps, err := envCount("BENCH_REPS", 7)
 	if err != nil {
 		return driverConfig{}, err
 	}

@@ -18,7 +18,7 @@ import (
 
 func tinyDriver(t *testing.T, out *strings.Builder) driverConfig {
 	t.Helper()
-	root, err := drvRoot()
+	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +221,11 @@ func TestDrvFigures(t *testing.T) {
 	if got := drvRotate([]int{1, 2, 3}, 4); len(got) != 3 || got[0] != 2 || got[2] != 1 {
 		t.Errorf("rotate = %v", got)
 	}
-	if _, err := drvEnvInt("BENCH_TEST_UNSET_COUNT", 7); err != nil {
+	if _, err := envCount("BENCH_TEST_UNSET_COUNT", 7); err != nil {
 		t.Error(err)
 	}
 	t.Setenv("BENCH_TEST_COUNT", "-3")
-	if _, err := drvEnvInt("BENCH_TEST_COUNT", 7); err == nil {
+	if _, err := envCount("BENCH_TEST_COUNT", 7); err == nil {
 		t.Error("a negative count was taken")
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/flowerrun/flower"
@@ -64,53 +63,21 @@ type econConfig struct {
 }
 
 // econConfigFromEnv is the full-size configuration, with the repetitions
-// from FLOWER_BENCH_ECON_REPS (default 3) and the CLI from FLOWER_CLAUDE or
-// the pinned install.
+// from BENCH_REPS (default 3) and the CLI the other benchmarks drive.
 func econConfigFromEnv() (econConfig, error) {
-	cli, err := econCLI()
+	root, err := moduleRoot()
 	if err != nil {
 		return econConfig{}, err
 	}
-	cfg := econConfig{Calls: 200, Split: 100, PerWorker: 20, Reps: 3, Timeout: 15 * time.Minute, CLI: cli, Out: os.Stdout}
-	if s := os.Getenv("FLOWER_BENCH_ECON_REPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return cfg, fmt.Errorf("FLOWER_BENCH_ECON_REPS=%q: want a positive number of repetitions", s)
-		}
-		cfg.Reps = n
-	}
-	return cfg, nil
-}
-
-// econCLI finds the claude binary: $FLOWER_CLAUDE, else the pinned one
-// under the module root.
-func econCLI() (string, error) {
-	const fix = "run tools/claude-cli/install.sh, or set FLOWER_CLAUDE to a claude binary"
-	if p := os.Getenv("FLOWER_CLAUDE"); p != "" {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-			return "", fmt.Errorf("FLOWER_CLAUDE=%s is not an executable file; %s", p, fix)
-		}
-		return p, nil
-	}
-	dir, err := os.Getwd()
+	cli, err := claudeCLI(root)
 	if err != nil {
-		return "", err
+		return econConfig{}, err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no claude CLI: not inside the flower module; %s", fix)
-		}
-		dir = parent
+	reps, err := envCount("BENCH_REPS", 3)
+	if err != nil {
+		return econConfig{}, err
 	}
-	p := filepath.Join(dir, claudetest.PinnedCLI)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("no claude CLI at %s; %s", p, fix)
-	}
-	return p, nil
+	return econConfig{Calls: 200, Split: 100, PerWorker: 20, Reps: reps, Timeout: 15 * time.Minute, CLI: cli, Out: os.Stdout}, nil
 }
 
 // econVariant is one way of doing the scripted work.

@@ -37,15 +37,15 @@ func init() {
 		name:  "orchestration",
 		about: "a full starter flow through the fake model: flower's own share of the wall time and its memory (BENCH_REPS; BENCH_CPUPROFILE=FILE profiles flower's process into FILE.<pid>)",
 		run: func(ctx context.Context) error {
-			root, err := drvRoot()
+			root, err := moduleRoot()
 			if err != nil {
 				return err
 			}
-			cli, err := drvCLI(root)
+			cli, err := claudeCLI(root)
 			if err != nil {
 				return err
 			}
-			reps, err := drvEnvInt("BENCH_REPS", 5)
+			reps, err := envCount("BENCH_REPS", 5)
 			if err != nil {
 				return err
 			}

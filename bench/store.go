@@ -25,11 +25,11 @@ func init() {
 		name:  "store",
 		about: "session store: appends/s, Load+expire+trim+prune vs reading the JSONL, resume preparation (BENCH_ENTRIES, BENCH_REPS)",
 		run: func(ctx context.Context) error {
-			entries, err := drvEnvInt("BENCH_ENTRIES", 10_000)
+			entries, err := envCount("BENCH_ENTRIES", 10_000)
 			if err != nil {
 				return err
 			}
-			reps, err := drvEnvInt("BENCH_REPS", 7)
+			reps, err := envCount("BENCH_REPS", 7)
 			if err != nil {
 				return err
 			}

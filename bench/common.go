@@ -17,9 +17,9 @@ import (
 	"github.com/flowerrun/flower/claude/claudetest"
 )
 
-// drvRoot is the module root, the folder holding go.mod above the working
+// moduleRoot is the module root, the folder holding go.mod above the working
 // directory: tools/ and bench/ts/ are found from it.
-func drvRoot() (string, error) {
+func moduleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
@@ -36,9 +36,9 @@ func drvRoot() (string, error) {
 	}
 }
 
-// drvCLI is the real claude binary the benchmarks drive: $FLOWER_CLAUDE,
+// claudeCLI is the real claude binary the benchmarks drive: $FLOWER_CLAUDE,
 // else the pinned one under the module root.
-func drvCLI(root string) (string, error) {
+func claudeCLI(root string) (string, error) {
 	p := os.Getenv("FLOWER_CLAUDE")
 	if p == "" {
 		p = filepath.Join(root, claudetest.PinnedCLI)
@@ -50,10 +50,10 @@ func drvCLI(root string) (string, error) {
 	return p, nil
 }
 
-// drvEnvInt reads a positive count from the environment (BENCH_REPS…),
+// envCount reads a positive count from the environment (BENCH_REPS…),
 // def when unset; a value that is no positive number is an error, not a
 // silent default.
-func drvEnvInt(name string, def int) (int, error) {
+func envCount(name string, def int) (int, error) {
 	v := os.Getenv(name)
 	if v == "" {
 		return def, nil
