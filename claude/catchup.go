@@ -144,7 +144,7 @@ func (m *mirror) unmirrored() (order []string, pending map[string][]json.RawMess
 func sortedPaths(paths []string) []string {
 	var mains, subs []string
 	for _, p := range paths {
-		if strings.Count(filepath.ToSlash(p), "/subagents/") == 0 {
+		if !strings.Contains(filepath.ToSlash(p), "/subagents/") {
 			mains = append(mains, p)
 		} else {
 			subs = append(subs, p)
