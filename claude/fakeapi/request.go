@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Request is one POST /v1/messages as the server parsed it.
@@ -28,6 +29,11 @@ type Request struct {
 	Header   http.Header
 	// Body is the raw request body.
 	Body []byte
+	// At is when the request arrived, on the prompt cache's clock when
+	// the server prices with one (PriceWith).
+	At time.Time
+	// Usage is what the server reported for it (zero for a fault).
+	Usage Usage
 	// Err is why the body could not be parsed; the server then answered
 	// 400 without calling the handler.
 	Err error

@@ -48,6 +48,7 @@ type Server struct {
 	nextID  atomic.Int64
 
 	mu    sync.Mutex
+	cache *PromptCache
 	reqs  []*Request
 	again []net.Listener // ComeBack's
 
@@ -134,6 +135,18 @@ func (s *Server) closeAgain() {
 	s.serving.Wait()
 }
 
+// PriceWith makes the server report usage by the prompt cache c for every
+// reply that sets none: cache reads, cache writes and plain input as c
+// prices the request, output by the reply's size (BytesPerToken), so the
+// CLI's cost figures and everything built on them see caching as a user's
+// bill shows it. Without it a reply with no usage reports 10 input and 5
+// output tokens. Call it before the first request.
+func (s *Server) PriceWith(c *PromptCache) {
+	s.mu.Lock()
+	s.cache = c
+	s.mu.Unlock()
+}
+
 // Requests returns a copy of the log of POST /v1/messages requests, oldest
 // first. The *Request values are shared: do not modify them.
 func (s *Server) Requests() []*Request {
@@ -186,6 +199,13 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := parseRequest(body)
 	req.Header = r.Header.Clone()
+	req.At = time.Now()
+	s.mu.Lock()
+	cache := s.cache
+	s.mu.Unlock()
+	if cache != nil {
+		req.At = cache.Now()
+	}
 	s.record(req)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "fakeapi: "+err.Error(), reqID)
@@ -215,6 +235,14 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if cache != nil && reply.Usage == (Usage{}) {
+		if priced, err := cache.PriceAt(body, req.At); err == nil {
+			reply.Usage = priced.Usage(outputBytes(reply))
+		}
+	}
+	s.mu.Lock()
+	req.Usage = reply.Usage // under the lock: the request is in the log already
+	s.mu.Unlock()
 	payload, err := s.render(req, reply, msgID)
 	if err != nil {
 		s.report("fakeapi: %v", err)
@@ -422,6 +450,21 @@ func (s *Server) render(req *Request, reply Reply, msgID string) ([]byte, error)
 		"usage": map[string]any{"output_tokens": usage.OutputTokens}})
 	event("message_stop", map[string]any{"type": "message_stop"})
 	return buf.Bytes(), encErr
+}
+
+// outputBytes is the size of what a reply's model wrote: its texts, its
+// tool calls' names and inputs.
+func outputBytes(r Reply) int {
+	n := 0
+	for _, b := range r.Blocks {
+		n += len(b.Text) + len(b.Name)
+		if b.Type == "tool_use" {
+			if in, err := marshalInput(b.Input); err == nil {
+				n += len(in)
+			}
+		}
+	}
+	return n
 }
 
 func marshalInput(in any) (json.RawMessage, error) {
