@@ -137,4 +137,5 @@ func econPrintCoordinator(w io.Writer, variants []econVariant, results [][]econF
 			econPrintParts(w, results[vi][0].SubParts, sub)
 		}
 	}
+	econPrintPrices(w, variants, results)
 }

@@ -41,6 +41,8 @@ type econFigures struct {
 	Pointed int64
 	Expired int
 	Wall    time.Duration
+	// Price is the run priced by the prompt-cache model, per timeline.
+	Price map[string]econPrice
 }
 
 // The request parts, in the order they are printed.
@@ -333,6 +335,7 @@ func econPrint(w io.Writer, variants []econVariant, results [][]econFigures) {
 		fmt.Fprintf(w, "\n%s: %s\n", v.name, v.about)
 		econPrintParts(w, results[vi][0].Parts, results[vi][0].MainRequests)
 	}
+	econPrintPrices(w, variants, results)
 }
 
 // econReadback sums up the read-back check in a cell.

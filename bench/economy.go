@@ -20,6 +20,7 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/claude/fakeapi"
 	"github.com/flowerrun/flower/store"
 )
 
@@ -134,6 +135,9 @@ func (r *econRun) serve(script claudetest.Script) error {
 	if err != nil {
 		return err
 	}
+	// Usage as the prompt cache prices it, so the CLI's cost figures (and
+	// flower's manifest) see caching as a bill does.
+	srv.PriceWith(fakeapi.NewPromptCache(nil))
 	r.srv = srv
 	r.env = claudetest.EnvAt(srv.URL, r.home, r.tmp)
 	// The CLI's own retries would hide a failing fake for minutes.
@@ -347,7 +351,9 @@ func econOne(ctx context.Context, cfg econConfig, calls []econCall, dir string, 
 	if err != nil {
 		return econFigures{}, err
 	}
-	f := econMeasure(r.srv.Requests(), calls, outputs, r.ws, filepath.Join(r.home, ".claude"))
+	reqs := r.srv.Requests()
+	f := econMeasure(reqs, calls, outputs, r.ws, filepath.Join(r.home, ".claude"))
+	f.Price = econPrices(reqs, calls, outputs)
 	f.Wall = wall
 	return f, nil
 }

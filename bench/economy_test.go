@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/claude/fakeapi"
 	"github.com/flowerrun/flower/store/readback"
 )
 
@@ -31,6 +33,36 @@ func checkReadBack(t *testing.T, name string, f econFigures, wantPointed bool) {
 	}
 	if f.Check.Percent() != 100 || (wantPointed && f.Pointed == 0) {
 		t.Errorf("%s: read-back %s, %d bytes pointed to", name, f.Check, f.Pointed)
+	}
+}
+
+// checkPrice checks a run's priced totals on both timelines: the parts and
+// the zones add up to the total, the cache made it cheaper than no cache,
+// and the price is more than the output alone.
+func checkPrice(t *testing.T, name string, f econFigures) {
+	t.Helper()
+	for _, tl := range []string{timelineOwn, timelineSlow} {
+		p, ok := f.Price[tl]
+		if !ok || p.Total <= 0 {
+			t.Errorf("%s, %s: no price", name, tl)
+			continue
+		}
+		var parts, zones float64
+		for _, n := range p.Parts {
+			parts += n
+		}
+		for _, n := range p.Zones {
+			zones += n
+		}
+		if math.Abs(parts-p.Total) > 1e-6*p.Total || math.Abs(zones-p.Total) > 1e-6*p.Total {
+			t.Errorf("%s, %s: parts add up to %.3f, zones to %.3f, the total is %.3f", name, tl, parts, zones, p.Total)
+		}
+		if p.Total >= p.NoCache {
+			t.Errorf("%s, %s: priced %.0f with the cache, %.0f without: the cache should make it cheaper", name, tl, p.Total, p.NoCache)
+		}
+		if p.Zones["output"] >= p.Total || p.Zones[fakeapi.Read.String()] <= 0 {
+			t.Errorf("%s, %s: zones %v: want cache reads and more than output", name, tl, p.Zones)
+		}
 	}
 }
 
@@ -59,6 +91,12 @@ func TestEconomySmallRunsEveryVariantAndEverySpilledByteReadsBack(t *testing.T) 
 		if parts != f.Bytes {
 			t.Errorf("%s: the parts add up to %d bytes, the requests to %d", name, parts, f.Bytes)
 		}
+		checkPrice(t, name, f)
+	}
+	// Six simulated minutes before the 10th request expire plain's cache:
+	// that request writes its whole context again.
+	if own, slow := plain.Price[timelineOwn].Total, plain.Price[timelineSlow].Total; slow <= own {
+		t.Errorf("plain costs %.0f on the slow timeline, %.0f on its own: an expired cache should cost more", slow, own)
 	}
 	// The CLI cuts the two cats over 30,000 characters itself; flower's
 	// spill takes every big output.
@@ -71,7 +109,7 @@ func TestEconomySmallRunsEveryVariantAndEverySpilledByteReadsBack(t *testing.T) 
 	if plain.Bytes <= run.Bytes || plain.Largest <= run.Largest {
 		t.Errorf("plain sent %d bytes (largest %d), flower-run %d (largest %d): want plain more", plain.Bytes, plain.Largest, run.Bytes, run.Largest)
 	}
-	if !strings.Contains(out, "plain ÷ variant") || !strings.Contains(out, partSpill) {
+	if !strings.Contains(out, "plain ÷ variant") || !strings.Contains(out, partSpill) || !strings.Contains(out, "price, "+timelineSlow) {
 		t.Errorf("the printed figures lack the ratio or the parts:\n%s", out)
 	}
 }
@@ -93,6 +131,11 @@ func TestCoordinatorSmallKeepsTheMainThreadLight(t *testing.T) {
 		t.Errorf("the coordinator's thread should hold the workers' reports and no tool output: %v", lead.Parts)
 	}
 	checkReadBack(t, "flower-coordinator", lead, true)
+	checkPrice(t, "plain", plain)
+	checkPrice(t, "flower-coordinator", lead)
+	if p := lead.Price[timelineOwn]; p.Main <= 0 || p.Main >= p.Total {
+		t.Errorf("coordinator: the main thread's price %.0f of %.0f: want a part of it", p.Main, p.Total)
+	}
 	if plain.Bytes <= lead.MainBytes || plain.Bytes <= lead.Bytes {
 		t.Errorf("plain sent %d bytes, the coordinator %d on its thread and %d in all: want plain more", plain.Bytes, lead.MainBytes, lead.Bytes)
 	}
