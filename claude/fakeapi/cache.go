@@ -245,15 +245,21 @@ func Segments(body []byte) ([]Segment, error) {
 	return segs, nil
 }
 
-// contentItems is a content field's blocks: none, a string (one item), or
-// a list.
+// contentItems is a content field's blocks: none, a string (one text
+// block: the API reads "x" and [{"type":"text","text":"x"}] as the same
+// tokens, and the CLI sends one form or the other for the same entry as it
+// is last in the request or not), or a list.
 func contentItems(raw json.RawMessage) ([]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	if raw[0] == '"' {
-		return []json.RawMessage{raw}, nil
+		if !json.Valid(raw) {
+			return nil, errors.New("a string content that is no JSON string")
+		}
+		block := append(append([]byte(`{"type":"text","text":`), raw...), '}')
+		return []json.RawMessage{block}, nil
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {

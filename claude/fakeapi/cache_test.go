@@ -189,3 +189,23 @@ func TestServerReportsCachedUsage(t *testing.T) {
 		}
 	}
 }
+
+// The CLI sends an entry as a string when it is not the last and as a
+// marked text block when it is: one prefix for the cache, as for the API.
+func TestAStringContentIsTheSameAsItsTextBlock(t *testing.T) {
+	c := NewPromptCache(nil)
+	t0 := time.Now()
+	asBlock := body(nil, []string{mark(sys1)}, "user:"+mark(user1))
+	if _, err := c.PriceAt(asBlock, t0); err != nil {
+		t.Fatal(err)
+	}
+	asString := []byte(`{"system":[` + mark(sys1) + `],"messages":[{"role":"user","content":"list the files"},{"role":"assistant","content":[` + mark(asst1) + `]}]}`)
+	p, err := c.PriceAt(asString, t0.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ReadBytes != nSys+nUser || p.WriteBytes != nAsst {
+		t.Errorf("read %d, wrote %d; want the string read as its block (%d) and only the new block written (%d)",
+			p.ReadBytes, p.WriteBytes, nSys+nUser, nAsst)
+	}
+}
