@@ -263,3 +263,52 @@ func hanContext(s string) string {
 	}
 	return ""
 }
+
+// TestEnglishResumeExpiresInEnglish: what an English run's store writes
+// into a resumed history is English, the pointer note of an expired
+// spilled glance included (it was the Chinese default).
+func TestEnglishResumeExpiresInEnglish(t *testing.T) {
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithLanguage(English),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-ant-fake"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	key := claude.SessionKey{ProjectKey: "p", SessionID: "0b9b3c2e-1d7e-4b8e-9b1a-2f6a8c0d4e11"}
+	var entries []json.RawMessage
+	parent := any(nil)
+	add := func(uuid, typ string, message any) {
+		e, _ := json.Marshal(map[string]any{"type": typ, "uuid": uuid, "parentUuid": parent, "sessionId": key.SessionID,
+			"timestamp": "2026-12-01T10:00:00.000Z", "cwd": "/w", "message": message})
+		entries, parent = append(entries, e), uuid
+	}
+	call := func(i int, cmd, output string) {
+		id := fmt.Sprintf("toolu_%d", i)
+		add(fmt.Sprintf("a%d", i), "assistant", map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]any{"command": cmd}}}})
+		add(fmt.Sprintf("r%d", i), "user", map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": id, "content": output}}})
+	}
+	add("u0", "user", map[string]any{"role": "user", "content": "look around"})
+	call(0, "cat src/a.go", "[Output of 9000 characters saved to .flower/spill/0123456789abcdef.txt: Read it]\nFirst 400 characters: package a")
+	for i := 1; i <= 7; i++ {
+		call(i, "git status", "clean")
+	}
+	ctx := t.Context()
+	if err := rt.Store().Append(ctx, key, entries); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := rt.Store().Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expired string
+	for _, e := range loaded {
+		if s := string(e); strings.Contains(s, "has expired") && strings.Contains(s, "0123456789abcdef") {
+			expired = s
+		}
+	}
+	if expired == "" || hasHan(expired) || !strings.Contains(expired, "still in .flower/spill/0123456789abcdef.txt") {
+		t.Errorf("the expired spilled glance reads %s; want English naming its spill file", expired)
+	}
+}

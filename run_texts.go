@@ -36,7 +36,7 @@ type runtimeTexts struct {
 	seconds, minutes             string // count
 	// What the session store writes into a resumed history, which the
 	// model reads: placeholders as the store's policies document them.
-	trimStub, expired, interruptedResult, orphan string
+	trimStub, expired, expiredPointer, interruptedResult, orphan string
 }
 
 var zhTexts = runtimeTexts{
@@ -71,6 +71,7 @@ var zhTexts = runtimeTexts{
 
 	trimStub:          store.DefaultTrimStub,
 	expired:           store.DefaultExpiryText,
+	expiredPointer:    store.DefaultExpiryPointerText,
 	interruptedResult: store.DefaultInterruptText,
 	orphan:            store.DefaultOrphanText,
 }
@@ -107,6 +108,7 @@ var enTexts = runtimeTexts{
 
 	trimStub:          "[Tool result archived: {chars} characters. The full content is in {path}; Read it when you need it]",
 	expired:           "[The result of {cmd} has expired ({age} rounds ago); the current state may have changed. Run it again if you need it]",
+	expiredPointer:    "(the full output of that time is still in {path}; Read it when you need it)",
 	interruptedResult: "[The previous round was interrupted here; this tool result was never produced]",
 	orphan:            "[This step was interrupted and has no result. Redo it if needed.]",
 }

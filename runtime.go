@@ -335,6 +335,9 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 		if c.ephemeral.Text == "" {
 			c.ephemeral.Text = t.expired
 		}
+		if c.ephemeral.PointerText == "" {
+			c.ephemeral.PointerText = t.expiredPointer
+		}
 		prune := store.PrunePolicy{KeepDenials: c.keepDenials, InterruptText: t.interruptedResult, OrphanText: t.orphan}
 		p, err := store.NewPruning(db, ws, c.trim, prune, c.ephemeral)
 		if err != nil {

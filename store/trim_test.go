@@ -666,3 +666,26 @@ func TestTrimShortensOldSpillPointers(t *testing.T) {
 		t.Errorf("report = %+v", rep)
 	}
 }
+
+// A spilled glance that expires keeps naming its spill file, and only it:
+// its preview's "src/mod00.txt:1:" lines are the output's text, not files
+// of the pointer (they were listed as such), and the pointer note speaks
+// the policy's words.
+func TestExpiredSpilledGlanceNamesOnlyItsSpillFile(t *testing.T) {
+	var f fxTranscript
+	f.prompt("u0", "look around")
+	f.bash("a0", "toolu_0", "cat src/mod00.txt")
+	f.result("r0", "toolu_0", "[Output of 19999 characters saved to .flower/spill/e89e9fb4749e9bbe.txt: Read it for the full text, Grep it to find something]\n"+
+		"First 400 characters: src/mod00.txt:1: report guard\nsrc/mod01.txt:2: resume", false)
+	for i := 1; i <= 7; i++ {
+		f.bash(fmt.Sprintf("a%d", i), fmt.Sprintf("toolu_%d", i), "git status")
+		f.result(fmt.Sprintf("r%d", i), fmt.Sprintf("toolu_%d", i), "clean", false)
+	}
+	pol := EphemeralPolicy{Text: "[The result of {cmd} has expired]", PointerText: "(still in {path})"}
+	s := mustTrimming(t, fxStore(t, f.rows(t)), t.TempDir(), TrimPolicy{Disabled: true}, pol)
+	es := layerDecode(t, layerLoad(t, s, fxKey))
+	want := "[The result of `cat src/mod00.txt` has expired](still in .flower/spill/e89e9fb4749e9bbe.txt)"
+	if got := layerResult(t, es, "r0")["content"]; got != want {
+		t.Errorf("r0 = %q, want %q", got, want)
+	}
+}

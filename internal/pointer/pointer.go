@@ -26,16 +26,18 @@ func Persisted(text string) bool {
 }
 
 // Files lists, in order and once each, the .txt files a pointer-shaped text
-// names (nil for any other text): every word holding a '/' and ending in
-// ".txt", with the punctuation around it removed. Paths are returned as
-// written: a relative one is relative to the workspace.
+// names (nil for any other text): every word of its head holding a '/' and
+// ending in ".txt", with the punctuation around it removed. Paths are
+// returned as written: a relative one is relative to the workspace. The
+// preview after the head is the output's own text, whose words name no
+// file of the pointer's (a grep output's "src/a.txt:1:" lines, say).
 func Files(text string) []string {
 	if !Is(text) {
 		return nil
 	}
 	var out []string
 	seen := map[string]bool{}
-	for _, word := range strings.FieldsFunc(text, unicode.IsSpace) {
+	for _, word := range strings.FieldsFunc(head(text), unicode.IsSpace) {
 		p := pathIn(word)
 		if p != "" && !seen[p] {
 			seen[p] = true
@@ -43,6 +45,19 @@ func Files(text string) []string {
 		}
 	}
 	return out
+}
+
+// head is the part of a pointer that names its files: the guard's and the
+// trimmer's first line, the CLI's block up to its first blank line (the
+// preview follows it).
+func head(text string) string {
+	t := strings.TrimSpace(text)
+	if Persisted(t) {
+		h, _, _ := strings.Cut(t, "\n\n")
+		return h
+	}
+	h, _, _ := strings.Cut(t, "\n")
+	return h
 }
 
 // pathIn is the path in word: from its first character that can begin a
