@@ -45,6 +45,14 @@ func (f *failFirst) Respond(req *Request) Reply {
 	return f.then.Respond(req)
 }
 
+// Always returns a Responder that answers its turn and every later one of
+// its scenario: a scenario that reads the request (what the tool results
+// say, what a human typed) instead of counting turns needs one entry, and
+// an interrupted turn that the CLI resends does not run it out of turns.
+func Always(r Responder) Responder { return always{r} }
+
+type always struct{ Responder }
+
 // Script maps a marker string to the turns of a scenario. A request is
 // matched against the most recent user prompt that contains a marker (the
 // longest marker wins when several occur in it); its turn index is the
@@ -54,7 +62,9 @@ func (f *failFirst) Respond(req *Request) Reply {
 // its own marker selects.
 //
 // A prompt with no marker, or a turn past the end of its list, gets a plain
-// text reply starting "fake: no rule" (end_turn), so nothing hangs.
+// text reply starting "fake: no rule" (end_turn), so nothing hangs;
+// HandlerOr and ReplyOr give such requests a reply of the caller's instead.
+// A list that ends with Always answers every turn past its end with it.
 //
 //	s := fakeapi.Script{
 //		"SCENARIO:touch": {
@@ -71,8 +81,52 @@ func (s Script) Handler() Handler {
 	return func(_ context.Context, req *Request) Reply { return s.Reply(req) }
 }
 
+// HandlerOr is Handler with fallback answering the requests the script has
+// no rule for.
+func (s Script) HandlerOr(fallback Responder) Handler {
+	return func(_ context.Context, req *Request) Reply { return s.ReplyOr(req, fallback) }
+}
+
 // Reply returns the script's reply to req.
 func (s Script) Reply(req *Request) Reply {
+	if r, ok := s.rule(req); ok {
+		return r.Respond(req)
+	}
+	return s.noRule(req)
+}
+
+// ReplyOr returns the script's reply to req, or fallback's when the script
+// has no rule for it.
+func (s Script) ReplyOr(req *Request, fallback Responder) Reply {
+	if r, ok := s.rule(req); ok {
+		return r.Respond(req)
+	}
+	return fallback.Respond(req)
+}
+
+// rule finds the Responder of req: the marker of its most recent marked
+// prompt (the longest marker when several occur in it), the turn within.
+func (s Script) rule(req *Request) (Responder, bool) {
+	marker, i := s.marker(req)
+	if i < 0 {
+		return nil, false
+	}
+	turns := s[marker]
+	turn := req.assistantsAfter(i)
+	if turn < len(turns) {
+		return turns[turn], true
+	}
+	if n := len(turns); n > 0 {
+		if a, ok := turns[n-1].(always); ok {
+			return a.Responder, true
+		}
+	}
+	return nil, false
+}
+
+// marker returns the marker of req's most recent marked prompt and that
+// prompt's index; -1 when no prompt holds a marker.
+func (s Script) marker(req *Request) (string, int) {
 	var marker string
 	i, text := req.lastPrompt(func(text string) bool {
 		for m := range s {
@@ -83,17 +137,21 @@ func (s Script) Reply(req *Request) Reply {
 		return false
 	})
 	if i < 0 {
-		return Say(fmt.Sprintf("fake: no rule for prompt %q", req.LastUserText()))
+		return "", -1
 	}
 	for m := range s {
 		if strings.Contains(text, m) && (len(m) > len(marker) || len(m) == len(marker) && m < marker) {
 			marker = m
 		}
 	}
-	turns := s[marker]
-	turn := req.assistantsAfter(i)
-	if turn >= len(turns) {
-		return Say(fmt.Sprintf("fake: no rule for %s turn %d (the script has %d)", marker, turn, len(turns)))
+	return marker, i
+}
+
+// noRule is the reply to a request the script has no rule for.
+func (s Script) noRule(req *Request) Reply {
+	marker, i := s.marker(req)
+	if i < 0 {
+		return Say(fmt.Sprintf("fake: no rule for prompt %q", req.LastUserText()))
 	}
-	return turns[turn].Respond(req)
+	return Say(fmt.Sprintf("fake: no rule for %s turn %d (the script has %d)", marker, req.assistantsAfter(i), len(s[marker])))
 }

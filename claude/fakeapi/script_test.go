@@ -125,3 +125,38 @@ func TestNilHandlerAnswersNoRule(t *testing.T) {
 		t.Error("empty script gave no reply")
 	}
 }
+
+func TestAlwaysAnswersEveryLaterTurnAndReplyOrTheRest(t *testing.T) {
+	s := Script{
+		"SCENARIO:steady": {Say("first"), Always(Func(func(r *Request) Reply { return Say("steady " + r.LastUserText()) }))},
+		"SCENARIO:fixed":  {Say("only")},
+	}
+	fallback := Say("in character")
+	tests := []struct {
+		name string
+		req  *Request
+		want string
+	}{
+		{"the turns before Always as listed", conv(t, "user", "SCENARIO:steady"), "first"},
+		{"Always at its own turn", conv(t, "user", "SCENARIO:steady", "assistant", toolCall("t1"), "user", toolResult("t1", "x")), "steady SCENARIO:steady"},
+		{"Always past the end, after an interrupt's unmarked prompt", conv(t,
+			"user", "SCENARIO:steady", "assistant", toolCall("t1"), "user", toolResult("t1", "x"),
+			"assistant", toolCall("t2"), "user", toolResult("t2", "y"), "assistant", "cut", "user", "a human said stop"), "steady a human said stop"},
+		{"no marker gets the fallback", conv(t, "user", "hello"), "in character"},
+		{"past the end without Always gets the fallback", conv(t, "user", "SCENARIO:fixed", "assistant", "x", "user", toolResult("t", "y")), "in character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := replyText(s.ReplyOr(tt.req, fallback)); got != tt.want {
+				t.Errorf("reply %q, want %q", got, tt.want)
+			}
+			if got := replyText(s.HandlerOr(fallback)(context.Background(), tt.req)); got != tt.want {
+				t.Errorf("handler reply %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// Reply without a fallback still names the missing rule, for tests.
+	if got := replyText(s.Reply(conv(t, "user", "SCENARIO:fixed", "assistant", "x", "user", toolResult("t", "y")))); !strings.HasPrefix(got, "fake: no rule for SCENARIO:fixed turn 1") {
+		t.Errorf("Reply past the end: %q", got)
+	}
+}
