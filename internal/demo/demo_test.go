@@ -185,7 +185,7 @@ func TestTheDemoAnswersSideQuestionsAndNeverSpeaksAsTheFake(t *testing.T) {
 				t.Errorf("%s aside lacks %q:\n%s", tag, w, got)
 			}
 		}
-		for _, req := range []*fakeapi.Request{conversation("tell me a joke"), conversation(m.bequest + " x", call{"x", "Bash"}, result{"x", "y", false})} {
+		for _, req := range []*fakeapi.Request{conversation("tell me a joke"), conversation(m.bequest+" x", call{"x", "Bash"}, result{"x", "y", false})} {
 			if got := said(h(context.Background(), req)); strings.Contains(got, "fake") || got == "" {
 				t.Errorf("%s: %q", tag, got)
 			}
