@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/internal/screen"
@@ -56,6 +57,10 @@ type UI struct {
 	// answerer: something other than the input answers the questions
 	// (the demo's simulated human), so no warning that nobody can.
 	answerer bool
+	// lastInput is when the person last gave input that flower can see
+	// (a line, a Ctrl-C), in UnixNano; 0 before any. The demo's simulated
+	// human waits while the person is busy.
+	lastInput atomic.Int64
 
 	in    *pollReader
 	lines *bufio.Reader
@@ -97,6 +102,9 @@ type Command struct {
 
 	hooks hooks
 	lang  string // the subcommand's --lang, for the last words
+	// quitHint, when set, replaces the line a quit by Ctrl-C ends with
+	// (the demo continues with its own command, not bare flower).
+	quitHint string
 }
 
 func (m *Command) getenv(k string) string {
@@ -167,7 +175,11 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 		// Quit by Ctrl-C: whatever the command returned, the step in
 		// flight is rescued and the exit says so in one line.
 		m.hooks.runRescue()
-		err = &exitError{code: ExitInterrupted, err: errors.New(text(m.lang, "quit"))}
+		hint := text(m.lang, "quit")
+		if m.quitHint != "" {
+			hint = m.quitHint
+		}
+		err = &exitError{code: ExitInterrupted, err: errors.New(hint)}
 	}
 	return m.exit(err)
 }

@@ -78,6 +78,7 @@ func (c *Console) prompt() {
 // Interrupted is the first Ctrl-C: say what happened and take the next line
 // as the words to resume with.
 func (c *Console) Interrupted() {
+	c.ui.touched()
 	c.mu.Lock()
 	c.interrupting = true
 	c.mu.Unlock()

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/fakeapi"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/demo"
@@ -43,12 +45,16 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 			return fmt.Errorf("flower demo: a folder for the demo: %w; give one with -w DIR", err)
 		}
 	}
+	pause, err := demoPause(m.getenv("FLOWER_DEMO_PAUSE"))
+	if err != nil {
+		return err
+	}
 	cfg := Config{MaxAsks: -1, Rounds: 2, AskTimeout: time.Minute, Lang: g.lang, Verbose: g.verbose, Trim: true}
 	if cfg.Workspace, cfg.RunDir, err = g.resolve(); err != nil {
 		return err
 	}
 	texts := demo.TextsFor(cfg.Lang)
-	srv, err := fakeapi.Start(demo.Script(cfg.Lang, cfg.Workspace).Handler())
+	srv, err := fakeapi.Start(demo.Handler(cfg.Lang, cfg.Workspace))
 	if err != nil {
 		return fmt.Errorf("flower demo: the simulated model: %w", err)
 	}
@@ -89,10 +95,12 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	m.Stdin = orig
 	defer ui.Screen.Close()
 	ui.answerer = true
+	// A quit by Ctrl-C says how to continue the demo: bare flower in its
+	// folder would look for credentials and a real model.
+	m.quitHint = fmt.Sprintf(ui.T("demoQuit"), m.name(), shellWord(cfg.Workspace))
 	ui.Screen.Line(screen.Yellow, ui.T("demoSimulated"))
 	ui.Printf(ui.T("demoWhere"), cfg.Workspace, texts.Ask)
-	cfg.Request = texts.Ask
-	wf, err := starterProgram(ctx, cfg, ui)
+	wf, err := demoProgram(ctx, cfg, ui, texts.Ask)
 	if err != nil {
 		return err
 	}
@@ -101,7 +109,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	if ch, ok := wf.Channel.(*human.Channel); ok {
 		go func() {
 			defer close(done)
-			answerAsDemo(actx, ui, ch, texts.Answer)
+			answerAsDemo(actx, ui, ch, texts.Answer, pause)
 		}()
 	} else {
 		close(done)
@@ -116,18 +124,47 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	return nil
 }
 
-// answerAsDemo is the simulated human: a moment after each question shows
-// (time for a human at the terminal to answer first), it answers.
-func answerAsDemo(ctx context.Context, ui *UI, ch *human.Channel, answer string) {
+// demoProgram is the demo's starter flow: its request in a fresh folder;
+// in a folder where a demo stopped after its brief, the same flow woken
+// with no new words (the request again would be added to the brief as
+// new words), under the wake banner.
+func demoProgram(ctx context.Context, cfg Config, ui *UI, ask string) (*flower.Workflow, error) {
+	o := cfg.StarterOptions()
+	wake, err := flower.WakeState(o)
+	if err != nil {
+		return nil, err
+	}
+	if !wake.Waking {
+		cfg.Request = ask
+		return starterProgram(ctx, cfg, ui)
+	}
+	home, _ := os.UserHomeDir()
+	ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace), wake.Woke+1))
+	return flower.StarterFlow("", o)
+}
+
+// answerAsDemo is the simulated human: it answers each question with
+// answer once demoAnswerDue says the person has had their turn.
+func answerAsDemo(ctx context.Context, ui *UI, ch *human.Channel, answer string, pause time.Duration) {
 	for {
 		a, err := ch.NextAsk(ctx)
 		if err != nil {
 			return
 		}
-		select {
-		case <-time.After(demoPause):
-		case <-ctx.Done():
-			return
+		for {
+			wait := time.Until(demoAnswerDue(a.AskedAt, ui.LastInput(), pause))
+			if wait <= 0 {
+				break
+			}
+			// The person may give input meanwhile: look at the due time
+			// again when this one comes.
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
 		}
 		if ch.Answer(a.ID, answer) {
 			ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("demoAnswers"), answer))
@@ -135,8 +172,42 @@ func answerAsDemo(ctx context.Context, ui *UI, ch *human.Channel, answer string)
 	}
 }
 
-// demoPause is how long the simulated human lets you answer first.
-var demoPause = 3 * time.Second
+// defaultDemoPause is how long the simulated human lets a person answer a
+// question first: time to read it and type a few words.
+const defaultDemoPause = 15 * time.Second
+
+// demoAnswerDue is when the simulated human may answer a question shown
+// at shown: once the person has had pause to answer it, and has given no
+// input (a line, a Ctrl-C; lastInput, zero for none) for a third of pause,
+// so that a person busy at the terminal is not answered over.
+func demoAnswerDue(shown, lastInput time.Time, pause time.Duration) time.Time {
+	due := shown.Add(pause)
+	if quiet := lastInput.Add(pause / 3); !lastInput.IsZero() && quiet.After(due) {
+		due = quiet
+	}
+	return due
+}
+
+// demoPause reads FLOWER_DEMO_PAUSE (a Go duration; unset: 15 s), the
+// tests' knob for the simulated human's patience.
+func demoPause(v string) (time.Duration, error) {
+	if v == "" {
+		return defaultDemoPause, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, usageErrorf("FLOWER_DEMO_PAUSE=%q is not a duration such as 15s; unset it for the default", v)
+	}
+	return d, nil
+}
+
+// shellWord quotes s for a shell when it needs it.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}();&|<>~#") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // demoCLI finds the pinned real CLI: FLOWER_CLAUDE, else the one
 // tools/claude-cli/install.sh puts under the module, looked for above the

@@ -69,6 +69,7 @@ var texts = map[string][2]string{
 	"demoSimulated": {"! 这是演示:模型是模拟的(本机 127.0.0.1 上按脚本回答),CLI 是真的;不需要凭证,不联网,不花钱。",
 		"! This is a demo: the model is simulated (scripted answers on 127.0.0.1 in this process), the CLI is real; no credentials, no network, no cost."},
 	"demoWhere":   {"- 演示目录 %s · 请求:%s", "- demo folder %s · request: %s"},
+	"demoQuit":    {"已退出。`%s demo -w %s` 会接着演示。", "Quit. `%s demo -w %s` continues the demo where it stopped."},
 	"demoAnswers": {"  (演示:模拟的人回答了 %s)", "  (demo: the simulated human answered %s)"},
 	"demoDone": {"+ 演示结束:看看 %s,以及 %s/.flower/notes/ 里的确认书、目标和问答记录。真跑:先 `flower setup`,再 flower \"你的请求\"。",
 		"+ Demo over: look at %s, and at the brief, goal and Q&A log in %s/.flower/notes/. For real: `flower setup`, then flower \"your request\"."},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/flowerrun/flower/internal/screen"
 )
@@ -47,7 +48,21 @@ func (ui *UI) readLineCtx(ctx context.Context) (string, error) {
 	if err != nil && (err != io.EOF || line == "") {
 		return "", err
 	}
+	ui.touched()
 	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// touched records that the person gave input just now.
+func (ui *UI) touched() { ui.lastInput.Store(time.Now().UnixNano()) }
+
+// LastInput is when the person last gave input flower saw: a line or a
+// Ctrl-C (the terminal hands over a line only at Enter, so typing before
+// Enter is not seen); zero before any.
+func (ui *UI) LastInput() time.Time {
+	if n := ui.lastInput.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // Printf writes one line in flower's plain colour.
