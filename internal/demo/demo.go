@@ -68,7 +68,7 @@ func TextsFor(tag string) Texts {
 			Question: "What should hello.txt say?", Options: []string{"hello", "hello, world"}, Answer: "hello",
 			File:   "hello.txt",
 			Round1: "Round 1: the coder wrote hello.txt.", Round2: "Round 2: checked hello.txt against every item.",
-			Woken:      "Round 2: done as the new words say.",
+			Woken:      "After the wake: carried on from where it stopped and checked hello.txt.",
 			NotYet:     "## Conclusion\nnot yet\n\n## Reason\nnobody ran ls yet\n\n## Not passed\n- run ls, see hello.txt",
 			Achieved:   "## Conclusion\nachieved\n\n## Reason\nboth checks pass\n\n## Not passed\n(none)",
 			Reason:     "nobody ran ls yet",
@@ -88,7 +88,7 @@ func TextsFor(tag string) Texts {
 		Question: "hello.txt 里写什么?", Options: []string{"hello", "hello, world"}, Answer: "hello",
 		File:   "hello.txt",
 		Round1: "第一轮:coder 写好了 hello.txt。", Round2: "第二轮:逐条核对了 hello.txt。",
-		Woken:      "第二轮:按新的话做完了。",
+		Woken:      "唤醒后:从上次停下的地方接着做,核对了 hello.txt。",
 		NotYet:     "## 结论\n未达成\n\n## 理由\n还没人跑过 ls\n\n## 未通过\n- 运行 ls,看到 hello.txt",
 		Achieved:   "## 结论\n已达成\n\n## 理由\n两条都过了\n\n## 未通过\n(无)",
 		Reason:     "还没人跑过 ls",
@@ -394,7 +394,10 @@ func (d *model) aside(req *fakeapi.Request) fakeapi.Reply {
 		}
 		for _, q := range paras[k:] {
 			for _, l := range strings.Split(q, "\n") {
-				if eventLine.MatchString(l) {
+				// The lines that say what happened; the CLI's init and a
+				// bare result say nothing to a person.
+				if m := eventLine.FindString(l); m != "" && !strings.HasPrefix(m, "[system") && !strings.HasPrefix(m, "[result") &&
+					strings.TrimSpace(l[len(m):]) != "" {
 					lately = append(lately, "  "+strings.TrimSpace(l))
 				}
 			}
