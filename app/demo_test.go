@@ -3,11 +3,19 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
 )
@@ -105,4 +113,177 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// demoRun is `flower demo` on a terminal of cols columns with the locale
+// and language of tag, the pinned real CLI, and the simulated human's
+// pause (long: the person answers).
+func demoRun(t *testing.T, tag string, cols uint16, home string, args ...string) *ptyRun {
+	t.Helper()
+	locale := map[string]string{"en": "en_US.UTF-8", "zh": "zh_CN.UTF-8"}[tag]
+	env := append(claudetest.BaseEnv(), "HOME="+home, "LANG="+locale, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "FLOWER_DEMO_PAUSE=10m")
+	cmd := exec.Command(flowerBin, append([]string{"demo", "--lang", tag}, args...)...)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyRun{cmd: cmd, tty: tty, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		tty.Close()
+		<-p.done
+	})
+	return p
+}
+
+// await waits (a whole demo's worth, on a loaded machine) until the screen
+// holds s.
+func (p *ptyRun) await(t *testing.T, s string) {
+	t.Helper()
+	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(p.screen(), s) {
+			return
+		}
+	}
+	t.Fatalf("never saw %q in:\n%s", s, p.screen())
+}
+
+// exitCode waits for the demo's end and returns its exit code.
+func (p *ptyRun) exitCode(t *testing.T) int {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- p.cmd.Wait() }()
+	select {
+	case err := <-errc:
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+		}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("the demo did not end:\n%s", p.screen())
+	}
+	return -1
+}
+
+// demoWords are one language's words of the pty tests.
+type demoWords struct {
+	dispatch, interruptAsk, aside, asked, achieved, wake string
+}
+
+var demoScreens = map[string]demoWords{
+	"en": {"> dispatch coder", "What do you want to say?", "# aside", "You asked: what is the plan", "achieved", "<- continuing in "},
+	"zh": {"> 派人 coder", "要说什么?", "# 旁路", "你问:what is the plan", "已达成", "<- 在 "},
+}
+
+// TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords: the person
+// asks a side question while the clarifier's question waits, answers it
+// (the simulated human waits) and interrupts the coder with words; the demo ends achieved
+// with the typed answer in hello.txt, the side question answered, the
+// words acknowledged, and no text of the fake on the screen.
+func TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tag    string
+		cols   uint16
+		answer string
+	}{{"en", 80, "hello, world"}, {"zh", 160, "你好, world"}} {
+		t.Run(fmt.Sprintf("%s-%d", tc.tag, tc.cols), func(t *testing.T) {
+			t.Parallel()
+			w, ws := demoScreens[tc.tag], t.TempDir()
+			p := demoRun(t, tc.tag, tc.cols, t.TempDir(), "-w", ws)
+			p.await(t, "2) hello, world")
+			// A side question while the question waits (a Ctrl-C right
+			// after a line would flush it unread from the terminal).
+			io.WriteString(p.tty, "? what is the plan\r")
+			p.await(t, w.asked)
+			io.WriteString(p.tty, tc.answer+"\r")
+			p.await(t, w.dispatch)
+			p.tty.Write([]byte{3})
+			p.await(t, w.interruptAsk)
+			io.WriteString(p.tty, "make it shout\r")
+			if code := p.exitCode(t); code != 0 {
+				t.Fatalf("exit %d:\n%s", code, p.screen())
+			}
+			s := p.screen()
+			for _, want := range []string{w.aside, w.asked, `"make it shout"`, w.achieved} {
+				if !strings.Contains(s, want) {
+					t.Errorf("the screen lacks %q:\n%s", want, s)
+				}
+			}
+			if strings.Contains(s, "fake:") || strings.Contains(s, "simulated human answered") || strings.Contains(s, "模拟的人回答了") {
+				t.Errorf("the fake's own words, or the simulated human over the person:\n%s", s)
+			}
+			if data, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(data) != tc.answer+"\n" {
+				t.Errorf("hello.txt: %q %v, want the typed answer %q", data, err, tc.answer)
+			}
+		})
+	}
+}
+
+// TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten: Ctrl-C twice while
+// the coder works quits (130) saying how to continue the demo; that
+// command wakes it, the coder runs again and the judge, reading the file,
+// says achieved.
+func TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tag  string
+		cols uint16
+	}{{"en", 160}, {"zh", 80}} {
+		t.Run(fmt.Sprintf("%s-%d", tc.tag, tc.cols), func(t *testing.T) {
+			t.Parallel()
+			w, ws, home := demoScreens[tc.tag], t.TempDir(), t.TempDir()
+			p := demoRun(t, tc.tag, tc.cols, home, "-w", ws)
+			p.await(t, "2) hello, world")
+			io.WriteString(p.tty, "bonjour\r")
+			p.await(t, w.dispatch)
+			p.tty.Write([]byte{3})
+			p.await(t, w.interruptAsk)
+			p.tty.Write([]byte{3})
+			if code := p.exitCode(t); code != ExitInterrupted {
+				t.Fatalf("exit %d, want 130:\n%s", code, p.screen())
+			}
+			if s := p.screen(); !strings.Contains(s, "flower demo -w "+ws) || strings.Contains(s, "fake:") {
+				t.Errorf("the quit does not say how to continue the demo:\n%s", s)
+			}
+			p = demoRun(t, tc.tag, tc.cols, home, "-w", ws)
+			if code := p.exitCode(t); code != 0 {
+				t.Fatalf("the wake: exit %d:\n%s", code, p.screen())
+			}
+			s := p.screen()
+			for _, want := range []string{w.wake, w.dispatch, w.achieved} {
+				if !strings.Contains(s, want) {
+					t.Errorf("the wake's screen lacks %q:\n%s", want, s)
+				}
+			}
+			if strings.Contains(s, "fake:") || strings.Contains(s, "2) hello, world") {
+				t.Errorf("the wake shows the fake's words or asks again:\n%s", s)
+			}
+			if data, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(data) != "bonjour\n" {
+				t.Errorf("hello.txt: %q %v", data, err)
+			}
+		})
+	}
 }
