@@ -349,7 +349,8 @@ func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
 	}
 	inside := filepath.Join(clone, "examples")
 	os.Mkdir(inside, 0o755)
-	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir())
+	// Off a terminal the simulated human answers, after its pause.
+	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "FLOWER_DEMO_PAUSE=1s")
 	ws := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
