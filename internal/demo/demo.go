@@ -171,7 +171,15 @@ func Script(tag, workspace string) fakeapi.Script {
 func Handler(tag, workspace string) fakeapi.Handler {
 	d := newModel(tag, workspace)
 	script := Script(tag, workspace).HandlerOr(fakeapi.Say(d.t.NoLine))
-	return func(ctx context.Context, req *fakeapi.Request) fakeapi.Reply {
+	return func(ctx context.Context, req *fakeapi.Request) (reply fakeapi.Reply) {
+		defer func() {
+			// A request this model cannot read is still answered in
+			// character, never with the server's "fakeapi: handler
+			// panicked".
+			if recover() != nil {
+				reply = fakeapi.Say(d.t.NoLine)
+			}
+		}()
 		for _, s := range req.System {
 			if strings.Contains(s, d.m.oracle) {
 				return d.aside(req)
