@@ -17,6 +17,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/demo"
 	"github.com/flowerrun/flower/internal/screen"
 )
 
@@ -285,5 +286,39 @@ func TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten(t *testing.T) {
 				t.Errorf("hello.txt: %q %v", data, err)
 			}
 		})
+	}
+}
+
+// TestTheDemoJudgeFailsAFileThatSaysSomethingElse: a coder that writes the
+// wrong text gets a judge who read the file and says so, in every round,
+// and the goal is not reached.
+func TestTheDemoJudgeFailsAFileThatSaysSomethingElse(t *testing.T) {
+	ws := t.TempDir()
+	texts := demo.TextsFor("en")
+	srv := starterServer(t, ws, claudetest.Script{demo.CoderMarker: {
+		claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, texts.File), "content": "goodbye\n"})),
+		claudetest.Always(claudetest.Say(texts.CoderDone)),
+	}}, nil)
+	cmd := exec.Command(flowerBin, "-w", ws, "--lang", "en", "--timeout", "0", "--rounds", "2", texts.Ask)
+	cmd.Env, cmd.Dir = binEnv(t, srv), t.TempDir()
+	out, _ := cmd.CombinedOutput()
+	wrong := fmt.Sprintf(texts.Wrong, "goodbye", texts.Answer)
+	if n := strings.Count(string(out), wrong); n != 2 {
+		t.Errorf("the judge said %q %d times, want once a round:\n%s", wrong, n, out)
+	}
+	if strings.Contains(string(out), "both checks pass") {
+		t.Errorf("a judge passed the wrong file:\n%s", out)
+	}
+	reads := 0
+	for _, r := range srv.Requests() {
+		for _, b := range r.ToolResults() {
+			if strings.Contains(b.Content, "goodbye") && r.HasText("Judge this round") {
+				reads++
+				break
+			}
+		}
+	}
+	if reads != 2 {
+		t.Errorf("%d judge requests saw the file's real text, want one a round", reads)
 	}
 }

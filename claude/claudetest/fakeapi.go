@@ -35,6 +35,7 @@ var (
 	Text          = fakeapi.Text
 	ToolUse       = fakeapi.ToolUse
 	FailFirst     = fakeapi.FailFirst
+	Always        = fakeapi.Always
 	UsageLimited  = fakeapi.UsageLimited
 	Overloaded    = fakeapi.Overloaded
 	ServerError   = fakeapi.ServerError
