@@ -19,7 +19,8 @@ import (
 // question, brief, goal, two rounds, the bequest) on the pinned real CLI
 // against a scripted model served in this process on 127.0.0.1. No
 // credentials are read or needed and nothing leaves the machine; the
-// simulated human answers the question unless you do first.
+// simulated human answers the question unless you do first. Its model
+// follows what a person tries (demo.Handler).
 func (m *Command) runDemo(ctx context.Context, args []string) error {
 	var g globals
 	fs := newFlagSet("demo")
@@ -100,6 +101,9 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	m.quitHint = fmt.Sprintf(ui.T("demoQuit"), m.name(), shellWord(cfg.Workspace))
 	ui.Screen.Line(screen.Yellow, ui.T("demoSimulated"))
 	ui.Printf(ui.T("demoWhere"), cfg.Workspace, texts.Ask)
+	if ui.Interactive {
+		ui.Screen.Line(screen.Dim, ui.T("demoTry"))
+	}
 	wf, err := demoProgram(ctx, cfg, ui, texts.Ask)
 	if err != nil {
 		return err

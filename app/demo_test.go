@@ -190,12 +190,12 @@ func (p *ptyRun) exitCode(t *testing.T) int {
 
 // demoWords are one language's words of the pty tests.
 type demoWords struct {
-	dispatch, interruptAsk, aside, asked, achieved, wake string
+	dispatch, interruptAsk, aside, asked, achieved, wake, try string
 }
 
 var demoScreens = map[string]demoWords{
-	"en": {"> dispatch coder", "What do you want to say?", "# aside", "You asked: what is the plan", "achieved", "<- continuing in "},
-	"zh": {"> 派人 coder", "要说什么?", "# 旁路", "你问:what is the plan", "已达成", "<- 在 "},
+	"en": {"> dispatch coder", "What do you want to say?", "# aside", "You asked: what is the plan", "achieved", "<- continuing in ", "- Try: answer it yourself · ?question = side question · Ctrl-C = interrupt"},
+	"zh": {"> 派人 coder", "要说什么?", "# 旁路", "你问:what is the plan", "已达成", "<- 在 ", "- 可以试:自己回答提问 · ?问题 = 旁路问答 · Ctrl-C = 打断"},
 }
 
 // TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords: the person
@@ -228,7 +228,7 @@ func TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords(t *testing.T) {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
 			s := p.screen()
-			for _, want := range []string{w.aside, w.asked, `"make it shout"`, w.achieved} {
+			for _, want := range []string{w.try, w.aside, w.asked, `"make it shout"`, w.achieved} {
 				if !strings.Contains(s, want) {
 					t.Errorf("the screen lacks %q:\n%s", want, s)
 				}

@@ -124,9 +124,13 @@ func (m *Command) demoUsage() string {
 Shows every stage of a run (a question, the brief, the goal, two rounds under the
 judge, the hand-over) on the real Claude Code CLI talking to a simulated model that
 this process serves on 127.0.0.1 from a script. No credentials are read, nothing
-leaves the machine, nothing is paid for. The simulated human answers the question
-after a moment, unless you answer it first. The files go to a fresh temporary folder
+leaves the machine, nothing is paid for. The files go to a fresh temporary folder
 (or -w DIR).
+
+Try what you would in a real run: answer its question yourself (hello.txt will say
+what you typed; a simulated human answers only after you had 15 s and stopped
+typing), ask a side question with a line starting with ?, press Ctrl-C once to
+interrupt with a few words, twice to quit; `+"`flower demo -w DIR`"+` continues it.
 
 Needs the pinned CLI: tools/claude-cli/install.sh in flower's source tree, or
 FLOWER_CLAUDE=/path/to/claude.

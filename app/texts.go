@@ -70,6 +70,7 @@ var texts = map[string][2]string{
 		"! This is a demo: the model is simulated (scripted answers on 127.0.0.1 in this process), the CLI is real; no credentials, no network, no cost."},
 	"demoWhere":   {"- 演示目录 %s · 请求:%s", "- demo folder %s · request: %s"},
 	"demoQuit":    {"已退出。`%s demo -w %s` 会接着演示。", "Quit. `%s demo -w %s` continues the demo where it stopped."},
+	"demoTry":     {"- 可以试:自己回答提问 · ?问题 = 旁路问答 · Ctrl-C = 打断", "- Try: answer it yourself · ?question = side question · Ctrl-C = interrupt"},
 	"demoAnswers": {"  (演示:模拟的人回答了 %s)", "  (demo: the simulated human answered %s)"},
 	"demoDone": {"+ 演示结束:看看 %s,以及 %s/.flower/notes/ 里的确认书、目标和问答记录。真跑:先 `flower setup`,再 flower \"你的请求\"。",
 		"+ Demo over: look at %s, and at the brief, goal and Q&A log in %s/.flower/notes/. For real: `flower setup`, then flower \"your request\"."},
