@@ -16,13 +16,23 @@ type Brief struct {
 }
 
 var briefLayout = newLayout(
-	section{key: "goal", zh: "目标", en: "Goal", ko: "목표"},
+	section{key: "goal", zh: "目标", en: "Goal", ko: "목표",
+		aliases: []string{"Objective", "Deliverable"}},
 	section{key: "accept", zh: "验收标准", en: "Acceptance criteria", ko: "검수 기준",
-		aliases: []string{"验收条件", "验收", "Acceptance"}},
+		aliases: []string{"验收条件", "验收", "完成标准", "Acceptance", "Acceptance tests", "Success criteria",
+			"Definition of done", "Done when"}},
 	section{key: "bounds", zh: "边界", en: "Boundaries", ko: "경계",
-		aliases: []string{"范围边界", "不做什么", "Bounds"}},
+		aliases: []string{"范围边界", "不做什么", "不在范围内", "范围外", "非目标", "约束", "Bounds",
+			"Out of scope", "Out-of-scope", "Non-goals", "Non goals", "Not in scope", "Scope", "Constraints"}},
 	section{key: "unknowns", zh: "未知与假设", en: "Unknowns and assumptions", ko: "미지와 가정",
-		aliases: []string{"未知项与假设", "未知项", "已知未知", "假设", "未知", "Unknowns", "Assumptions"}},
+		aliases: []string{"未知项与假设", "未知项", "已知未知", "假设", "未知", "待确认", "开放问题", "Unknowns",
+			"Assumptions", "Unknowns & assumptions", "Assumptions and unknowns", "Open questions",
+			// The human channel's amend headings (human.Texts' AmendHeader,
+			// AmendLabel and WakeLabel): words added to the brief file
+			// during a run read as part of its last section, as they did
+			// before an unknown heading ended a section.
+			"运行中的补充", "运行中补充", "唤醒时追加", "Additions during the run", "Added during the run",
+			"Added when woken"}},
 )
 
 // ParseBrief reads a brief from a model's reply. Sections it cannot find

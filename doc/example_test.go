@@ -14,6 +14,10 @@ func ExampleParseBrief() {
 	// Output:
 	// 把 Markdown 转成 HTML
 	// 不做 GUI
+	// ```
+	// ## 验收标准
+	// (pasted code)
+	// ```
 	// [验收标准 未知与假设] [Acceptance criteria Unknowns and assumptions]
 }
 

@@ -38,9 +38,10 @@ var unverifiable = regexp.MustCompile(`\[\s*(?:此环境)?无法验证\s*[:：]?
 
 var goalLayout = newLayout(
 	section{key: "statement", zh: "目标", en: "Goal", ko: "목표",
-		aliases: []string{"完成标志"}},
+		aliases: []string{"完成标志", "Objective", "Goal statement"}},
 	section{key: "checks", zh: "判定清单", en: "Checklist", ko: "판정 목록",
-		aliases: []string{"判定条件", "验收清单", "检查项", "判定", "Checks"}},
+		aliases: []string{"判定条件", "验收清单", "检查清单", "检查项", "判定", "验收标准", "Checks", "Verification checklist",
+			"Acceptance checks", "Acceptance criteria", "Checks to run", "Check list"}},
 )
 
 // ParseGoal reads a goal from a judge's reply or a file. Checks are one per

@@ -7,15 +7,40 @@ import (
 
 func TestGoalChecksAreOnePerLineWithoutMarkers(t *testing.T) {
 	texts := map[string]string{
-		"zh": "# 目标\n做转换器\n\n# 判定清单\n- 跑 a\n* 跑 b\n+ 跑 c\n1. 跑 d\n2、跑 e\n3) 跑 f\n跑 g\n",
-		"en": "## Goal: 做转换器\n## Checklist\n- 跑 a\n* 跑 b\n+ 跑 c\n1. 跑 d\n2、跑 e\n3) 跑 f\n\n\n跑 g",
-		"ko": "**목표**\n做转换器\n**판정 목록**\n- 跑 a\n* 跑 b\n+ 跑 c\n1. 跑 d\n2、跑 e\n3) 跑 f\n跑 g",
+		"zh": "# 目标\n做转换器\n\n# 判定清单\n- 跑 a\n* 跑 b\n+ 跑 c\n1. 跑 d\n2、跑 e\n3) 跑 f\n- 跑 g\n",
+		"en": "## Goal: 做转换器\n## Checklist\n- 跑 a\n* 跑 b\n+ 跑 c\n1. 跑 d\n2、跑 e\n3) 跑 f\n\n\n- 跑 g",
+		"ko": "**목표**\n做转换器\n**판정 목록**\n- 跑 a\n* 跑 b\n+ 跑 c\n1. 跑 d\n2、跑 e\n3) 跑 f\n- 跑 g",
 	}
 	want := &Goal{Statement: "做转换器", Checks: []string{"跑 a", "跑 b", "跑 c", "跑 d", "跑 e", "跑 f", "跑 g"}}
 	for name, text := range texts {
 		if got := ParseGoal(text); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got %+v, want %+v", name, got, want)
 		}
+	}
+}
+
+func TestChecklistsReadAsAPersonReadsThem(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"lines without markers are items", "## Checklist\nrun a\nrun b", []string{"run a", "run b"}},
+		{"a wrapped item is one item", "## Checklist\n- run a and\n  see b\n- run c", []string{"run a and see b", "run c"}},
+		{"a lazy continuation joins its item", "## Checklist\n- run a and\nsee b", []string{"run a and see b"}},
+		{"a closing paragraph is not an item", "## Checklist\n- run a\n\nThese cover the build.", []string{"run a"}},
+		{"a nested item joins its parent", "## Checklist\n1. tests pass\n   - go test ./...\n2. lint", []string{"tests pass; go test ./...", "lint"}},
+		{"a command in a code block joins its item", "## Checklist\n- Run the tests:\n  ```bash\n  go test ./...\n  ```\n- b", []string{"Run the tests: `go test ./...`", "b"}},
+		{"a code block alone gives one item a line", "## Checklist\n```\nmake\n./run --check\n```", []string{"make", "./run --check"}},
+		{"a table gives its data rows", "## Checklist\n| # | Check | Expect |\n|---|:---|---|\n| 1 | `make` | exit 0 |\n| 2 | `./t` | prints ok |", []string{"`make` — exit 0", "`./t` — prints ok"}},
+		{"none is no item", "## Checklist\n(none)", nil},
+		{"a heading inside is no item", "## Checklist\n- a\n### more\n- b", []string{"a", "b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ParseGoal("## Goal\ng\n" + c.text).Checks; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
 	}
 }
 

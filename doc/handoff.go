@@ -34,15 +34,17 @@ const degradedTaskRunes = 1200
 
 var handoffLayout = newLayout(
 	section{key: "doing", zh: "现在在做什么", en: "Doing now", ko: "지금 하는 일",
-		aliases: []string{"现在在做", "当前进度", "进度", "Progress"}},
+		aliases: []string{"现在在做", "当前进度", "进度", "当前状态", "现状", "Progress", "Status", "Current status",
+			"Current state", "Where things stand", "In progress"}},
 	section{key: "decided", zh: "已经定下的", en: "Decided", ko: "정해진 것",
-		aliases: []string{"已定的事", "决策", "Decisions"}},
+		aliases: []string{"已定的事", "决策", "关键决策", "已决定", "Decisions", "Decisions made", "Key decisions", "Settled"}},
 	section{key: "deadends", zh: "走不通的路", en: "Dead ends", ko: "막힌 길",
-		aliases: []string{"试过不行的", "排除的路", "Dead-ends", "Deadends"}},
+		aliases: []string{"试过不行的", "排除的路", "踩过的坑", "死路", "Dead-ends", "Deadends", "Ruled out",
+			"Tried and failed", "What didn't work", "What did not work", "Failed approaches"}},
 	section{key: "next", zh: "下一步", en: "Next step", ko: "다음 단계",
-		aliases: []string{"Next steps"}},
+		aliases: []string{"接下来", "后续步骤", "Next steps", "Next", "Next action", "Next actions", "Immediate next step"}},
 	section{key: "scene", zh: "现场", en: "Scene", ko: "현장",
-		aliases: []string{"文件", "Files"}},
+		aliases: []string{"文件", "关键文件", "相关文件", "Files", "Key files", "Relevant files", "Paths", "Where things are"}},
 )
 
 // handoffTitle matches the title ToMarkdown writes and captures the step.

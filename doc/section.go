@@ -65,32 +65,60 @@ func (l *layout) name(key string, lang Lang) string {
 
 // parsed is what the section parser found in one text.
 type parsed struct {
-	bodies   map[string]string // first non-empty body of each section
-	seen     map[string]bool   // sections that had a heading, even an empty one
-	preamble []string          // lines before the first heading
+	// bodies holds each section's text: the bodies of every heading that
+	// names it, in order, joined by a blank line ("Unknowns: …" then
+	// "Assumptions: …" keeps both).
+	bodies map[string]string
+	// each holds the bodies one by one, so a reader can tell two
+	// conclusions from one.
+	each     map[string][]string
+	seen     map[string]bool // sections that had a heading, even an empty one
+	preamble []string        // lines before the first heading
 }
 
-// parse splits text into sections. Fenced code is removed first because
-// models paste whole files into their replies, and a heading inside pasted
-// code must not start a section; the first section with content wins when a
-// heading repeats.
+// parse splits text into sections. Fenced code stays in the body it sits in
+// (a command in a code block is content) but is never read for headings,
+// because models paste whole files into their replies; a fence left open
+// cuts the text there (see fenceMask). A markdown heading that names no
+// section of this layout ends the section it follows, unless it is deeper
+// than that section's own heading (a subsection): "## Environment" after
+// "## Checklist" is not a checklist item. A repeated heading appends.
 func (l *layout) parse(text string) parsed {
-	p := parsed{bodies: map[string]string{}, seen: map[string]bool{}}
-	lines := strings.Split(stripFences(normalize(text)), "\n")
-	key, start := "", -1
+	p := parsed{bodies: map[string]string{}, each: map[string][]string{}, seen: map[string]bool{}}
+	lines := strings.Split(normalize(text), "\n")
+	fenced, cut := fenceMask(lines)
+	lines, fenced = lines[:cut], fenced[:cut]
+	key, start, level := "", -1, 0
 	var first string // the body text on the heading's own line
 	flush := func(end int) {
-		if start < 0 {
+		if start < 0 || key == "" {
 			return
 		}
 		body := clean(first + "\n" + strings.Join(lines[start:end], "\n"))
-		if _, done := p.bodies[key]; !done && body != "" && !isPlaceholder(body) {
-			p.bodies[key] = body
+		if body == "" || isPlaceholder(body) {
+			return
 		}
+		p.each[key] = append(p.each[key], body)
+		if prev := p.bodies[key]; prev != "" {
+			body = prev + "\n\n" + body
+		}
+		p.bodies[key] = body
 	}
 	for i, line := range lines {
+		if fenced[i] {
+			if start < 0 {
+				p.preamble = append(p.preamble, line)
+			}
+			continue
+		}
 		k, rest, ok := l.heading(line)
 		if !ok {
+			if n := headingLevel(line); n > 0 && start >= 0 && (level == 0 || n <= level) {
+				// A heading of no section ends the one before it.
+				flush(i)
+				key, first, start, level = "", "", i+1, n
+				continue
+			}
 			if start < 0 {
 				p.preamble = append(p.preamble, line)
 			}
@@ -107,10 +135,89 @@ func (l *layout) parse(text string) parsed {
 			}
 			k, rest = next, more
 		}
-		key, first, start = k, rest, i+1
+		key, first, start, level = k, rest, i+1, headingLevel(line)
 	}
 	flush(len(lines))
 	return p
+}
+
+// headingLevel is the level of a markdown heading line ("## x" is 2), or 0
+// when line is not one.
+func headingLevel(line string) int {
+	s := trimBlank(line)
+	n := 0
+	for n < len(s) && s[n] == '#' {
+		n++
+	}
+	if n == 0 || n > 6 || n == len(s) || (s[n] != ' ' && s[n] != '\t') || strings.TrimSpace(s[n:]) == "" {
+		return 0
+	}
+	return n
+}
+
+// The kinds of line fenceKinds tells apart.
+const (
+	proseLine int8 = iota
+	fenceOpen
+	fenceBody
+	fenceClose
+)
+
+// fenceKinds tells, line by line, prose from the lines of a fenced code
+// block (its opening line, its body, its closing line), and returns where
+// the text ends: at the opening line of a fence that is never closed,
+// because a fence left open means the reply was cut off mid-paste and
+// whatever follows is not the model's prose. A fence opens on a line that
+// starts (after blanks) with three or more backticks or tildes, and closes
+// on a line holding only at least as many of the same.
+func fenceKinds(lines []string) (kinds []int8, end int) {
+	kinds = make([]int8, len(lines))
+	open, marker := -1, ""
+	for i, ln := range lines {
+		s := strings.TrimSpace(ln)
+		if open < 0 {
+			if m := fenceRun(s); m != "" {
+				open, marker = i, m
+				kinds[i] = fenceOpen
+			}
+			continue
+		}
+		kinds[i] = fenceBody
+		if m := fenceRun(s); m != "" && m[0] == marker[0] && len(m) >= len(marker) && m == s {
+			kinds[i], open = fenceClose, -1
+		}
+	}
+	if open >= 0 {
+		return kinds, open
+	}
+	return kinds, len(lines)
+}
+
+// fenceMask marks the lines that belong to a fenced code block, fence
+// lines included; end is fenceKinds'.
+func fenceMask(lines []string) (fenced []bool, end int) {
+	kinds, end := fenceKinds(lines)
+	fenced = make([]bool, len(lines))
+	for i, k := range kinds {
+		fenced[i] = k != proseLine
+	}
+	return fenced, end
+}
+
+// fenceRun returns the leading run of backticks or tildes of s when it is
+// three or more long, else "".
+func fenceRun(s string) string {
+	if s == "" || (s[0] != '`' && s[0] != '~') {
+		return ""
+	}
+	n := 0
+	for n < len(s) && s[n] == s[0] {
+		n++
+	}
+	if n < 3 {
+		return ""
+	}
+	return s[:n]
 }
 
 // heading reports whether line is a heading of this layout, and returns its
@@ -251,55 +358,35 @@ func normalize(text string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
 }
 
-// stripFences replaces each closed ``` or ~~~ block with a newline and cuts
-// the text at an unclosed one: a fence left open means the reply was cut off
-// mid-paste, and whatever follows is not the model's prose (the original
-// checked only backticks; both kinds are cut here). One left-to-right scan, so
-// the cost is linear in the text.
+// stripFences removes fenced code blocks (fence lines included) and cuts
+// the text at a fence left open, as parse does: what is left is the prose.
 func stripFences(text string) string {
-	var b strings.Builder
-	i := 0
-	for {
-		j := fenceAt(text, i)
-		if j < 0 {
-			b.WriteString(text[i:])
-			return b.String()
+	lines := strings.Split(text, "\n")
+	fenced, end := fenceMask(lines)
+	out := make([]string, 0, end)
+	for i := 0; i < end; i++ {
+		if !fenced[i] {
+			out = append(out, lines[i])
 		}
-		b.WriteString(text[i:j])
-		end := strings.Index(text[j+3:], text[j:j+3])
-		if end < 0 {
-			return b.String()
-		}
-		b.WriteByte('\n')
-		i = j + 3 + end + 3
 	}
-}
-
-// fenceAt returns the index of the first "```" or "~~~" at or after i, or -1.
-func fenceAt(text string, i int) int {
-	for i < len(text) {
-		k := strings.IndexAny(text[i:], "`~")
-		if k < 0 {
-			return -1
-		}
-		j := i + k
-		if strings.HasPrefix(text[j:], "```") || strings.HasPrefix(text[j:], "~~~") {
-			return j
-		}
-		i = j + 1
-	}
-	return -1
+	return strings.Join(out, "\n")
 }
 
 // clean tidies a section body: trailing blanks and horizontal rules go (they
 // are layout, not content), runs of blank lines shrink to one, and the body
-// is trimmed.
+// is trimmed. Inside fenced code every line is content and stays.
 func clean(body string) string {
 	lines := strings.Split(body, "\n")
-	out := lines[:0]
+	fenced, _ := fenceMask(lines)
+	out := make([]string, 0, len(lines))
 	blank := 0
-	for _, ln := range lines {
+	for i, ln := range lines {
 		ln = strings.TrimRightFunc(ln, unicode.IsSpace)
+		if fenced[i] {
+			blank = 0
+			out = append(out, ln)
+			continue
+		}
 		if isRule(ln) {
 			continue
 		}
@@ -349,27 +436,180 @@ func isPlaceholder(body string) bool {
 	return false
 }
 
-// bullets splits a list body into items, one a line, without list markers
-// ("- " "* " "+ " "1. " "1、" "1) " "1）"). A "-*+" marker needs a blank
-// after it and "1." must not be followed by a digit, so "**bold**" and
-// "1.5 秒" keep their text.
+// bullets reads a list body as a person would, one item per entry,
+// without list markers ("- " "* " "+ " "1. " "1、" "1) " "1）"). A "-*+"
+// marker needs a blank after it and "1." must not be followed by a digit,
+// so "**bold**" and "1.5 秒" keep their text. When the body has list
+// markers, a line that continues an item (no blank line before it, or
+// indented under it) joins that item, a nested item joins its parent after
+// "; ", and an unindented paragraph after a blank line is prose around the
+// list, not an item. Without markers every line is an item. A fenced code
+// block under an item joins it, each line as `code`; one outside any item
+// gives one item per line. A table gives one item per data row, its cells
+// joined by " — " (a cell that only numbers the row left out); its header
+// and separator rows are not items. Markdown headings are never items. A
+// lone "none" in any of its spellings is no item at all (see isNone).
 func bullets(body string) []string {
-	var items []string
-	for _, ln := range strings.Split(body, "\n") {
-		s := trimBlank(ln)
-		switch {
-		case len(s) > 0 && strings.IndexByte("-*+", s[0]) >= 0 && (len(s) == 1 || s[1] == ' ' || s[1] == '\t'):
-			s = s[1:]
-		default:
-			if n := listNumber(s); n > 0 && !(s[n-1] == '.' && n < len(s) && s[n] >= '0' && s[n] <= '9') {
-				s = s[n:]
+	lines := strings.Split(body, "\n")
+	kinds, end := fenceKinds(lines)
+	lines = lines[:end]
+	marked, minIndent := false, -1
+	for i, ln := range lines {
+		if _, ok := listItem(ln); ok && kinds[i] == proseLine {
+			marked = true
+			if n := indentOf(ln); minIndent < 0 || n < minIndent {
+				minIndent = n
 			}
 		}
-		if s = strings.TrimSpace(s); s != "" {
-			items = append(items, s)
+	}
+	var items []string
+	cur := -1      // the item that following lines may join, -1 for none
+	blank := false // a blank line since the last content line
+	tableRow := -1 // the item the previous line added as a table row
+	for i, ln := range lines {
+		s := strings.TrimSpace(ln)
+		prevRow := tableRow
+		tableRow = -1
+		switch {
+		case kinds[i] == fenceOpen || kinds[i] == fenceClose:
+			blank = false
+		case kinds[i] == fenceBody:
+			if s == "" {
+				continue
+			}
+			if cur >= 0 {
+				items[cur] += joiner(items[cur]) + "`" + s + "`"
+			} else {
+				items = append(items, s)
+			}
+		case s == "":
+			blank = true
+		case headingLevel(ln) > 0:
+			cur, blank = -1, false
+		case strings.HasPrefix(s, "|"):
+			if isTableRule(s) {
+				if prevRow >= 0 && prevRow == len(items)-1 {
+					items = items[:prevRow] // the header row names columns
+				}
+				cur, blank = -1, false
+				continue
+			}
+			if row := tableCells(s); row != "" {
+				items = append(items, row)
+				tableRow = len(items) - 1
+			}
+			cur, blank = -1, false
+		default:
+			text, isItem := listItem(ln)
+			switch {
+			case !marked:
+				items = append(items, s)
+				cur = -1
+			case isItem && indentOf(ln) > minIndent && cur >= 0:
+				items[cur] += "; " + text
+			case isItem:
+				items = append(items, text)
+				cur = len(items) - 1
+			case cur >= 0 && (!blank || indentOf(ln) > minIndent):
+				items[cur] += " " + s
+			default:
+				cur = -1 // prose around the list
+			}
+			blank = false
 		}
 	}
+	if len(items) == 1 && isNone(items[0]) {
+		return nil
+	}
 	return items
+}
+
+// joiner is what separates an item from the code that joins it.
+func joiner(item string) string {
+	if strings.HasSuffix(item, ":") || strings.HasSuffix(item, "：") {
+		return " "
+	}
+	return "; "
+}
+
+// listItem returns a line's text without its list marker, and whether it
+// had one.
+func listItem(ln string) (string, bool) {
+	s := trimBlank(ln)
+	if len(s) > 0 && strings.IndexByte("-*+", s[0]) >= 0 && len(s) > 1 && (s[1] == ' ' || s[1] == '\t') {
+		if isRule(s) {
+			return "", false
+		}
+		return strings.TrimSpace(s[1:]), true
+	}
+	if n := listNumber(s); n > 0 && !(s[n-1] == '.' && n < len(s) && s[n] >= '0' && s[n] <= '9') {
+		return strings.TrimSpace(s[n:]), true
+	}
+	return "", false
+}
+
+// indentOf counts a line's leading blanks, a tab as four.
+func indentOf(ln string) int {
+	n := 0
+	for _, r := range ln {
+		switch r {
+		case ' ':
+			n++
+		case '\t':
+			n += 4
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// isTableRule reports whether s is a table's separator row: |---|:--:|.
+func isTableRule(s string) bool {
+	return strings.Trim(s, "|-: \t") == "" && strings.Contains(s, "-")
+}
+
+// tableCells joins a table row's cells with " — ", leaving out empty cells
+// and a cell that only numbers the row.
+func tableCells(s string) string {
+	var cells []string
+	for _, c := range strings.Split(strings.Trim(s, "| \t"), "|") {
+		c = strings.TrimSpace(c)
+		if c == "" || strings.Trim(c, "0123456789.#") == "" {
+			continue
+		}
+		cells = append(cells, c)
+	}
+	return strings.Join(cells, " — ")
+}
+
+// noneWords are the ways a model writes an empty list.
+var noneWords = map[string]bool{
+	"none": true, "none yet": true, "nothing": true, "n/a": true, "na": true, "empty": true, "no items": true,
+	"无": true, "没有": true, "暂无": true, "空": true, "없음": true, "all passed": true, "全部通过": true,
+}
+
+// isNone reports whether an item says the list is empty: "(none)", "None.",
+// "_none_", "无", "None — all five passed", "无,全部通过". "None of the
+// checks passed" is not: a word after "none" makes it a sentence.
+func isNone(item string) bool {
+	s := strings.ToLower(strings.TrimSpace(item))
+	s = strings.Trim(s, "*_`()（）[]【】 \t")
+	for w := range noneWords {
+		rest, ok := strings.CutPrefix(s, w)
+		if !ok {
+			continue
+		}
+		rest = strings.TrimLeft(rest, "*_`)）] \t")
+		if rest == "" {
+			return true
+		}
+		r, _ := utf8.DecodeRuneInString(rest)
+		if strings.ContainsRune(".。,，;；:：!！—–-(（", r) {
+			return true
+		}
+	}
+	return false
 }
 
 // isLatin reports whether a word is written in ASCII letters, which are

@@ -158,12 +158,14 @@ func TestAliasesAreMatchedLongestFirst(t *testing.T) {
 	}
 }
 
-func TestFirstSectionWithContentWinsWhenAHeadingRepeats(t *testing.T) {
+// The seed kept the first body of a repeated heading; issue 21 asks that a
+// repeated label append, so "Unknowns: …" then "Assumptions: …" keeps both.
+func TestARepeatedHeadingAppendsItsBody(t *testing.T) {
 	cases := []struct{ name, text, want string }{
-		{"first of two with content", "## 目标\nA\n## 目标\nB", "A"},
-		{"empty first is skipped", "## 目标\n\n## 目标\nB\n## 目标\nC", "B"},
-		{"placeholder first is skipped", "## 目标\n(未填)\n## Goal\nB", "B"},
-		{"languages mixed", "## Goal\nA\n## 목표\nB", "A"},
+		{"two with content", "## 目标\nA\n## 目标\nB", "A\n\nB"},
+		{"an empty one adds nothing", "## 目标\n\n## 目标\nB\n## 目标\nC", "B\n\nC"},
+		{"a placeholder adds nothing", "## 目标\n(未填)\n## Goal\nB", "B"},
+		{"languages mixed", "## Goal\nA\n## 목표\nB", "A\n\nB"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -181,25 +183,27 @@ func TestARestOfLineThatIsAHeadingStartsItsOwnSection(t *testing.T) {
 	}
 }
 
-func TestFencedCodeIsRemovedAndAnUnclosedFenceDropsTheRest(t *testing.T) {
+func TestFencedCodeStaysInItsBodyHidesHeadingsAndAnUnclosedFenceDropsTheRest(t *testing.T) {
 	cases := []struct {
 		name, text string
 		want       *Brief
 	}{
 		{"closed backtick fence hides a fake heading",
 			"## 目标\nA\n```\n## 边界\nfake\n```\nmore\n## 边界\nB",
-			&Brief{Goal: "A\n\nmore", Bounds: "B"}},
+			&Brief{Goal: "A\n```\n## 边界\nfake\n```\nmore", Bounds: "B"}},
 		{"closed tilde fence hides a fake heading",
 			"## 目标\nA\n~~~python\n## 边界\nfake\n~~~\n## 边界\nB",
-			&Brief{Goal: "A", Bounds: "B"}},
-		{"inline fence is removed", "## 目标\nrun ```x``` now", &Brief{Goal: "run\n now"}},
+			&Brief{Goal: "A\n~~~python\n## 边界\nfake\n~~~", Bounds: "B"}},
+		{"a fence inside a line is text", "## 目标\nrun ```x``` now", &Brief{Goal: "run ```x``` now"}},
 		{"unclosed backtick fence drops the rest",
 			"## 目标\nA\n```go\npackage main\n## 边界\nB", &Brief{Goal: "A"}},
 		{"unclosed tilde fence drops the rest",
 			"## 目标\nA\n~~~\n## 边界\nB\n## 验收标准\nC", &Brief{Goal: "A"}},
 		{"a tilde run inside a backtick fence does not close it",
-			"## 目标\nA\n```\n~~~\n```\n## 边界\nB", &Brief{Goal: "A", Bounds: "B"}},
+			"## 目标\nA\n```\n~~~\n```\n## 边界\nB", &Brief{Goal: "A\n```\n~~~\n```", Bounds: "B"}},
 		{"four backticks are an unclosed fence", "## 目标\nA\n````\n## 边界\nB", &Brief{Goal: "A"}},
+		{"rules and blank lines inside a fence are code", "## 目标\nA\n```yaml\n---\n\n\nx: 1\n```",
+			&Brief{Goal: "A\n```yaml\n---\n\n\nx: 1\n```"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

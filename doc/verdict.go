@@ -34,11 +34,15 @@ type Verdict struct {
 
 var verdictLayout = newLayout(
 	section{key: "state", zh: "结论", en: "Conclusion", ko: "결론",
-		aliases: []string{"判定", "Verdict"}},
+		aliases: []string{"判定", "判定结果", "最终结论", "总结论", "Verdict", "Final verdict", "Overall verdict",
+			"Final conclusion"}},
 	section{key: "reason", zh: "理由", en: "Reason", ko: "이유",
-		aliases: []string{"依据"}},
+		aliases: []string{"依据", "原因", "说明", "差距", "Reasons", "Rationale", "Reasoning", "Justification",
+			"Explanation", "Gaps", "Why"}},
 	section{key: "failed", zh: "未通过", en: "Not passed", ko: "미통과",
-		aliases: []string{"Failed"}},
+		aliases: []string{"未通过项", "未通过的判定项", "没通过的判定项", "没通过", "未通过的项", "失败项",
+			"Failed", "Failed items", "Failed checks", "Failing checks", "Failures", "Not passing", "Did not pass",
+			"Items not passed", "Unmet", "Unmet items"}},
 )
 
 // stateGroup is one tier of the state-word table.
