@@ -63,7 +63,7 @@ func body(l *layout, s string) string {
 	s = strings.NewReplacer("`", "", "~", "", "\r", "\n").Replace(s)
 	lines := strings.Split(s, "\n")
 	for i, ln := range lines {
-		if _, _, ok := l.heading(ln); ok {
+		if _, _, ok := l.heading(ln); ok || headingLevel(ln) == 1 {
 			lines[i] = "> " + ln
 		}
 	}
@@ -80,13 +80,17 @@ func item(s string) string {
 	return oneLine(strings.NewReplacer("`", "", "~", "").Replace(s))
 }
 
-// items splits fuzzed bytes on "|" into list items, dropping empty ones.
+// items splits fuzzed bytes on "|" into list items, dropping empty ones and
+// a lone "none", which reads as no item at all.
 func items(s string) []string {
 	var out []string
 	for _, part := range strings.Split(s, "|") {
-		if it := item(part); it != "" {
+		if it := item(part); it != "" && !strings.HasPrefix(it, "|") && headingLevel(it) == 0 {
 			out = append(out, it)
 		}
+	}
+	if len(out) == 1 && isNone(out[0]) {
+		return nil
 	}
 	return out
 }

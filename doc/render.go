@@ -27,7 +27,7 @@ func writeSections(sb *strings.Builder, l *layout, lang Lang, fields []field, pl
 		if body == "" {
 			body = placeholder
 		}
-		sb.WriteString("\n## " + l.name(f.key, lang) + "\n\n" + body + "\n")
+		sb.WriteString("\n" + sectionMark(body) + " " + l.name(f.key, lang) + "\n\n" + body + "\n")
 	}
 }
 
@@ -53,4 +53,18 @@ func list(items []string) string {
 		sb.WriteString("- " + it)
 	}
 	return sb.String()
+}
+
+// sectionMark is "##", or "#" when the body holds a level-2 heading (a
+// subsection read under a level-1 section), which would otherwise end the
+// section when the document is read back.
+func sectionMark(body string) string {
+	lines := strings.Split(body, "\n")
+	fenced, _ := fenceMask(lines)
+	for i, ln := range lines {
+		if !fenced[i] && headingLevel(ln) == 2 {
+			return "#"
+		}
+	}
+	return "##"
 }

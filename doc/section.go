@@ -136,6 +136,17 @@ func (l *layout) parse(text string) parsed {
 			k, rest = next, more
 		}
 		key, first, start, level = k, rest, i+1, headingLevel(line)
+		if fenceRun(strings.TrimSpace(rest)) != "" {
+			// A fence opened on the heading's line is no fence (fences
+			// open at the start of a line) and would be one once the body
+			// is written on lines of its own.
+			first = ""
+		}
+		if n := headingLevel(rest); n > 0 {
+			// "## 目标 # Notes": the rest is a heading of no section,
+			// which ends this one at once.
+			key, first, level = "", "", n
+		}
 	}
 	flush(len(lines))
 	return p

@@ -100,42 +100,164 @@ func sortGroups(groups []stateGroup) []stateGroup {
 // ParseVerdict reads a judge's reply. The conclusion is recognised in this
 // order: the text of a 结论/判定/Conclusion section (or, when there is no such
 // heading, the whole text without code fences); a bare 1/true (achieved) or
-// 0/false (not yet); the state-word table; an isolated 1 (achieved) or 0 (not
-// yet); otherwise the state stays empty and Ok is false.
+// 0/false (not yet); under a heading, a first line that is only a pass word
+// ("PASS", "All checks pass.", "通过"); the state-word table, where "cannot
+// verify" because of a fault the work can fix reads as not yet, and an
+// achieved conclusion that hedges (mostly, almost, not verified, 基本…)
+// is not yet; an isolated 1 (achieved) or 0 (not yet); otherwise the state
+// stays empty and Ok is false. Two conclusion sections that disagree are no
+// conclusion (see ReadVerdict for why a reply was not read as achieved).
 func ParseVerdict(text string) *Verdict {
+	v, _ := readVerdict(text)
+	return v
+}
+
+// Doubt says why a judge's reply cannot be taken as achieved whatever its
+// words: the person is told, and the round counts as not yet.
+type Doubt int
+
+const (
+	// NoDoubt: the reply was read as it stands.
+	NoDoubt Doubt = iota
+	// EmptyReply: the judge said nothing.
+	EmptyReply
+	// HugeReply: the reply is over MaxVerdictBytes; a judge that pastes
+	// that much did not answer in the three sections it was asked for.
+	HugeReply
+	// OnlyCode: the reply is nothing but fenced code.
+	OnlyCode
+	// TwoConclusions: two conclusion sections that disagree.
+	TwoConclusions
+	// NoConclusion: no conclusion could be read.
+	NoConclusion
+	// FailedListed: the conclusion says achieved but checks are listed
+	// under Not passed.
+	FailedListed
+)
+
+// MaxVerdictBytes is the largest judge's reply that can pass the guard.
+const MaxVerdictBytes = 64 << 10
+
+// Text says the doubt to the person, in lang; "" for NoDoubt.
+func (d Doubt) Text(lang Lang) string {
+	zh := [...]string{"",
+		"判定者什么都没回,按未达成处理",
+		"判定者的回话过长(超过 64 KiB),不是要求的三段格式,按未达成处理",
+		"判定者的回话只有代码块,读不出结论,按未达成处理",
+		"判定者写了两个互相矛盾的结论,按未达成处理",
+		"判定者没给出明确结论,按未达成处理",
+		"判定者的结论是达成,却列出了没通过的判定项,按未达成处理"}
+	en := [...]string{"",
+		"the judge's reply was empty; taken as not yet achieved",
+		"the judge's reply is over 64 KiB, not the three sections it was asked for; taken as not yet achieved",
+		"the judge's reply is only a code block, with no conclusion in it; taken as not yet achieved",
+		"the judge wrote two conclusions that contradict each other; taken as not yet achieved",
+		"the judge gave no clear conclusion; taken as not yet achieved",
+		"the judge concluded achieved but listed checks that did not pass; taken as not yet achieved"}
+	if d < 0 || int(d) >= len(zh) {
+		return ""
+	}
+	return lang.pick(zh[d], en[d])
+}
+
+// ReadVerdict reads a judge's reply as ParseVerdict does and says why it
+// cannot pass whatever it concludes. The guard passes a round only on
+// Passed with NoDoubt.
+func ReadVerdict(text string) (*Verdict, Doubt) {
+	v, two := readVerdict(text)
+	prose := strings.TrimSpace(stripFences(normalize(text)))
+	switch {
+	case strings.TrimSpace(text) == "":
+		return v, EmptyReply
+	case len(text) > MaxVerdictBytes:
+		return v, HugeReply
+	case prose == "":
+		return v, OnlyCode
+	case two:
+		return v, TwoConclusions
+	case !v.Ok():
+		return v, NoConclusion
+	case v.State == Achieved && len(v.Failed) > 0:
+		return v, FailedListed
+	}
+	return v, NoDoubt
+}
+
+// Passed reports whether the verdict lets the round pass: achieved, with
+// nothing under Not passed.
+func (v *Verdict) Passed() bool { return v.State == Achieved && len(v.Failed) == 0 }
+
+// readVerdict is ParseVerdict; two reports conclusions that disagree.
+func readVerdict(text string) (v *Verdict, two bool) {
 	p := verdictLayout.parse(text)
-	raw := p.bodies["state"]
-	if raw == "" && !p.seen["state"] {
+	var state State
+	if each := p.each["state"]; len(each) > 0 {
+		state = recognise(stripFences(each[0]), true)
+		for _, b := range each[1:] {
+			if recognise(stripFences(b), true) != state {
+				state, two = "", true
+				break
+			}
+		}
+	} else if !p.seen["state"] {
 		// No conclusion heading at all: the judge may have answered with
 		// nothing but the conclusion. A heading left empty is not that, and
 		// reading its neighbours' words would invent a conclusion.
-		raw = strings.TrimSpace(stripFences(normalize(text)))
+		state = recognise(strings.TrimSpace(stripFences(normalize(text))), false)
 	}
-	return &Verdict{
-		State:  recognise(raw),
-		Reason: p.bodies["reason"],
-		Failed: failedChecks(p.bodies["failed"]),
-	}
+	return &Verdict{State: state, Reason: p.bodies["reason"], Failed: bullets(p.bodies["failed"])}, two
 }
 
-// noneWritten are the ways a judge says every check passed; the judge's
-// rules ask for "(无)" / "(none)" rather than an empty section.
-var noneWritten = map[string]bool{
-	"无": true, "(无)": true, "（无）": true, "没有": true, "(空)": true, "（空）": true,
-	"none": true, "(none)": true, "n/a": true, "(empty)": true, "없음": true, "(없음)": true,
+// passLines are conclusions that say achieved in other words; they count
+// only alone on the first line under a conclusion heading, where "passed"
+// cannot be part of "3 of 5 passed".
+var passLines = map[string]bool{
+	"pass": true, "passed": true, "passes": true, "passing": true, "done": true, "complete": true, "completed": true,
+	"met": true, "all met": true, "goal met": true, "satisfied": true, "success": true, "ok": true,
+	"all checks pass": true, "all checks passed": true, "all checks passing": true, "all items pass": true,
+	"all items passed": true, "all criteria met": true, "every check passed": true, "every item passed": true,
+	"all pass": true, "all passed": true, "everything passes": true, "everything passed": true,
+	"no gaps": true, "no gaps remain": true, "no gaps remaining": true, "nothing remains": true,
+	"通过": true, "全部通过": true, "全都通过": true, "都通过了": true, "全部通过了": true, "完成": true, "已完成": true,
+	"没有差距": true, "无差距": true, "통과": true,
 }
 
-// failedChecks lists the checks under 未通过, reading a lone "(无)" as none.
-func failedChecks(body string) []string {
-	items := bullets(body)
-	if len(items) == 1 && noneWritten[strings.ToLower(strings.TrimSpace(items[0]))] {
-		return nil
-	}
-	return items
+// hedges turn an achieved conclusion into not yet: the seed's achieved is
+// every item seen passing, and "mostly" says some were not.
+var hedges = []string{
+	"almost", "mostly", "nearly", "largely", "partially", "partly", "essentially", "basically", "substantially",
+	"practically", "virtually", "more or less", "in principle", "mainly", "except", "apart from", "aside from",
+	"not verified", "unverified", "not yet verified", "not been verified", "with caveats", "caveat", "caveats",
+	"with exceptions", "pending", "conditionally", "provisionally", "tentatively", "for the most part",
+	"基本", "大体", "大部分", "部分", "差不多", "几乎", "大致", "未验证", "没验证", "没有验证", "除了", "除外",
+	"有条件", "暂时", "初步", "大概",
+	"대부분", "거의", "부분", "미검증",
 }
 
-// recognise reads a state from a conclusion text.
-func recognise(raw string) State {
+// verifyWords are the unreachable words that say "could not check" rather
+// than "cannot be done": they read as not yet when the same sentence blames
+// a fault the work can fix ("could not verify item 2 because the build
+// fails"), which another round can mend.
+var verifyWords = []string{
+	"无法验证", "没法验证", "验证不了", "无法判定", "不能验证", "不可验证",
+	"cannot verify", "can't verify", "could not verify", "couldn't verify", "unable to verify",
+	"cannot be verified", "can't be verified", "could not be verified", "couldn't be verified",
+	"검증할 수 없", "확인할 수 없", "검증 불가",
+}
+
+// faults are what the work can fix.
+var faults = []string{
+	"fail", "fails", "failed", "failing", "failure", "broken", "breaks", "error", "errors", "crash", "crashes",
+	"crashed", "panic", "panics", "does not compile", "doesn't compile", "won't compile", "does not build",
+	"doesn't build", "won't build", "does not start", "doesn't start", "won't start", "not implemented",
+	"unimplemented", "bug",
+	"失败", "报错", "出错", "编译不过", "崩溃", "坏了", "没实现", "未实现", "跑不起来", "起不来", "错误",
+	"실패", "오류", "에러",
+}
+
+// recognise reads a state from a conclusion text; headed says it came from
+// under a conclusion heading.
+func recognise(raw string, headed bool) State {
 	switch s := strings.TrimSpace(raw); {
 	case s == "1" || strings.EqualFold(s, "true"):
 		return Achieved
@@ -143,12 +265,37 @@ func recognise(raw string) State {
 		return NotYet
 	}
 	low := strings.Join(strings.Fields(strings.ReplaceAll(strings.ToLower(raw), "’", "'")), " ")
+	if headed {
+		first, _, _ := strings.Cut(strings.TrimSpace(strings.ToLower(raw)), "\n")
+		if passLines[strings.Trim(first, "*_`.。!！ \t:：✅✔")] {
+			return Achieved
+		}
+	}
+	found := map[State]bool{}
 	for _, g := range stateWords {
 		for _, w := range g.words {
-			if findWord(low, w) >= 0 {
-				return g.state
+			at := findWord(low, w)
+			switch {
+			case at < 0:
+			case g.state == Unreachable && slices.Contains(verifyWords, w) && blamesAFault(low, at):
+				found[NotYet] = true
+			default:
+				found[g.state] = true
 			}
 		}
+	}
+	switch {
+	case found[Unreachable]:
+		return Unreachable
+	case found[NotYet]:
+		return NotYet
+	case found[Achieved]:
+		for _, h := range hedges {
+			if findWord(low, h) >= 0 {
+				return NotYet
+			}
+		}
+		return Achieved
 	}
 	state, at := State(""), len(low)
 	for _, a := range answerWords {
@@ -166,6 +313,29 @@ func recognise(raw string) State {
 		return NotYet
 	}
 	return ""
+}
+
+// blamesAFault reports whether the sentence of low around index at names a
+// fault the work can fix.
+func blamesAFault(low string, at int) bool {
+	// A full stop ends a sentence only before a blank: "./..." and "v1.2"
+	// do not.
+	low = strings.ReplaceAll(low, ". ", "; ")
+	const stops = "。;；!！?？\n"
+	start := strings.LastIndexAny(low[:at], stops) + 1
+	end := strings.IndexAny(low[at:], stops)
+	if end < 0 {
+		end = len(low)
+	} else {
+		end += at
+	}
+	sentence := low[start:end]
+	for _, f := range faults {
+		if findWord(sentence, f) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // findWord returns the index of the first occurrence of w in s, or -1. A
