@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -93,7 +95,7 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			}
 			return true, nil
 		},
-		Gate: func(_ context.Context, r StepResult, c *Ctx) (bool, error) {
+		Gate: func(ctx context.Context, r StepResult, c *Ctx) (bool, error) {
 			g := doc.ParseGoal(r.Text)
 			if !g.Complete() {
 				return false, nil
@@ -102,6 +104,13 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 				return false, fmt.Errorf("the goal is complete but cannot be written; make %s writable and run again: %w", goalPath, err)
 			}
 			hydrate(c, g)
+			if rt := c.Runtime(); rt != nil {
+				// What the round judge is shown as changed is counted from
+				// here.
+				if err := recordBaseline(ctx, rt.Workspace(), rt.RunDir()); err != nil {
+					slog.Info("flower: no baseline for the change report", "err", err)
+				}
+			}
 			if bad := g.Unverifiable(); len(bad) > 0 {
 				rows := []string{fmt.Sprintf(t.unverifiable, len(bad), len(g.Checks), g.Path)}
 				for _, b := range bad {
@@ -129,6 +138,11 @@ type GoalGuardOptions struct {
 	// GoalPath is the goal file (read when the ctx has no complete goal,
 	// written when the human amends it).
 	GoalPath string
+	// BriefPath is the brief file, if any. The goal and the brief are
+	// protected while the step works: a change found at a round boundary
+	// that did not come from the person (the channel's amend) or the guard
+	// itself is reported and undone.
+	BriefPath string
 	// Spec replaces the default Judge(Name, ch) role of the round judge.
 	Spec *AgentSpec
 	// Rounds is the total number of rounds, the first included; 0 means
@@ -187,10 +201,35 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 	}
 	guarded := step
 	guarded.Retries = max(0, rounds-1)
+	// The work begins: what the goal and brief files hold now is what the
+	// clarify and goal steps (or, between runs, the person) left.
+	watch := func(c *Ctx) {
+		goalWatchFor(c, ch, o.GoalPath, o.BriefPath).snapshot()
+		if rt := c.Runtime(); rt != nil {
+			if _, err := loadBaseline(rt.RunDir()); errors.Is(err, fs.ErrNotExist) {
+				ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+				defer cancel()
+				if err := recordBaseline(ctx, rt.Workspace(), rt.RunDir()); err != nil {
+					slog.Info("flower: no baseline for the change report", "err", err)
+				}
+			}
+		}
+	}
+	if prompt := step.Prompt; prompt != nil {
+		guarded.Prompt = func(c *Ctx) (string, error) { watch(c); return prompt(c) }
+	}
+	if resume := step.ResumePrompt; resume != nil {
+		guarded.ResumePrompt = func(c *Ctx) (string, error) { watch(c); return resume(c) }
+	}
 	guarded.Gate = func(ctx context.Context, r StepResult, c *Ctx) (bool, error) {
 		rt := c.Runtime()
 		if rt == nil {
 			return false, &StepAbort{Reason: t.noRuntime}
+		}
+		w := goalWatchFor(c, ch, o.GoalPath, o.BriefPath)
+		notes := restoredNotes(lang, w.check())
+		for _, n := range notes {
+			emitTask(c, n, map[string]any{"goal_guard": "restored"})
 		}
 		round := 1
 		if v, ok := c.Get(RoundKey); ok {
@@ -212,7 +251,12 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if report == "" {
 			report = t.noReport
 		}
-		vr, err := rt.Run(ctx, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report), RunOptions{
+		var checks []string
+		if goal != nil {
+			checks = goal.Checks
+		}
+		changes := changeReport(ctx, rt.Workspace(), rt.RunDir(), checks, notes, lang)
+		vr, err := rt.Run(ctx, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes), RunOptions{
 			StepName: label + "#" + strconv.Itoa(round), OnEvent: c.OnEvent(), Aside: true})
 		if se := (*StepError)(nil); err != nil && !errors.As(err, &se) {
 			return false, fmt.Errorf("the judge %s could not start: %w", label, err)
@@ -220,15 +264,25 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		v := doc.ParseVerdict(vr.Text)
+		v, doubt := doc.ReadVerdict(vr.Text)
 		c.Set(VerdictKey, v)
 		switch {
-		case v.State == doc.Achieved:
+		case v.Passed() && doubt == doc.NoDoubt:
 			return true, nil
-		case v.State != doc.Unreachable:
-			if !v.Ok() {
-				v.Reason = t.ambiguous
+		case doubt == doc.NoConclusion:
+			v.Reason = t.ambiguous
+			emitTask(c, t.ambiguous, map[string]any{"goal_guard": "doubt"})
+			return false, nil
+		case doubt != doc.NoDoubt:
+			// Never achieved, and the person sees why.
+			why := doubt.Text(lang)
+			emitTask(c, why, map[string]any{"goal_guard": "doubt"})
+			if reason := strings.TrimSpace(v.Reason); reason != "" && doubt != doc.HugeReply {
+				why += "\n\n" + reason
 			}
+			v.Reason = why
+			return false, nil
+		case v.State != doc.Unreachable:
 			return false, nil
 		}
 		reason := strings.TrimSpace(v.Reason)
@@ -264,6 +318,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 				if err := g.Write(lang, o.GoalPath); err != nil {
 					return false, fmt.Errorf("the amended goal cannot be written; make %s writable (the new goal: %s): %w", o.GoalPath, extra, err)
 				}
+				w.accept(o.GoalPath)
 				c.Set(GoalKey, g)
 				v.Reason = fmt.Sprintf(t.amended, g.PromptBlock(lang))
 			}
@@ -282,6 +337,14 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		return "", nil
 	}
 	return guarded
+}
+
+// emitTask sends a task event through the run's event sink, if any.
+func emitTask(c *Ctx, text string, payload map[string]any) {
+	if f := c.OnEvent(); f != nil {
+		e := event.New(event.Task, text, payload)
+		safeCall("OnEvent", func() { f(e) })
+	}
 }
 
 // ctxGoal is the complete goal in the ctx, nil if none.

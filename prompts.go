@@ -50,7 +50,7 @@ type Prompts struct {
 	// {brief}, see SetGoalPrompt.
 	SetGoal string
 	// Verify (verify.md) asks a fresh judge to rule on one round: {goal}
-	// and {report}, see VerifyPrompt.
+	// {report} and {changes}, see VerifyPrompt.
 	Verify string
 	// ClarifyResume (clarify_resume.md) continues an unfinished
 	// clarification in its own session.
@@ -153,8 +153,14 @@ func (p Prompts) SetGoalPrompt(brief string) string {
 	return fill(p.SetGoal, "brief", brief)
 }
 
-// VerifyPrompt fills Verify with the goal's prompt block and the worker's
-// reply for the round.
-func (p Prompts) VerifyPrompt(goal, report string) string {
-	return fill(p.Verify, "goal", goal, "report", report)
+// VerifyPrompt fills Verify with the goal's prompt block, the worker's
+// reply for the round and the change report flower computed. A Verify text
+// without {changes} (one written before it existed) gets the report at its
+// end: the judge must see it.
+func (p Prompts) VerifyPrompt(goal, report, changes string) string {
+	text := p.Verify
+	if !strings.Contains(text, "{changes}") && strings.TrimSpace(changes) != "" {
+		text += "\n\n{changes}"
+	}
+	return fill(text, "goal", goal, "report", report, "changes", changes)
 }

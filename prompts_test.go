@@ -138,18 +138,18 @@ func TestResumePromptIsTheOriginalLiteral(t *testing.T) {
 // by language and file.
 var points = map[Lang]map[string][]string{
 	Chinese: {
-		"coordinator.md": {"协调者", "Agent", "不写文件", "不改代码", "不写测试", "有意", "全部工具",
+		"coordinator.md": {"只有在 subagent 把判定清单每一条都跑过", "证据文件", "目标和需求归人和判定者", "协调者", "Agent", "不写文件", "不改代码", "不写测试", "有意", "全部工具",
 			"Bash 只用来瞄一眼", "`git status`", "`ls`", "`cat`", "过时", "重新跑", "决策日志",
 			"做什么", "边界", "怎样算做完", "不要复述", "4.8k", "看不到工作台索引", "工作台在哪里", "每个任务",
 			"artifacts/", "路径和结论", "给路径", "要结论", "并行",
 			"mcp__human__inbox", "里程碑", "不阻塞", "mcp__human__ask", "真正的岔路口", "超时", "自己判断",
 			"notes/", "一个决策一个文件", "一次读一个文件", "简短"},
-		"worker.md": {"只有你最后一条回话", "结论", "依据", "产出", "未验证·风险", "30 行", "最多 5 条", "`文件:行号`",
+		"worker.md": {"绝不要为了让某一项通过去改判定项、测试", "判定者看得到", "只有你最后一条回话", "结论", "依据", "产出", "未验证·风险", "30 行", "最多 5 条", "`文件:行号`",
 			"不要贴文件内容", "命令输出", "日志", "diff", "不要讲试错", "scripts/", "`# desc:"},
 		"clarifier.md": {"只做一件事", "有意", "会改变", "一次只问一个问题", "mcp__human__ask", "options",
 			"不设上限", "先自己看", "Glob", "Read", "Grep", "你没有 Bash", "自己做判断", "「未知与假设」", "不要重复问",
 			"恰好四段", "一行一条", "不做什么", "约束的是怎么做", "不写代码", "不写实施方案", "不粘贴原文"},
-		"judge.md": {"只判定", "不替它修", "`uname -a`", "没有 Bash", "A. 设定目标", "跑 X,看到 Y", "失败方式",
+		"judge.md": {"单独一行", "就此结束", "亲眼看到每一条都通过", "加了限定的达成就是未达成", "再做一轮", "干活能修好的问题", "停下来问人", "说法,不是证据", "没有 shell 不等于 无法达成", "改动报告", "|| true", "被跳过的测试算失败", "不要表格", "环境有关系的", "只判定", "不替它修", "`uname -a`", "没有 Bash", "A. 设定目标", "跑 X,看到 Y", "失败方式",
 			"3 到 5 条", "15 条", "5 条", "边界", "不是判定项", "是不是非要不可", "B. 判定一轮",
 			"达成 / 未达成 / 无法达成", "只说差距", "不给修法", "(无)", "产出物,不是源码", "Makefile", "Darwin",
 			"Linux ELF", "平台", "加载", "不相信", "拿不出证据", "永远不能判成达成", "我已经说明了风险",
@@ -159,28 +159,28 @@ var points = map[Lang]map[string][]string{
 		"handoff.md": {"{used}/{window}", "快满了", "全新的会话", "恰好五段", "为什么", "最值钱", "最容易被忘掉",
 			"一个小时", "编译", "(暂无)", "不要编", "直接动手", "路径", "自成一体", "不要粘贴输出", "不要复述需求和目标"},
 		"set_goal.md":       {"{brief}", "A. 设定目标", "## 目标", "## 判定清单"},
-		"verify.md":         {"# 目标\n\n{goal}", "# 干活的人这一轮的回话\n\n{report}", "B. 判定一轮", "逐条", "遗漏", "乐观", "拿不出证据"},
+		"verify.md":         {"# 设定目标以来改动了什么\n\n{changes}", "改动报告", "# 目标\n\n{goal}", "# 干活的人这一轮的回话\n\n{report}", "B. 判定一轮", "逐条", "遗漏", "乐观", "拿不出证据"},
 		"clarify_resume.md": {"没做完", "不是从头再来", "上面的对话", "只补还缺的部分", "完整的四段确认书"},
 		"interrupt_note.md": {"消息边界", "interrupted", "user doesn't want to take this action", "正常副作用",
 			"不是故障", "不是人否决", "不要去调查", "不要为此给自己加规则", "重试", "都还在"},
 		"resume.md": {"工作台", "不要重头来过"},
 	},
 	English: {
-		"coordinator.md": {"coordinator", "Agent tool", "do not write files", "edit code", "write tests", "deliberate",
+		"coordinator.md": {"End your turn only when", "evidence file", "no one else may write them", "coordinator", "Agent tool", "do not write files", "edit code", "write tests", "deliberate",
 			"every tool", "Bash only to glance", "`git status`", "`ls`", "`cat`", "stale", "run it again", "decision log",
 			"what to do", "boundaries", "what counts as done", "Do not restate", "4.8k", "do not see the workbench index",
 			"when there is a workbench", "in every task where it is", "artifacts/", "path and the conclusion", "Give paths",
 			"conclusions, not process", "parallel",
 			"mcp__human__inbox", "milestone", "never blocks", "mcp__human__ask", "real fork", "in time", "decide yourself",
 			"notes/", "one file per decision", "one file at a time", "Be brief"},
-		"worker.md": {"Only your last reply", "Conclusion", "Evidence", "Output", "Unverified / risks", "30 lines",
+		"worker.md": {"Never change a check, a test", "judge sees every such change", "Only your last reply", "Conclusion", "Evidence", "Output", "Unverified / risks", "30 lines",
 			"at most 5", "`file:line`", "Never paste file contents", "command output", "logs", "diffs",
 			"No trial-and-error story", "scripts/", "`# desc:"},
 		"clarifier.md": {"one thing", "on purpose", "changes what is done", "one question at a time", "mcp__human__ask",
 			"options", "no limit", "look first", "Glob", "Read", "Grep", "You have no Bash", "decide yourself",
 			`"Unknowns and assumptions"`, "do not ask the same question again", "exactly four sections", "one per line",
 			"What is not done", "constrain how", "No code", "no implementation plan", "no pasted material"},
-		"judge.md": {"never do the work or fix it", "`uname -a`", "without Bash", "A. Set the goal", `"run X, see Y"`,
+		"judge.md": {"One line holding only one of", "the work stops here", "you saw every item pass", "a qualified achieved is not yet", "one more round", "the work can fix", "stops and asks the person", "claims, not evidence", "lacking a shell is not \"unreachable\"", "change report", "|| true", "A skipped test counts as failed", "no tables", "If the environment matters", "never do the work or fix it", "`uname -a`", "without Bash", "A. Set the goal", `"run X, see Y"`,
 			"ways the work can fail", "3 to 5", "15 items", "only 5", "Boundaries", "not checklist items",
 			"needed at all", "B. Judge a round", "achieved / not yet / unreachable", "name the gaps, not the fixes",
 			"(none)", "the artifact, not the source", "Makefile", "Darwin", "Linux ELF", "platform", "loads",
@@ -192,7 +192,7 @@ var points = map[Lang]map[string][]string{
 			"most valuable", "most often forgotten", "an hour", "compile problem", "(none yet)", "never invent",
 			"right after reading", "paths", "self-sufficient", "do not paste output", "do not restate the brief or the goal"},
 		"set_goal.md":       {"{brief}", "A. Set the goal", "## Goal", "## Checklist"},
-		"verify.md":         {"# Goal\n\n{goal}", "# The worker's reply for this round\n\n{report}", "B. Judge a round", "every checklist item yourself", "leave things out", "optimistic", "without evidence"},
+		"verify.md":         {"# What changed since the goal was set\n\n{changes}", "change report", "# Goal\n\n{goal}", "# The worker's reply for this round\n\n{report}", "B. Judge a round", "every checklist item yourself", "leave things out", "optimistic", "without evidence"},
 		"clarify_resume.md": {"not finished", "do not start over", "conversation above", "only what is still missing", "complete brief"},
 		"interrupt_note.md": {"message boundary", "interrupted", "user doesn't want to take this action", "normal side effect",
 			"not a fault", "not the human vetoing", "Do not investigate", "do not add rules", "retry", "intact"},
@@ -232,7 +232,7 @@ func TestPlaceholdersAreExactlyTheDocumentedOnes(t *testing.T) {
 	want := map[string][]string{
 		"handoff.md":  {"{used}", "{window}"},
 		"set_goal.md": {"{brief}"},
-		"verify.md":   {"{goal}", "{report}"},
+		"verify.md":   {"{goal}", "{report}", "{changes}"},
 	}
 	for _, lang := range langs {
 		for name, text := range textsOf(PromptsFor(lang)) {
@@ -256,13 +256,21 @@ func TestFillMethods(t *testing.T) {
 			t.Errorf("%s set-goal prompt: %q", lang, s)
 		}
 		// One pass: a report quoting "{goal}" keeps it.
-		v := p.VerifyPrompt("GOAL-BLOCK", "I did it {goal}")
-		if !strings.Contains(v, "GOAL-BLOCK") || !strings.Contains(v, "I did it {goal}") || strings.Contains(v, "{report}") {
+		v := p.VerifyPrompt("GOAL-BLOCK", "I did it {goal}", "CHANGE-REPORT")
+		if !strings.Contains(v, "GOAL-BLOCK") || !strings.Contains(v, "I did it {goal}") || strings.Contains(v, "{report}") ||
+			!strings.Contains(v, "CHANGE-REPORT") || strings.Contains(v, "{changes}") {
 			t.Errorf("%s verify prompt: %q", lang, v)
 		}
 		if strings.Index(v, "GOAL-BLOCK") > strings.Index(v, "I did it") {
 			t.Errorf("%s verify prompt puts the report before the goal", lang)
 		}
+	}
+}
+
+func TestAVerifyTextWithoutTheChangesPlaceholderStillCarriesTheReport(t *testing.T) {
+	p := Prompts{Verify: "judge {goal} after {report}"}
+	if v := p.VerifyPrompt("G", "R", "CHANGES"); v != "judge G after R\n\nCHANGES" {
+		t.Errorf("verify prompt = %q", v)
 	}
 }
 

@@ -424,9 +424,17 @@ func (v *Verdict) fields(lang Lang) []field {
 	return []field{{"state", stateText(v.State, lang)}, {"reason", v.Reason}, {"failed", list(v.Failed)}}
 }
 
+// NoGamingChinese and NoGamingEnglish follow the seed's feedback: the
+// judge sees what changed, and a check made to pass by changing it fails.
+const (
+	NoGamingChinese = "绝不要为了通过去改判定项、测试、检查脚本或目标:判定者看得到这些改动,这样通过的一项算没通过。"
+	NoGamingEnglish = "Never change a check, a test, a check script or the goal to make it pass: the judge sees such changes, and an item passed that way counts as failed."
+)
+
 // Feedback is what a worker is told when the round fell short: the judge's
-// reason and the failed checks, then one fixed sentence to continue. It says
-// where the gaps are and never how to close them; that is the worker's job.
+// reason and the failed checks, then one fixed sentence to continue and one
+// against gaming the checks. It says where the gaps are and never how to
+// close them; that is the worker's job.
 func (v *Verdict) Feedback(lang Lang) string {
 	reason := strings.TrimSpace(v.Reason)
 	var sb strings.Builder
@@ -439,6 +447,7 @@ func (v *Verdict) Feedback(lang Lang) string {
 			sb.WriteString("\n\nChecks that did not pass:\n" + list(v.Failed))
 		}
 		sb.WriteString("\n\nCarry on — deal only with the gaps above; do not start over and do not widen the scope.")
+		sb.WriteString("\n\n" + NoGamingEnglish)
 		return sb.String()
 	}
 	if reason == "" {
@@ -449,6 +458,7 @@ func (v *Verdict) Feedback(lang Lang) string {
 		sb.WriteString("\n\n没通过的判定项:\n" + list(v.Failed))
 	}
 	sb.WriteString("\n\n接着做 —— 只处理上面这些差距,不要重头开始,也不要扩大范围。")
+	sb.WriteString("\n\n" + NoGamingChinese)
 	return sb.String()
 }
 

@@ -110,12 +110,13 @@ func TestFeedbackReproducesTheChineseTextVerbatim(t *testing.T) {
 	v := &Verdict{State: NotYet, Reason: "测试只跑了一半", Failed: []string{"go test 通过", "README"}}
 	want := "上一轮的产出**没有达成目标**。判定者给的理由:\n\n测试只跑了一半\n\n" +
 		"没通过的判定项:\n- go test 通过\n- README\n\n" +
-		"接着做 —— 只处理上面这些差距,不要重头开始,也不要扩大范围。"
+		"接着做 —— 只处理上面这些差距,不要重头开始,也不要扩大范围。" +
+		"\n\n" + NoGamingChinese // issue 21: the seed's text, then the rule against gaming the checks
 	if got := v.Feedback(Chinese); got != want {
 		t.Errorf("Feedback(Chinese) =\n%s\nwant\n%s", got, want)
 	}
 	bare := "上一轮的产出**没有达成目标**。判定者给的理由:\n\n(没给理由)\n\n" +
-		"接着做 —— 只处理上面这些差距,不要重头开始,也不要扩大范围。"
+		"接着做 —— 只处理上面这些差距,不要重头开始,也不要扩大范围。" + "\n\n" + NoGamingChinese
 	if got := (&Verdict{State: NotYet}).Feedback(Chinese); got != bare {
 		t.Errorf("Feedback(Chinese) without reason =\n%s\nwant\n%s", got, bare)
 	}
@@ -124,7 +125,7 @@ func TestFeedbackReproducesTheChineseTextVerbatim(t *testing.T) {
 func TestFeedbackSaysWhatIsMissingAndNotHowToFixIt(t *testing.T) {
 	v := &Verdict{State: NotYet, Reason: "half the tests ran", Failed: []string{"tests pass"}}
 	got := v.Feedback(English)
-	for _, s := range []string{"did not achieve the goal", "half the tests ran", "- tests pass", "do not start over", "do not widen the scope"} {
+	for _, s := range []string{"did not achieve the goal", "half the tests ran", "- tests pass", "do not start over", "do not widen the scope", "Never change a check, a test"} {
 		if !strings.Contains(got, s) {
 			t.Errorf("Feedback(English) lacks %q:\n%s", s, got)
 		}
