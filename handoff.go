@@ -17,7 +17,8 @@ import (
 )
 
 // writeHandoff has the session write its handoff document (forced: the
-// context cannot even hold that turn, so a degraded one is built at once),
+// context cannot even hold that turn, so a degraded one is built at once;
+// one that lost a required section keeps the others, see doc.Handoff.Mend),
 // keeps it in the workbench's notes and reports whether it is degraded.
 func (s *stepRun) writeHandoff(ctx context.Context, forced bool) (*doc.Handoff, bool) {
 	rt, r := s.rt, s.r
@@ -32,7 +33,9 @@ func (s *stepRun) writeHandoff(ctx context.Context, forced bool) (*doc.Handoff, 
 		hd, why = s.handoffTurn(ctx)
 	}
 	if why != "" {
-		hd = doc.Degraded(rt.lang, s.step, s.prompt, why)
+		if hd == nil {
+			hd = doc.Degraded(rt.lang, s.step, s.prompt, why)
+		}
 		r.Errors = append(r.Errors, fmt.Sprintf(s.texts().degraded, why))
 	}
 	hd.Step = s.step
@@ -51,7 +54,8 @@ func (s *stepRun) writeHandoff(ctx context.Context, forced bool) (*doc.Handoff, 
 // handoffTurn asks the session itself for its handoff: one more turn on the
 // same session, with no budget cap (the document must get written; its
 // cost still counts), no UI events and no threshold. It returns the parsed
-// document, or why it could not be had.
+// document, or why it could not be had, or both: a document that lost a
+// required section, mended, and what it lost.
 func (s *stepRun) handoffTurn(ctx context.Context) (*doc.Handoff, string) {
 	rt, r := s.rt, s.r
 	spec := s.spec
@@ -79,7 +83,13 @@ func (s *stepRun) handoffTurn(ctx context.Context) (*doc.Handoff, string) {
 	}
 	hd := doc.ParseHandoff(scratch.Text)
 	if missing := hd.Missing(rt.lang); len(missing) > 0 {
-		return nil, s.texts().missing + strings.Join(missing, "/")
+		why := s.texts().missing + strings.Join(missing, "/")
+		if hd.Empty() {
+			return nil, why
+		}
+		// Keep what the session did write; fill only what it lost.
+		hd.Mend(rt.lang, s.step, s.prompt, why)
+		return hd, why
 	}
 	return hd, ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/workbench"
 )
@@ -190,6 +191,12 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	coordinator := Coordinator(names.Coordinator, "", map[string]claude.AgentDefinition{
 		names.Coder: workerFor(t, o, p.lang),
 	}, WithChannel(ch), WithLang(p.lang))
+	// The goal and the brief are the person's and the judge's: no tool call
+	// of the coordinator or its workers writes them (the goal guard also
+	// checks them between rounds, since Bash can write without naming).
+	coordinator.Hooks = guard.MergeHooks(coordinator.Hooks, map[string][]claude.HookMatcher{
+		claude.PreToolUse: {guard.Protect([]string{p.brief, p.goal}, protectTextsFor(p.lang).refusal)},
+	})
 	goalPart := func(c *Ctx) string {
 		if g := ctxGoal(c); goal && g != nil {
 			return g.PromptBlock(p.lang)
@@ -222,7 +229,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		},
 	}
 	if goal {
-		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang})
+		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, BriefPath: p.brief, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang})
 	}
 	wf.Steps = append(wf.Steps, work)
 	if !o.NoBequest {

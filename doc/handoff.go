@@ -118,6 +118,27 @@ func Degraded(lang Lang, step, prompt, why string) *Handoff {
 	return h
 }
 
+// Mend fills the required sections the session left empty (Doing, Next)
+// with Degraded's, keeping every section it did write: a handoff that lost
+// one section still carries the decisions and dead ends of the others.
+func (h *Handoff) Mend(lang Lang, step, prompt, why string) {
+	d := Degraded(lang, step, prompt, why)
+	if strings.TrimSpace(h.Doing) == "" {
+		h.Doing = d.Doing
+	}
+	if strings.TrimSpace(h.Next) == "" {
+		h.Next = d.Next
+	}
+	if strings.TrimSpace(h.Scene) == "" {
+		h.Scene = d.Scene
+	}
+}
+
+// Empty reports whether the handoff has no section at all.
+func (h *Handoff) Empty() bool {
+	return strings.TrimSpace(h.Doing+h.Decided+h.Deadends+h.Next+h.Scene) == ""
+}
+
 // IsDegraded reports whether the handoff was built by Degraded (in either
 // language) rather than written by the session.
 func (h *Handoff) IsDegraded() bool {

@@ -195,3 +195,18 @@ func TestIsOverflowRecognisesTheAPIsContextErrors(t *testing.T) {
 		t.Error("IsOverflow() with no texts is true")
 	}
 }
+
+func TestMendKeepsWhatTheSessionWroteAndFillsOnlyWhatItLost(t *testing.T) {
+	h := ParseHandoff("## Doing now\nporting the parser\n## Decided\n- keep regexp: RE2 is linear\n## Dead ends\n- cgo: no compiler here")
+	if h.Complete() || h.Empty() {
+		t.Fatalf("parsed %+v", h)
+	}
+	h.Mend(English, "work", "Port the parser.", "missing Next step")
+	if !h.Complete() || h.Doing != "porting the parser" || h.Decided != "- keep regexp: RE2 is linear" ||
+		h.Deadends != "- cgo: no compiler here" || !strings.Contains(h.Next, "look at the scene") {
+		t.Errorf("mended = %+v", h)
+	}
+	if (&Handoff{}).Empty() != true {
+		t.Error("an empty handoff is not Empty")
+	}
+}
