@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -61,7 +62,16 @@ func fakeWorkflowCLI() {
 	s.Send(map[string]any{"type": "system", "subtype": "init", "session_id": sid, "uuid": fmt.Sprintf("i-%d", n)})
 	s.Send(map[string]any{"type": "transcript_mirror", "filePath": transcript, "entries": []any{map[string]any{
 		"type": "user", "uuid": fmt.Sprintf("u-%d", n), "sessionId": sid, "message": map[string]any{"role": "user", "content": text}}}})
-	reply := scriptedReply(n, text)
+	reply, rule := scriptedReply(n, text)
+	if rule != nil {
+		playTools(s, n, rule.Tools, cwd)
+		for name, content := range rule.Writes {
+			// As a Bash command would: no hook sees it.
+			path := filepath.Join(cwd, name)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			os.WriteFile(path, []byte(content), 0o644)
+		}
+	}
 	holdFakeCall(text)
 	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
 		"message": map[string]any{"id": fmt.Sprintf("m-%d", n), "model": "fake", "content": []any{map[string]any{"type": "text", "text": reply}}}})
@@ -97,15 +107,81 @@ func recordFakeCall(prompt string) int {
 type fakeRule struct {
 	Match   string   `json:"match"`
 	Replies []string `json:"replies"`
+	// Writes are files (relative to the session's cwd) the call writes
+	// before it replies, the way a worker's Bash command would: no hook
+	// sees them.
+	Writes map[string]string `json:"writes,omitempty"`
+	// Tools are tool calls a subagent makes before the reply: each goes
+	// through the driver's PreToolUse hooks, the decision is recorded in
+	// tool-<call>-<k>.json, and an allowed Write writes its file.
+	Tools []fakeTool `json:"tools,omitempty"`
+}
+
+// fakeTool is one scripted tool call.
+type fakeTool struct {
+	Name  string         `json:"name"`
+	Input map[string]any `json:"input"`
+}
+
+// playTools sends each tool call to the driver's PreToolUse hook callbacks
+// as a subagent's call, records whether any denied it, and performs an
+// allowed Write.
+func playTools(s *fakecli.Session, n int, tools []fakeTool, cwd string) {
+	req, _ := s.InitRequest["request"].(map[string]any)
+	hooks, _ := req["hooks"].(map[string]any)
+	matchers, _ := hooks["PreToolUse"].([]any)
+	for k, tool := range tools {
+		denied, reason := false, ""
+		for _, m := range matchers {
+			mm, _ := m.(map[string]any)
+			if pat, _ := mm["matcher"].(string); pat != "" && !regexp.MustCompile("^(?:"+pat+")$").MatchString(tool.Name) {
+				continue
+			}
+			ids, _ := mm["hookCallbackIds"].([]any)
+			for j, id := range ids {
+				rid := fmt.Sprintf("tool_%d_%d_%d", n, k, j)
+				s.Send(map[string]any{"type": "control_request", "request_id": rid, "request": map[string]any{
+					"subtype": "hook_callback", "callback_id": id, "input": map[string]any{
+						"hook_event_name": "PreToolUse", "tool_name": tool.Name, "tool_input": tool.Input,
+						"cwd": cwd, "session_id": "s", "agent_id": "agent-1", "agent_type": "coder"}}})
+				for {
+					msg := s.Read()
+					if msg == nil {
+						os.Exit(7)
+					}
+					resp, _ := msg["response"].(map[string]any)
+					if msg["type"] != "control_response" || resp["request_id"] != rid {
+						continue
+					}
+					out, _ := resp["response"].(map[string]any)
+					hso, _ := out["hookSpecificOutput"].(map[string]any)
+					if hso["permissionDecision"] == "deny" {
+						denied = true
+						reason, _ = hso["permissionDecisionReason"].(string)
+					}
+					break
+				}
+			}
+		}
+		if !denied && tool.Name == "Write" {
+			if p, _ := tool.Input["file_path"].(string); p != "" {
+				c, _ := tool.Input["content"].(string)
+				os.WriteFile(p, []byte(c), 0o644)
+			}
+		}
+		b, _ := json.Marshal(map[string]any{"tool": tool.Name, "denied": denied, "reason": reason})
+		os.WriteFile(filepath.Join(os.Getenv("FLOWER_FAKE_DIR"), fmt.Sprintf("tool-%d-%d.json", n, k)), b, 0o600)
+	}
 }
 
 // scriptedReply is the reply FLOWER_FAKE_DIR/replies.json scripts for call
-// n with prompt text, or "reply <n>" without a script or a matching rule.
-func scriptedReply(n int, text string) string {
+// n with prompt text, or "reply <n>" without a script or a matching rule;
+// rule is the matching rule, nil without one.
+func scriptedReply(n int, text string) (string, *fakeRule) {
 	dir := os.Getenv("FLOWER_FAKE_DIR")
 	b, err := os.ReadFile(filepath.Join(dir, "replies.json"))
 	if err != nil {
-		return fmt.Sprintf("reply %d", n)
+		return fmt.Sprintf("reply %d", n), nil
 	}
 	var rules []fakeRule
 	if json.Unmarshal(b, &rules) != nil {
@@ -121,7 +197,7 @@ func scriptedReply(n int, text string) string {
 	}
 	i := rule(text)
 	if i < 0 || len(rules[i].Replies) == 0 {
-		return fmt.Sprintf("reply %d", n)
+		return fmt.Sprintf("reply %d", n), nil
 	}
 	k := 0
 	for m := 1; m < n; m++ {
@@ -130,7 +206,12 @@ func scriptedReply(n int, text string) string {
 			k++
 		}
 	}
-	return rules[i].Replies[min(k, len(rules[i].Replies)-1)]
+	r := rules[i]
+	if k > 0 {
+		// Files and tools play on the rule's first call only.
+		r.Writes, r.Tools = nil, nil
+	}
+	return r.Replies[min(k, len(r.Replies)-1)], &r
 }
 
 // holdFakeCall, for a prompt holding the text in FLOWER_FAKE_DIR/hold,

@@ -31,6 +31,9 @@ func AnsweredVersion() bool {
 type Session struct {
 	in  *bufio.Reader
 	out *json.Encoder
+	// Init is the driver's initialize request (its hooks' callback ids,
+	// its agents), for a script that plays hook callbacks.
+	InitRequest map[string]any
 }
 
 // Connect answers the initialize request with success and returns the
@@ -38,6 +41,7 @@ type Session struct {
 func Connect() *Session {
 	s := &Session{in: bufio.NewReader(os.Stdin), out: json.NewEncoder(os.Stdout)}
 	init := s.Read()
+	s.InitRequest = init
 	s.Send(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": init["request_id"], "response": map[string]any{}}})
 	return s

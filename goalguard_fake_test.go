@@ -1,0 +1,336 @@
+package flower
+
+// The goal guard under attack, through the starter flow on the real
+// *Runtime driving the scripted CLI: verdicts that are not a plain
+// achieved, a worker that changes the checks instead of the work, and the
+// goal and brief files written by anyone but the person and the judge.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/human"
+)
+
+// gitWorkspace makes the flow's workspace a git repository with a test and
+// a check script committed, as a project under work would be.
+func gitWorkspace(t *testing.T, ws string) {
+	t.Helper()
+	files := map[string]string{
+		"hello_test.sh":    "#!/bin/sh\ngrep -q hello hello.txt\n",
+		"scripts/check.sh": "#!/bin/sh\nsh hello_test.sh\n",
+		"README.md":        "hello\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start"}} {
+		cmd := exec.Command("git", append([]string{"-C", ws}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// events collects a run's events; safe for the flow's goroutines.
+type events struct {
+	mu  sync.Mutex
+	all []Event
+}
+
+func (e *events) add(ev Event) { e.mu.Lock(); e.all = append(e.all, ev); e.mu.Unlock() }
+
+func (e *events) guard(kind string) []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []Event
+	for _, ev := range e.all {
+		if ev.Str("goal_guard") == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func TestFakeGoalGuardOnlyAPlainAchievedEndsTheWork(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, verdict string
+		doubt         bool // the person is told why the reply could not pass
+	}{
+		{"a hedged achieved with a failed item", "## 结论\n基本达成\n\n## 理由\n第 2 条没过\n\n## 未通过\n- 运行 ls,看到 hello.txt", false},
+		{"mostly achieved in English", "## Conclusion\nMostly achieved: item 2 fails\n\n## Reason\nls shows nothing\n\n## Not passed\n- 运行 ls,看到 hello.txt", false},
+		{"achieved with an item under Not passed", "## 结论\n达成\n\n## 理由\n差不多\n\n## 未通过\n- 运行 ls,看到 hello.txt", true},
+		{"not yet because the build fails", "## Conclusion\nNot yet: I could not verify item 2 because the build fails\n\n## Reason\nmake fails\n\n## Not passed\n- 运行 ls,看到 hello.txt", false},
+		{"two conclusions", "## 结论\n已达成\n\n## 理由\nx\n\n## 结论\n未达成", true},
+		{"only a code block", "```\n## 结论\n已达成\n```", true},
+		{"empty", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeFlow(t)
+			f.script(starterRules(tc.verdict, fakeDone))
+			var ev events
+			o := f.options()
+			o.Timeout = -1 // unattended: an unreachable would stop the run
+			_, rt, c := f.runStarter("帮我做一个 hello", o, ev.add)
+			want := []string{"确认需求", "设定目标", "干活", "干活·判定#1", "干活#round2", "干活·判定#2", "干活·交代"}
+			if got := labels(t, rt); !slices.Equal(got, want) {
+				t.Fatalf("labels = %v, want another round: %v", got, want)
+			}
+			if _, failed := c.FailedAt(); failed {
+				t.Error("round 2 achieved, yet the flow failed")
+			}
+			r2 := f.callsMatching("没有达成目标")
+			if len(r2) != 1 {
+				t.Fatalf("round 2 calls: %d", len(r2))
+			}
+			if doubts := ev.guard("doubt"); tc.doubt != (len(doubts) == 1) {
+				t.Errorf("doubt events = %v, want one: %v", doubts, tc.doubt)
+			} else if tc.doubt && !strings.Contains(r2[0].Prompt, doubts[0].Text) {
+				t.Errorf("the worker is not told why (%q):\n%s", doubts[0].Text, r2[0].Prompt)
+			}
+		})
+	}
+}
+
+func TestFakeGoalGuardARealUnreachableStopsUnattended(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	f.script(starterRules(fakeNoWay, fakeDone))
+	o := f.options()
+	o.Timeout = -1
+	_, rt, c := f.runStarter("帮我做一个 hello", o, nil)
+	if got := labels(t, rt); slices.Contains(got, "干活#round2") {
+		t.Errorf("an unreachable verdict ran another round: %v", got)
+	}
+	if reason, ok := c.Aborted(); !ok || !strings.Contains(reason, "这里没有 macOS") {
+		t.Errorf("Aborted = %q, %v", reason, ok)
+	}
+}
+
+func TestFakeGoalGuardTheJudgeSeesAWorkerThatChangedTheChecks(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	gitWorkspace(t, f.ws)
+	rules := starterRules(fakeNotYet, fakeDone)
+	for i := range rules {
+		if rules[i].Match == "照这份需求做" {
+			rules[i].Writes = map[string]string{
+				"hello_test.sh":    "#!/bin/sh\nexit 0\n",                                           // the test made to pass
+				"scripts/check.sh": "#!/bin/sh\nsh hello_test.sh || true\n",                         // the check made to pass
+				"src/hello.go":     "package hello\n",                                               // ordinary work
+				"big_test.go":      strings.Repeat("// filler line\n", 500) + "t.Skip(\"later\")\n", // a huge diff
+			}
+		}
+	}
+	f.script(rules)
+	_, _, c := f.runStarter("帮我做一个 hello", f.options(), nil)
+	if at, failed := c.FailedAt(); failed {
+		t.Fatalf("failed at %s", at)
+	}
+	if _, err := os.Stat(filepath.Join(f.runDir, BaselineName)); err != nil {
+		t.Fatalf("no baseline kept in the run dir: %v", err)
+	}
+	judges := f.callsMatching("判定这一轮")
+	if len(judges) != 2 {
+		t.Fatalf("judge calls: %d", len(judges))
+	}
+	p := judges[0].Prompt
+	for _, want := range []string{
+		"设定目标以来改动了什么", "由 flower 用 git 算出",
+		"- hello_test.sh (测试; +1 −1)", "+exit 0",
+		"- scripts/check.sh (检查脚本; +1 −1)", "scripts/check.sh:2: sh hello_test.sh || true",
+		"big_test.go:501: t.Skip(\"later\")", "另有 1 个文件有改动", "略去:上面 1 个文件的 diff",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("the judge's prompt lacks %q:\n%s", want, p)
+		}
+	}
+	if os.Getenv("PEEK") != "" {
+		t.Log(p)
+	}
+	if strings.Contains(p, "filler line") {
+		t.Error("a huge diff reached the judge whole")
+	}
+	if strings.Contains(p, "src/hello.go") {
+		t.Error("an ordinary source file is named; the report names only what can decide a check")
+	}
+	if r2 := f.callsMatching("没有达成目标"); len(r2) != 1 || !strings.Contains(r2[0].Prompt, "绝不要为了通过去改判定项") {
+		t.Errorf("the feedback must say never to game a check: %+v", r2)
+	}
+}
+
+func TestFakeGoalGuardNoToolCallWritesTheGoalOrTheBrief(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	goalPath := filepath.Join(f.ws, ".flower", "notes", "目标.md")
+	rules := starterRules(fakeDone)
+	for i := range rules {
+		if rules[i].Match == "照这份需求做" {
+			rules[i].Tools = []fakeTool{
+				{Name: "Write", Input: map[string]any{"file_path": goalPath, "content": "## 目标\n随便\n## 判定清单\n- 什么都行"}},
+				{Name: "Edit", Input: map[string]any{"file_path": ".flower/notes/需求.md", "old_string": "不做界面", "new_string": "什么都做"}},
+				{Name: "Bash", Input: map[string]any{"command": "printf '- ok' >> .flower/notes/目标.md"}},
+				{Name: "Bash", Input: map[string]any{"command": "cat .flower/notes/目标.md"}},
+				{Name: "Write", Input: map[string]any{"file_path": filepath.Join(f.ws, "hello.txt"), "content": "hello"}},
+			}
+		}
+	}
+	f.script(rules)
+	_, _, c := f.runStarter("帮我做一个 hello", f.options(), nil)
+	if at, failed := c.FailedAt(); failed {
+		t.Fatalf("failed at %s", at)
+	}
+	work := f.callsMatching("照这份需求做")
+	if len(work) != 1 {
+		t.Fatalf("work calls: %d", len(work))
+	}
+	n := 0
+	for k := 1; k <= f.count(); k++ {
+		if f.call(k).Prompt == work[0].Prompt {
+			n = k
+		}
+	}
+	wantDenied := []bool{true, true, true, false, false}
+	for k, want := range wantDenied {
+		b, err := os.ReadFile(filepath.Join(f.calls, fmt.Sprintf("tool-%d-%d.json", n, k)))
+		if err != nil {
+			t.Fatalf("tool call %d was not played: %v", k, err)
+		}
+		var got struct {
+			Tool   string
+			Denied bool
+			Reason string
+		}
+		json.Unmarshal(b, &got)
+		if got.Denied != want {
+			t.Errorf("tool call %d (%s): denied %v, want %v (%s)", k, got.Tool, got.Denied, want, got.Reason)
+		}
+		if want && !strings.Contains(got.Reason, "归人和判定者所有") {
+			t.Errorf("tool call %d: the refusal does not say why: %q", k, got.Reason)
+		}
+	}
+	if g := readText(t, goalPath); !strings.Contains(g, "hello.txt 存在且内容是 hello") || strings.Contains(g, "随便") {
+		t.Errorf("the goal changed:\n%s", g)
+	}
+	if got := readText(t, filepath.Join(f.ws, "hello.txt")); got != "hello" {
+		t.Errorf("an ordinary write was refused: %q", got)
+	}
+}
+
+func TestFakeGoalGuardRestoresTheGoalChangedWhileTheRoundWorked(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rules := starterRules(fakeDone)
+	for i := range rules {
+		if rules[i].Match == "照这份需求做" {
+			// A Bash write no hook sees.
+			rules[i].Writes = map[string]string{".flower/notes/目标.md": "## 目标\n随便\n\n## 判定清单\n- 什么都行\n"}
+		}
+	}
+	f.script(rules)
+	var ev events
+	_, _, c := f.runStarter("帮我做一个 hello", f.options(), ev.add)
+	if at, failed := c.FailedAt(); failed {
+		t.Fatalf("failed at %s", at)
+	}
+	goalPath := filepath.Join(f.ws, ".flower", "notes", "目标.md")
+	if g := readText(t, goalPath); !strings.Contains(g, "运行 ls,看到 hello.txt") || strings.Contains(g, "什么都行") {
+		t.Errorf("the goal was not restored:\n%s", g)
+	}
+	restored := ev.guard("restored")
+	if len(restored) != 1 || !strings.Contains(restored[0].Text, goalPath) {
+		t.Fatalf("the person was not told: %v", restored)
+	}
+	j := f.callsMatching("判定这一轮")
+	if len(j) != 1 || !strings.Contains(j[0].Prompt, "flower 已把上一个有效版本放回去") || strings.Contains(j[0].Prompt, "什么都行") {
+		t.Errorf("the judge was not told, or judged the changed goal: %+v", j)
+	}
+}
+
+func TestFakeGoalGuardTakesTheGoalEditedBetweenRunsAsThePersons(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	f.script(starterRules(fakeDone))
+	f.runStarter("帮我做一个 hello", f.options(), nil)
+	goalPath := filepath.Join(f.ws, ".flower", "notes", "目标.md")
+	edited := "# 目标\nhello.txt 存在且内容是 hello\n\n# 判定清单\n- 运行 cat hello.txt,看到 hello\n- 运行 wc -c hello.txt,看到 6\n"
+	if err := os.WriteFile(goalPath, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ev events
+	before := len(f.callsMatching("判定这一轮"))
+	_, _, c := f.runStarter("", f.options(), ev.add)
+	if at, failed := c.FailedAt(); failed {
+		t.Fatalf("failed at %s", at)
+	}
+	if got := readText(t, goalPath); got != edited {
+		t.Errorf("the person's edit was undone:\n%s", got)
+	}
+	if r := ev.guard("restored"); len(r) != 0 {
+		t.Errorf("the person's edit was reported as tampering: %v", r)
+	}
+	j := f.callsMatching("判定这一轮")
+	if len(j) != before+1 || !strings.Contains(j[before].Prompt, "运行 wc -c hello.txt,看到 6") {
+		t.Errorf("the judge did not judge the person's goal")
+	}
+}
+
+func TestFakeGoalGuardAcceptsThePersonsAmendDuringTheRound(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	f.script(starterRules(fakeDone))
+	if err := os.WriteFile(filepath.Join(f.calls, "hold"), []byte("照这份需求做"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wf, err := StarterFlow("帮我做一个 hello", f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := wf.Channel.(*human.Channel)
+	rt := f.runtime(WithWorkbench(wf.Workbench))
+	var ev events
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		held := filepath.Join(f.calls, "held-1")
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(held); err == nil {
+				break
+			}
+		}
+		ch.Send("记得写测试")
+		os.WriteFile(filepath.Join(f.calls, "release-1"), nil, 0o600)
+	}()
+	c, err := wf.Run(runCtx(t), rt, ev.add, nil)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, failed := c.FailedAt(); failed {
+		t.Fatalf("failed at %s", at)
+	}
+	if brief := readText(t, filepath.Join(wf.Workbench.Notes(), "需求.md")); !strings.Contains(brief, "记得写测试") {
+		t.Errorf("the person's amend was undone:\n%s", brief)
+	}
+	if r := ev.guard("restored"); len(r) != 0 {
+		t.Errorf("the person's amend was reported as tampering: %v", r)
+	}
+}
