@@ -85,7 +85,11 @@ func item(s string) string {
 func items(s string) []string {
 	var out []string
 	for _, part := range strings.Split(s, "|") {
-		if it := item(part); it != "" && !strings.HasPrefix(it, "|") && headingLevel(it) == 0 {
+		it := item(part)
+		for cutCheckbox(it) != it {
+			it = cutCheckbox(it)
+		}
+		if it != "" && !strings.HasPrefix(it, "|") && headingLevel(it) == 0 {
 			out = append(out, it)
 		}
 	}

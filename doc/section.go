@@ -512,6 +512,9 @@ func bullets(body string) []string {
 			cur, blank = -1, false
 		default:
 			text, isItem := listItem(ln)
+			if isItem && text == "" {
+				continue // a marker with nothing after it
+			}
 			switch {
 			case !marked:
 				items = append(items, s)
@@ -551,12 +554,23 @@ func listItem(ln string) (string, bool) {
 		if isRule(s) {
 			return "", false
 		}
-		return strings.TrimSpace(s[1:]), true
+		return cutCheckbox(strings.TrimSpace(s[1:])), true
 	}
 	if n := listNumber(s); n > 0 && !(s[n-1] == '.' && n < len(s) && s[n] >= '0' && s[n] <= '9') {
-		return strings.TrimSpace(s[n:]), true
+		return cutCheckbox(strings.TrimSpace(s[n:])), true
 	}
 	return "", false
+}
+
+// cutCheckbox removes a task-list box ("[ ] ", "[x] ") from an item: it
+// is layout, and whether a box is ticked is the judge's to decide.
+func cutCheckbox(s string) string {
+	for _, box := range []string{"[ ] ", "[x] ", "[X] "} {
+		if t, ok := strings.CutPrefix(s, box); ok && strings.TrimSpace(t) != "" {
+			return strings.TrimSpace(t)
+		}
+	}
+	return s
 }
 
 // indentOf counts a line's leading blanks, a tab as four.
