@@ -520,7 +520,7 @@ func bullets(body string) []string {
 				items = append(items, s)
 				cur = -1
 			case isItem && indentOf(ln) > minIndent && cur >= 0:
-				items[cur] += "; " + text
+				items[cur] += joiner(items[cur]) + text
 			case isItem:
 				items = append(items, text)
 				cur = len(items) - 1
