@@ -224,6 +224,11 @@ func Worker(description, prompt string, opts ...RoleOption) claude.AgentDefiniti
 func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
 	c := roleOptions(opts)
 	tools, servers := channelTools(ch)
+	if cc, ok := ch.(clarifierChannel); ok && servers != nil {
+		// Only the clarifier is told to write unanswered questions into
+		// the brief's "Unknowns and assumptions".
+		servers = maps.Clone(cc.ClarifierMCPServers())
+	}
 	if !c.noRead {
 		tools = append(tools, readTools...)
 	}
@@ -286,6 +291,12 @@ func isolation(isolate bool) string {
 		return claude.IsolationWorktree
 	}
 	return ""
+}
+
+// clarifierChannel is a channel with a server of its own for the
+// clarifier (human.Channel has one).
+type clarifierChannel interface {
+	ClarifierMCPServers() map[string]claude.MCPServer
 }
 
 // channelTools returns the channel's ask tool and a copy of its servers,

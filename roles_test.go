@@ -234,3 +234,18 @@ func TestRolesCarryTheChannelsEnv(t *testing.T) {
 		t.Errorf("a channel without Env gave %v", env)
 	}
 }
+
+func TestOnlyTheClarifierGetsTheChannelThatNamesTheBriefsSections(t *testing.T) {
+	ch := human.New()
+	server := func(s AgentSpec) any { return s.MCPServers[ChannelServer].(claude.SDKServer).Server }
+	clar := ch.ClarifierMCPServers()[ChannelServer].(claude.SDKServer).Server
+	general := ch.MCPServers()[ChannelServer].(claude.SDKServer).Server
+	if server(Clarify("c", ch)) != clar {
+		t.Error("the clarifier does not get its own server")
+	}
+	for _, s := range []AgentSpec{Judge("j", ch), Coordinator("co", "", nil, WithChannel(ch))} {
+		if server(s) != general {
+			t.Errorf("%s gets the clarifier's server", s.Name)
+		}
+	}
+}

@@ -191,6 +191,9 @@ type Channel struct {
 	fileMu sync.Mutex // serializes appends to the log and amend files
 
 	srv *mcp.Server
+	// clarifierSrv is the same tools for the clarifier, whose no-answer
+	// texts name the brief's sections (see Texts.TimeoutPlain).
+	clarifierSrv *mcp.Server
 }
 
 // waiter is an ask's pending settlement, written by Answer or Decline.
@@ -220,7 +223,8 @@ func New(opts ...Option) *Channel {
 		base = EnglishTexts
 	}
 	c.texts = c.custom.over(base)
-	c.srv = c.newServer()
+	c.srv = c.newServer(false)
+	c.clarifierSrv = c.newServer(true)
 	return c
 }
 

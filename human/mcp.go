@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,7 +12,9 @@ import (
 
 // MCPServers returns the channel's in-process server under its name
 // ("human"), for claude.Options.MCPServers or an AgentSpec. Every call
-// returns the same server, so all sessions share one channel.
+// returns the same server, so all sessions share one channel. An ask left
+// unanswered gets the plain texts (Texts.TimeoutPlain…), which name no
+// section of the brief; the clarifier's server is ClarifierMCPServers.
 func (c *Channel) MCPServers() map[string]claude.MCPServer {
 	// Always loaded: with tool search on (the CLI's default) the tools
 	// would otherwise be deferred, and a clarifier whose first move is a
@@ -19,10 +22,17 @@ func (c *Channel) MCPServers() map[string]claude.MCPServer {
 	return map[string]claude.MCPServer{Server: claude.SDKServer{Server: c.srv, AlwaysLoad: true}}
 }
 
+// ClarifierMCPServers is MCPServers for the clarifier: the same channel,
+// whose unanswered asks get the seed's texts, which tell it to record the
+// question and its assumption under the brief's "Unknowns and assumptions".
+func (c *Channel) ClarifierMCPServers() map[string]claude.MCPServer {
+	return map[string]claude.MCPServer{Server: claude.SDKServer{Server: c.clarifierSrv, AlwaysLoad: true}}
+}
+
 // newServer builds the MCP server. Both tools take raw arguments and read
 // them leniently: a model that sends a number for the question or objects
 // among the options gets a settled ask, never a protocol error.
-func (c *Channel) newServer() *mcp.Server {
+func (c *Channel) newServer(clarifier bool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: Server, Version: "1.0.0"}, nil)
 	s.AddTool(&mcp.Tool{
 		Name:        "ask",
@@ -38,7 +48,9 @@ func (c *Channel) newServer() *mcp.Server {
 			},
 			"required": []string{"question"},
 		},
-	}, c.handleAsk)
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return c.handleAsk(ctx, req, clarifier)
+	})
 	// No parameters, but a full schema: the CLI wants type and properties.
 	s.AddTool(&mcp.Tool{
 		Name:        "inbox",
@@ -48,7 +60,7 @@ func (c *Channel) newServer() *mcp.Server {
 	return s
 }
 
-func (c *Channel) handleAsk(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (c *Channel) handleAsk(ctx context.Context, req *mcp.CallToolRequest, clarifier bool) (*mcp.CallToolResult, error) {
 	var args map[string]any
 	if req != nil && req.Params != nil {
 		// Unreadable arguments leave args empty: the ask settles Invalid.
@@ -71,6 +83,9 @@ func (c *Channel) handleAsk(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	a, err := c.Ask(ctx, question, options)
 	if err != nil {
 		return nil, err
+	}
+	if !clarifier {
+		return textResult(c.plain(a)), nil
 	}
 	return textResult(a.Answer), nil
 }
@@ -95,4 +110,19 @@ func scalar(v any) (string, bool) {
 
 func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// plain is an ask's answer with a no-answer text that names the brief's
+// sections replaced by its plain form; anything else is left as it is.
+func (c *Channel) plain(a Ask) string {
+	for _, p := range [][2]string{
+		{c.texts.Timeout, c.texts.TimeoutPlain},
+		{c.texts.OverBudget, c.texts.OverBudgetPlain},
+		{c.texts.Declined, c.texts.DeclinedPlain},
+	} {
+		if a.State != Answered && p[0] != "" && strings.HasPrefix(a.Answer, p[0]) {
+			return p[1] + strings.TrimPrefix(a.Answer, p[0])
+		}
+	}
+	return a.Answer
 }

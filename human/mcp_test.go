@@ -15,9 +15,14 @@ import (
 // connect opens an MCP client session on the channel's server.
 func connect(t *testing.T, ch *human.Channel) *mcp.ClientSession {
 	t.Helper()
-	sdk, ok := ch.MCPServers()[human.Server].(claude.SDKServer)
-	if !ok || len(ch.MCPServers()) != 1 {
-		t.Fatalf("MCPServers = %#v", ch.MCPServers())
+	return connectTo(t, ch.MCPServers())
+}
+
+func connectTo(t *testing.T, servers map[string]claude.MCPServer) *mcp.ClientSession {
+	t.Helper()
+	sdk, ok := servers[human.Server].(claude.SDKServer)
+	if !ok || len(servers) != 1 {
+		t.Fatalf("MCPServers = %#v", servers)
 	}
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := sdk.Server.Connect(ctxT(t), st, nil)
@@ -69,6 +74,35 @@ func TestToolsAndSchemas(t *testing.T) {
 	}
 }
 
+const zhTimeoutPlain = "无人应答。按你自己的判断继续,并在回话里写明这个问题和你采用的假设。不要重复提问,也不要停在这里。"
+
+// Only the clarifier writes the brief, so only its server's no-answer
+// texts name the brief's "Unknowns and assumptions" (issue 21: a judge told
+// to write that section put one into its verdict).
+func TestOnlyTheClarifierIsToldToWriteUnknownsAndAssumptions(t *testing.T) {
+	for _, lang := range []string{"zh", "en"} {
+		ch := human.New(human.WithTimeout(0), human.WithLang(lang), human.WithMaxAsks(1))
+		general, clarifier := connect(t, ch), connectTo(t, ch.ClarifierMCPServers())
+		texts := ch.Texts()
+		q := map[string]any{"question": "which port?"}
+		if got := call(t, clarifier, "ask", q); got != texts.Timeout {
+			t.Errorf("%s clarifier timeout = %q, want the seed's %q", lang, got, texts.Timeout)
+		}
+		if got := call(t, general, "ask", q); got != texts.OverBudgetPlain {
+			t.Errorf("%s over budget = %q, want %q", lang, got, texts.OverBudgetPlain)
+		}
+		for _, plain := range []string{texts.TimeoutPlain, texts.OverBudgetPlain, texts.DeclinedPlain} {
+			if plain == "" || strings.Contains(plain, "未知与假设") || strings.Contains(plain, "Unknowns and assumptions") {
+				t.Errorf("%s plain text names the brief's section: %q", lang, plain)
+			}
+		}
+	}
+	ch := human.New(human.WithTimeout(0))
+	if got := call(t, connect(t, ch), "ask", map[string]any{"question": "x?"}); got != zhTimeoutPlain {
+		t.Errorf("general timeout = %q", got)
+	}
+}
+
 // TestBadToolInputSettlesAnAsk: whatever the model sends, the ask tool
 // answers with a settled ask, never a protocol error or a panic.
 func TestBadToolInputSettlesAnAsk(t *testing.T) {
@@ -84,11 +118,11 @@ func TestBadToolInputSettlesAnAsk(t *testing.T) {
 		{map[string]any{}, zhEmptyQ, "", nil},
 		{map[string]any{"question": nil}, zhEmptyQ, "", nil},
 		{map[string]any{"question": map[string]any{"x": 1}}, zhEmptyQ, "", nil},
-		{map[string]any{"question": 42}, zhTimeout, "42", nil},
-		{map[string]any{"question": "ok?", "options": []any{"a", 1, true, nil, map[string]any{}, []any{"x"}, " "}}, zhTimeout, "ok?", []string{"a", "1", "true"}},
-		{map[string]any{"question": "ok?", "options": "solo"}, zhTimeout, "ok?", []string{"solo"}},
-		{map[string]any{"question": "ok?", "options": map[string]any{"a": 1}}, zhTimeout, "ok?", nil},
-		{map[string]any{"question": huge}, zhTimeout, huge, nil},
+		{map[string]any{"question": 42}, zhTimeoutPlain, "42", nil},
+		{map[string]any{"question": "ok?", "options": []any{"a", 1, true, nil, map[string]any{}, []any{"x"}, " "}}, zhTimeoutPlain, "ok?", []string{"a", "1", "true"}},
+		{map[string]any{"question": "ok?", "options": "solo"}, zhTimeoutPlain, "ok?", []string{"solo"}},
+		{map[string]any{"question": "ok?", "options": map[string]any{"a": 1}}, zhTimeoutPlain, "ok?", nil},
+		{map[string]any{"question": huge}, zhTimeoutPlain, huge, nil},
 	} {
 		before := len(ch.Asks())
 		if got := call(t, cs, "ask", tc.args); got != tc.want {

@@ -16,6 +16,12 @@ type Texts struct {
 	// when the human gave a reason, with %s standing for the reason.
 	Declined       string
 	DeclinedReason string
+	// OverBudgetPlain, TimeoutPlain and DeclinedPlain say the same to every
+	// role but the clarifier: the three texts above name the brief's
+	// "Unknowns and assumptions" section, which only the clarifier writes,
+	// and a judge or a worker told to write one puts a section into its
+	// reply that its reader then takes for part of its answer.
+	OverBudgetPlain, TimeoutPlain, DeclinedPlain string
 	// EmptyQuestion answers an ask without a question.
 	EmptyQuestion string
 	// EmptyInbox answers an inbox call with nothing new.
@@ -50,6 +56,9 @@ var ChineseTexts = Texts{
 	Timeout:             "无人应答。按你自己的判断继续,并把这个问题和你采用的假设写进「未知与假设」那一段。不要重复提问,也不要停在这里。",
 	Declined:            "对方跳过了这个问题。按你自己的判断继续,并把假设写进「未知与假设」。",
 	DeclinedReason:      "(对方说:%s)",
+	OverBudgetPlain:     "提问额度已用完。不要再问了 —— 按你自己的判断继续,并在回话里写明你采用的假设。",
+	TimeoutPlain:        "无人应答。按你自己的判断继续,并在回话里写明这个问题和你采用的假设。不要重复提问,也不要停在这里。",
+	DeclinedPlain:       "对方跳过了这个问题。按你自己的判断继续,并在回话里写明你的假设。",
 	EmptyQuestion:       "问题是空的。把问题写清楚再问。",
 	EmptyInbox:          "收件箱是空的。继续干活,不用理会。",
 	InboxHead:           "人在运行途中说了这些(按时间先后):",
@@ -74,6 +83,9 @@ var EnglishTexts = Texts{
 	Timeout:             "Nobody answered. Carry on with your own judgement, and write this question and the assumption you made into the \"Unknowns and assumptions\" section. Do not ask it again, and do not stop here.",
 	Declined:            "The human skipped this question. Carry on with your own judgement and write your assumption into \"Unknowns and assumptions\".",
 	DeclinedReason:      " (they said: %s)",
+	OverBudgetPlain:     "The question quota is used up. Do not ask again — carry on with your own judgement and state the assumption you made in your reply.",
+	TimeoutPlain:        "Nobody answered. Carry on with your own judgement, and state this question and the assumption you made in your reply. Do not ask it again, and do not stop here.",
+	DeclinedPlain:       "The human skipped this question. Carry on with your own judgement and state your assumption in your reply.",
 	EmptyQuestion:       "The question is empty. Write the question out, then ask.",
 	EmptyInbox:          "The inbox is empty. Keep working; nothing to do here.",
 	InboxHead:           "The human said this during the run (oldest first):",
@@ -111,6 +123,9 @@ func (t Texts) over(base Texts) Texts {
 	fill(&t.Timeout, base.Timeout)
 	fill(&t.Declined, base.Declined)
 	fill(&t.DeclinedReason, base.DeclinedReason)
+	fill(&t.OverBudgetPlain, base.OverBudgetPlain)
+	fill(&t.TimeoutPlain, base.TimeoutPlain)
+	fill(&t.DeclinedPlain, base.DeclinedPlain)
 	fill(&t.EmptyQuestion, base.EmptyQuestion)
 	fill(&t.EmptyInbox, base.EmptyInbox)
 	fill(&t.InboxHead, base.InboxHead)
