@@ -113,12 +113,36 @@ func (r *Renderer) Event(e event.Event) {
 	case event.Handoff:
 		s.Line(screen.Cyan, "# "+firstLine(e.Text))
 	case event.Task:
-		if r.verbose {
+		if e.Str("goal_guard") != "" {
+			// The goal guard's word to the person: a verdict that could
+			// not pass, or a protected file put back. Wrapped, not cut:
+			// the reason is the point.
+			r.guardLine(e.Text)
+		} else if r.verbose {
 			s.Line(screen.Dim, "  # "+e.Str("kind"))
 		}
 	case event.Ask:
 		r.ask(e)
 	}
+}
+
+// guardLine writes a goal guard's message as "! " and its text, wrapped to
+// the terminal's width with the following lines indented.
+func (r *Renderer) guardLine(text string) {
+	s := r.ui.Screen
+	cols := s.Width() - 2
+	if !s.Terminal() || cols <= 0 {
+		cols = 0
+	}
+	lines := screen.Wrap(strings.TrimSpace(text), cols)
+	for i := range lines {
+		if i == 0 {
+			lines[i] = "! " + lines[i]
+		} else {
+			lines[i] = "  " + lines[i]
+		}
+	}
+	s.Block(screen.Yellow, lines...)
 }
 
 // status is the line under a round: context, running total, clock.

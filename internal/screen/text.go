@@ -150,3 +150,38 @@ func Pad(s string, cols int) string {
 	}
 	return s
 }
+
+// Wrap breaks s into lines of at most cols display columns: at the last
+// blank that fits when there is one, anywhere in a run without blanks (a
+// Chinese sentence has none). Existing line breaks stay. cols below 10
+// leaves s unbroken: there is no room to wrap into.
+func Wrap(s string, cols int) []string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if cols < 10 {
+			out = append(out, line)
+			continue
+		}
+		for Columns(line) > cols {
+			n, cut, blank := 0, 0, -1
+			for i, r := range line {
+				w := RuneWidth(r)
+				if n+w > cols {
+					break
+				}
+				n += w
+				cut = i + utf8.RuneLen(r)
+				if r == ' ' {
+					blank = i
+				}
+			}
+			if blank > 0 && blank > cut/2 {
+				cut = blank
+			}
+			out = append(out, strings.TrimRight(line[:cut], " "))
+			line = strings.TrimLeft(line[cut:], " ")
+		}
+		out = append(out, line)
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package app
+
+// What the goal guard tells the person, on the screen of the built binary:
+// a judge's reply that cannot pass says why, wrapped to the terminal, in
+// English and Chinese, at 80 and 160 columns.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/demo"
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// startPTYCols is startPTYBin on a terminal cols wide.
+func startPTYCols(t *testing.T, cols uint16, env []string, args ...string) *ptyRun {
+	t.Helper()
+	cmd := exec.Command(flowerBin, args...)
+	cmd.Env, cmd.Dir = env, t.TempDir()
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: cols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ptyRun{cmd: cmd, tty: tty, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		r := bufio.NewReader(tty)
+		buf := make([]byte, 4096)
+		for {
+			n, err := r.Read(buf)
+			p.mu.Lock()
+			p.out.Write(buf[:n])
+			p.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		tty.Close()
+		<-p.done
+	})
+	return p
+}
+
+func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
+	for _, lang := range []string{"en", "zh"} {
+		for _, cols := range []uint16{80, 160} {
+			t.Run(fmt.Sprintf("%s-%d", lang, cols), func(t *testing.T) {
+				t.Parallel()
+				ws, err := os.MkdirTemp("", "fg")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.RemoveAll(ws) })
+				texts := demo.TextsFor(lang)
+				verify, listed, why := "Judge this round",
+					"## Conclusion\nachieved\n\n## Reason\nclose enough\n\n## Not passed\n- run ls, see hello.txt",
+					"the judge concluded achieved but listed checks that did not pass; taken as not yet achieved"
+				if lang == "zh" {
+					verify, listed, why = "判定这一轮",
+						"## 结论\n达成\n\n## 理由\n差不多\n\n## 未通过\n- 运行 ls,看到 hello.txt",
+						"判定者的结论是达成,却列出了没通过的判定项,按未达成处理"
+				}
+				script := demo.Script(lang, ws)
+				var judged atomic.Int32
+				script[verify] = []claudetest.Responder{claudetest.Func(func(*claudetest.Request) claudetest.Reply {
+					if judged.Add(1) == 1 {
+						return claudetest.Say(listed)
+					}
+					return claudetest.Say(texts.Achieved)
+				})}
+				srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+					if r.MaxTokens == 16 {
+						return claudetest.Say("hi")
+					}
+					return script.Reply(r)
+				})
+				p := startPTYCols(t, cols, binEnv(t, srv), "-w", ws, "--lang", lang, "--rounds", "2", texts.Ask)
+				p.expect(t, texts.Question)
+				io.WriteString(p.tty, "1\r")
+				// A whole flow on the real CLI: slower than wait's minute
+				// when the machine is busy.
+				errc := make(chan error, 1)
+				go func() { errc <- p.cmd.Wait() }()
+				select {
+				case err := <-errc:
+					if err != nil {
+						t.Fatalf("flower: %v:\n%s", err, p.screen())
+					}
+					select {
+					case <-p.done:
+					case <-time.After(10 * time.Second):
+					}
+				case <-time.After(6 * time.Minute):
+					t.Fatalf("flower did not exit:\n%s", p.screen())
+				}
+				// The whole reason reaches the person, wrapped, never cut.
+				lines := screen.Wrap(why, int(cols)-2)
+				for i, ln := range lines {
+					if i > 0 {
+						ln = "  " + ln
+					} else {
+						ln = "! " + ln
+					}
+					if !strings.Contains(p.screen(), ln) {
+						t.Errorf("the screen lacks the line %q:\n%s", ln, p.screen())
+					}
+					if screen.Columns(ln) > int(cols) {
+						t.Errorf("line %q is wider than %d columns", ln, cols)
+					}
+				}
+				if judged.Load() != 2 {
+					t.Errorf("judged %d times; the listed item must cost another round", judged.Load())
+				}
+			})
+		}
+	}
+}
