@@ -165,15 +165,23 @@ const DefaultRounds = 3
 // WithGoal puts a goal guard on step: after every round a fresh judge
 // rules on it against the goal (achieved, not yet, unreachable), and a
 // round that falls short sends the judge's reason back to the same session.
-// The result is a copy of step with only Retries, Gate and OnReject
-// changed: its ResumePrompt and everything else survive.
+// The result is a copy of step with Retries, Gate and OnReject replaced and
+// Prompt and ResumePrompt wrapped (they first note the goal and brief files
+// as the work begins, and the change report's baseline if none was kept):
+// what they return and everything else survive.
 //
 // The gate: no Runtime in the ctx is a StepAbort (a guard that cannot
-// judge must not pass). Each round counts in RoundKey and runs the judge
+// judge must not pass). It first checks the goal and brief files against
+// their last good versions and puts back, with a task event to the person
+// and a note to the judge, any change that did not come from the person's
+// amend (see goalwatch.go). Each round counts in RoundKey and runs the judge
 // in a new session labelled <Name>#<round>, beside the work (RunOptions.Aside:
 // it neither takes words left for the work nor answers an Interrupt, and it
-// never enters the lineage). The verdict goes to VerdictKey. Achieved
-// passes; not yet, or no clear conclusion, fails; unreachable asks the
+// never enters the lineage), with the change report flower computed with
+// git (changes.go). The verdict goes to VerdictKey. Achieved with nothing
+// under Not passed, from a reply doc.ReadVerdict has no doubt about,
+// passes; anything else short of unreachable fails, and a doubt is told
+// to the person (a task event) and the worker; unreachable asks the
 // human: accept and go on (passes), amend the goal (the new words are
 // appended to it, never overwriting it, and written back), or anything
 // else, read as "your verdict is wrong" (fails, their words become the
