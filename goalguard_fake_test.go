@@ -80,6 +80,7 @@ func TestFakeGoalGuardOnlyAPlainAchievedEndsTheWork(t *testing.T) {
 		{"two conclusions", "## 结论\n已达成\n\n## 理由\nx\n\n## 结论\n未达成", true},
 		{"only a code block", "```\n## 结论\n已达成\n```", true},
 		{"empty", "", true},
+		{"huge", "## 结论\n已达成\n\n## 理由\n" + strings.Repeat("日志一行\n", 8000) + "\n## 未通过\n(无)", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
