@@ -168,11 +168,26 @@ func (s *stepRun) retryEvent(text string, attempt int) {
 // offline; "" for a plain retry), which flower report reads: the text is
 // in the run's language and may change.
 func (s *stepRun) retryEventFor(reason, text string, attempt int) {
+	s.emit(event.New(event.Retry, text, s.retryPayload(reason, attempt)))
+}
+
+func (s *stepRun) retryPayload(reason string, attempt int) map[string]any {
 	p := map[string]any{"step": s.step, "attempt": attempt}
 	if reason != "" {
 		p["reason"] = reason
 	}
-	s.emit(event.New(event.Retry, text, p))
+	return p
+}
+
+// interruptEvent is the retry event of an interrupt, with the human's
+// words in payload words: the log is the run's only record of them, and
+// flower report shows them on its timeline.
+func (s *stepRun) interruptEvent(words string, attempt int) {
+	p := s.retryPayload("interrupt", attempt)
+	if words != "" {
+		p["words"] = words
+	}
+	s.emit(event.New(event.Retry, s.texts().interrupted(words != ""), p))
 }
 
 // stepPayload adds what the run directory keeps nowhere else to a step
@@ -226,7 +241,7 @@ func (s *stepRun) loop(ctx context.Context) {
 				rt.keepWords(words) // nothing to resume: the next step gets them
 				return
 			}
-			s.retryEventFor("interrupt", t.interrupted(words != ""), attempt)
+			s.interruptEvent(words, attempt)
 			cur = opening{resume: r.SessionID, prompt: t.interruptPrompt(words) + "\n\n" + rt.prompts.InterruptNote}
 			r.Resumed = true
 			attempt--

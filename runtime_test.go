@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -192,13 +193,29 @@ func TestRealInterruptResumesWithTheWords(t *testing.T) {
 		rt.Interrupt("use the blue one")
 	}()
 	begin := time.Now()
-	res, err := rt.Run(runCtx(t), spec, "SCENARIO:paint", RunOptions{})
+	var words []string
+	var mu sync.Mutex
+	onEvent := func(e Event) {
+		if e.Kind == event.Retry && e.Str("reason") == "interrupt" {
+			mu.Lock()
+			words = append(words, e.Str("words"))
+			mu.Unlock()
+		}
+	}
+	res, err := rt.Run(runCtx(t), spec, "SCENARIO:paint", RunOptions{OnEvent: onEvent})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.OK || res.Text != "switched to blue" || res.Attempts != 1 || !res.Resumed {
 		t.Fatalf("result = %+v (an interrupt spends no attempt)", res)
 	}
+	// The event log is the run's record of the words: flower report
+	// shows them.
+	mu.Lock()
+	if !slices.Equal(words, []string{"use the blue one"}) {
+		t.Errorf("the interrupt events carry the words %q", words)
+	}
+	mu.Unlock()
 	last := srv.Requests()[srv.Count()-1]
 	if !last.HasText("use the blue one") || !last.HasText(PromptsFor(Chinese).InterruptNote[:30]) || !last.HasText("SCENARIO:paint") {
 		t.Error("the resumed session did not get the words, the note and the history")

@@ -59,7 +59,8 @@ const (
 	Ask Kind = "ask"
 	// Retry is the runtime's note about a retry, an interrupt or a network
 	// wait. Payload: step, attempt, and reason (interrupt, usage_limit,
-	// offline) when it is no plain retry.
+	// offline) when it is no plain retry; an interrupt's words, when the
+	// human gave some, in words.
 	Retry Kind = "retry"
 	// Step marks a workflow step's start. Payload: index, total, resumed,
 	// woke, and the run's budget (when set), window and handoff_at (when
