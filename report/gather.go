@@ -229,6 +229,8 @@ func (g *gatherer) build() {
 	g.threads()
 	g.verdicts()
 	g.questions()
+	g.answers()
+	g.wakes(wake)
 	g.tools()
 	g.workbench()
 	g.documents()
@@ -304,6 +306,9 @@ func (g *gatherer) timeline(wake map[string]int) {
 			if reason := e.Str("reason"); reason != "" {
 				m.Kind = reason
 			}
+			if m.Kind == "interrupt" {
+				m.Text = e.Str("words") // "" for an interrupt with no words
+			}
 		case event.Handoff:
 			if e.Str("phase") != "done" {
 				continue
@@ -347,25 +352,37 @@ func (g *gatherer) timeline(wake map[string]int) {
 		a.Text += " (waiting)"
 		r.Timeline = append(r.Timeline, a)
 	}
+	for _, s := range r.Steps {
+		if s.Aside || s.Role != "judge" || s.Round == 0 || s.EndedAt.IsZero() {
+			continue
+		}
+		state := string(doc.ParseVerdict(s.text).State)
+		if state == "" {
+			state = "unreadable"
+		}
+		r.Timeline = append(r.Timeline, Moment{Time: s.EndedAt, Run: s.Run, Wake: s.Wake, Step: s.Label, Kind: "verdict", Text: state})
+	}
 	sort.SliceStable(r.Timeline, func(i, j int) bool { return r.Timeline[i].Time.Before(r.Timeline[j].Time) })
 	if r.Timeline == nil {
 		r.Timeline = []Moment{}
 	}
 }
 
-// costs splits every row's cost over roles and models by token weight.
+// costs splits every row's cost over rounds, roles, models and drivers.
 func (g *gatherer) costs() {
 	r := g.r
 	c := Cost{Budget: r.Budget}
-	byRound, byRole, byModel := newSums(), newSums(), newSums()
+	byStep, byRound, byRole, byModel := newSums(), newSums(), newSums(), newSums()
+	parts := map[[2]string]float64{}
 	for i, s := range r.Steps {
 		c.Total += s.CostUSD
-		c.ByStep = append(c.ByStep, Amount{Name: s.Label, USD: s.CostUSD})
+		byStep.add(s.Label, s.CostUSD)
 		if s.Round > 0 {
 			byRound.add("round "+strconv.Itoa(s.Round), s.CostUSD)
 		} else {
-			byRound.add("outside rounds", s.CostUSD)
+			byRound.add(OutsideRounds, s.CostUSD)
 		}
+		base := labelRE.FindStringSubmatch(s.Label)[1]
 		st := g.main
 		if s.Aside {
 			st = g.aside
@@ -382,18 +399,18 @@ func (g *gatherer) costs() {
 		}
 		if total == 0 {
 			byRole.add(s.Role, s.CostUSD)
-			byModel.add("unknown", s.CostUSD)
+			byModel.add(UnknownModel, s.CostUSD)
+			parts[[2]string{base, s.Role}] += s.CostUSD
 			continue
 		}
 		for k, w := range weights {
 			byRole.add(k[0], s.CostUSD*w/total)
 			byModel.add(k[1], s.CostUSD*w/total)
+			parts[[2]string{base, k[0]}] += s.CostUSD * w / total
 		}
 	}
-	if c.ByStep == nil {
-		c.ByStep = []Amount{}
-	}
-	c.ByRound, c.ByRole, c.ByModel = byRound.list(), byRole.list(), byModel.list()
+	c.ByStep, c.ByRound, c.ByRole, c.ByModel = byStep.list(c.Total), byRound.list(c.Total), byRole.list(c.Total), byModel.list(c.Total)
+	c.Drivers = drivers(parts, c.Total)
 	r.Cost = c
 }
 
@@ -418,13 +435,23 @@ func (s *sums) add(name string, usd float64) {
 	s.usd[name] += usd
 }
 
-func (s *sums) list() []Amount {
+// list is the sums largest first (ties by name), each with its share of
+// total.
+func (s *sums) list(total float64) []Amount {
 	out := []Amount{}
-	names := slices.Clone(s.order)
-	sort.Strings(names)
-	for _, n := range names {
-		out = append(out, Amount{Name: n, USD: s.usd[n]})
+	for _, n := range s.order {
+		a := Amount{Name: n, USD: s.usd[n]}
+		if total > 0 {
+			a.Share = a.USD / total
+		}
+		out = append(out, a)
 	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].USD != out[j].USD {
+			return out[i].USD > out[j].USD
+		}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }
 
@@ -444,6 +471,10 @@ func (g *gatherer) threads() {
 	tok.add(r.Threads.Sub.Tokens)
 	if n := tok.CacheRead + tok.CacheCreation; n > 0 {
 		r.Threads.CacheReuse = float64(tok.CacheRead) / float64(n)
+	}
+	r.Tokens = tok
+	for _, t := range g.aside.turns {
+		r.Tokens.add(t.usage)
 	}
 	// A successor session: the second and later of a row's sessions.
 	successor := map[string]bool{}
@@ -685,6 +716,25 @@ func (g *gatherer) documents() {
 			if !slices.ContainsFunc(r.Documents, func(d Document) bool { return d.Path == p }) {
 				_, err := os.Stat(p)
 				r.Documents = append(r.Documents, Document{Name: "handoff " + e.Step, Path: p, Exists: err == nil})
+			}
+		}
+	}
+}
+
+// answers puts each answer of the Q&A log beside its ask on the timeline:
+// the asks in order, each taking the first unused logged question of the
+// same text.
+func (g *gatherer) answers() {
+	used := make([]bool, len(g.r.Questions))
+	for i := range g.r.Timeline {
+		m := &g.r.Timeline[i]
+		if m.Kind != "ask" {
+			continue
+		}
+		for j, q := range g.r.Questions {
+			if !used[j] && q.Question == m.Text && q.Answer != "" {
+				used[j], m.Answer = true, q.Answer
+				break
 			}
 		}
 	}

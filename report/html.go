@@ -8,50 +8,123 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 //go:embed page.html.tmpl
 var pageText string
 
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"usd":  func(v float64) string { return fmt.Sprintf("$%.4f", v) },
+// funcs are the page's functions; T, Tf and name are set per page, in its
+// language (see Render).
+var funcs = template.FuncMap{
+	"usd":  usd,
 	"pct":  func(v float64) string { return fmt.Sprintf("%.0f%%", v*100) },
 	"join": strings.Join,
 	"add":  func(a, b int) int { return a + b },
 	// The hrefs are built by href from url.URL: a relative path or file:.
 	"safeURL": func(s string) template.URL { return template.URL(s) },
 	"kilo":    kilo,
+	"dur":     duration,
 	"share": func(part, whole float64) string {
 		if whole <= 0 {
 			return "0"
 		}
 		return fmt.Sprintf("%.1f", 100*part/whole)
 	},
-}).Parse(pageText))
+	"T":       func(string) string { return "" },
+	"outcome": func(Outcome) string { return "" },
+	"Tf":   func(string, ...any) string { return "" },
+	"name": func(string) string { return "" },
+}
+
+var page = template.Must(template.New("page").Funcs(funcs).Parse(pageText))
 
 // Sections are the page's section ids, in order: a test (or a tool)
-// finds each part of the report by its id.
+// finds each part of the report by its id. A section with nothing to show
+// is left out of the page.
 var Sections = []string{"summary", "problems", "context", "timeline", "cost", "threads", "cache",
 	"verdicts", "questions", "inbox", "tools", "workbench", "steps", "documents"}
 
-// Render writes the page for r to w. pageDir is the folder the page will
-// be in: the links to the documents are relative to it.
+// Render writes the page for r to w, in the run's language. pageDir is
+// the folder the page will be in: the links to the documents are relative
+// to it.
 func Render(w io.Writer, r *Report, pageDir string) error {
+	l := pageLang(r.Language)
 	docs := make([]Document, len(r.Documents))
+	anyDoc := false
 	for i, d := range r.Documents {
 		d.Href = href(pageDir, d.Path)
 		docs[i] = d
+		anyDoc = anyDoc || d.Exists
 	}
+	drivers := r.Cost.Drivers[:min(3, len(r.Cost.Drivers))]
+	t, err := page.Clone()
+	if err != nil {
+		return fmt.Errorf("report: render the page: %w", err)
+	}
+	t.Funcs(template.FuncMap{
+		"T":  func(key string) string { return tr(l, key) },
+		"Tf": func(key string, a ...any) string { return trf(l, key, a...) },
+		"outcome": func(o Outcome) string {
+			rounds := trf(l, "rounds_n", o.Rounds)
+			if o.Rounds < 2 {
+				rounds = tr(l, fmt.Sprintf("rounds_%d", max(o.Rounds, 0)))
+			}
+			return trf(l, "out_"+o.State, o.Step, rounds)
+		},
+		// name is a value of the data in the page's language: a role, a
+		// kind, a verdict's state, a cost table's catch-all or round.
+		"name": func(key string) string {
+			if n, ok := strings.CutPrefix(key, "round "); ok {
+				return trf(l, "round_n", atoi(n))
+			}
+			switch key {
+			case OutsideRounds:
+				return tr(l, "outside_rounds")
+			case UnknownModel:
+				return tr(l, "unknown_model")
+			}
+			return tr(l, key)
+		},
+	})
 	view := struct {
 		*Report
+		Lang                 string
 		Docs                 []Document
+		AnyDoc               bool
+		Drivers              []Driver
 		ContextSVG, StepsSVG template.HTML
+		ScaleTop             int
+		HasOutside           bool
+		HasUnknown           bool
 		Sections             []string
-	}{r, docs, contextChart(r), timelineChart(r), Sections}
-	if err := page.Execute(w, view); err != nil {
+	}{Report: r, Lang: l, Docs: docs, AnyDoc: anyDoc, Drivers: drivers, ContextSVG: contextChart(r, l), StepsSVG: timelineChart(r, l),
+		ScaleTop: scaleTop(r), Sections: Sections}
+	for _, a := range r.Cost.ByRound {
+		view.HasOutside = view.HasOutside || a.Name == OutsideRounds
+	}
+	for _, a := range r.Cost.ByModel {
+		view.HasUnknown = view.HasUnknown || a.Name == UnknownModel
+	}
+	if err := t.Execute(w, view); err != nil {
 		return fmt.Errorf("report: render the page: %w", err)
 	}
 	return nil
+}
+
+// usd is the page's one cost format.
+func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
+
+// duration writes seconds as 45s, 3m 20s, 2h 05m.
+func duration(s float64) string {
+	d := time.Duration(s * float64(time.Second)).Round(time.Second)
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh %02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm %02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
 }
 
 // href is path relative to dir, as a URL path; the absolute file: URL when

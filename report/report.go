@@ -31,6 +31,19 @@ type Report struct {
 	Workspace string    `json:"workspace"`
 	Generated time.Time `json:"generated"`
 	Language  string    `json:"language,omitempty"`
+	// Request is the prompt that started the run, as its first step's
+	// session keeps it; "" when the store lacks it.
+	Request string `json:"request,omitempty"`
+	// Outcome is how the last wake ended.
+	Outcome Outcome `json:"outcome"`
+	// DurationS is the wakes' wall-clock time, summed (the days between
+	// wakes are not in it).
+	DurationS float64 `json:"duration_s"`
+	// Tokens are every model call's, main threads, subagents and side
+	// questions.
+	Tokens Tokens `json:"tokens"`
+	// ByWake is one column per wake.
+	ByWake []Wake `json:"by_wake"`
 	// Wakes is lineage.json's woke: how many times the directory was run.
 	Wakes int `json:"wakes"`
 	// Runs are the Runtime ids seen (manifest and events), in order.
@@ -93,33 +106,48 @@ type Moment struct {
 	Run  string    `json:"run,omitempty"`
 	Wake int       `json:"wake"`
 	Step string    `json:"step,omitempty"`
-	// Kind: step, session, retry, interrupt, usage_limit, offline,
-	// handoff, ask (a wait for the human), rate_limit, loop, end.
+	// Kind: step, session, retry, interrupt (Text holds the human's
+	// words), usage_limit, offline, handoff, ask (a wait for the human;
+	// Answer holds the reply), verdict, rate_limit, loop.
 	Kind string `json:"kind"`
 	Text string `json:"text"`
 	// Seconds is how long a wait lasted, when known.
 	Seconds float64 `json:"seconds,omitempty"`
+	// Answer is the human's answer to an ask, from the Q&A log.
+	Answer string `json:"answer,omitempty"`
 }
 
-// Amount is a cost under a name.
+// Amount is a cost under a name, and its share of the total.
 type Amount struct {
-	Name string  `json:"name"`
-	USD  float64 `json:"usd"`
+	Name  string  `json:"name"`
+	USD   float64 `json:"usd"`
+	Share float64 `json:"share"`
 }
 
-// Cost splits the run's cost. Total and ByStep are the manifest's own
-// figures. ByRole and ByModel split each step's cost over its threads and
-// models by their token weight (input 1, cache write 1.25, cache read 0.1,
-// output 5: the ratios of Anthropic's prices); a step with no stored tokens
-// goes whole to its own role and to model "unknown".
+// Cost splits the run's cost; every list is sorted largest first. Total
+// and ByStep are the manifest's own figures. ByRole and ByModel split each
+// step's cost over its threads and models by their token weight (input 1,
+// cache write 1.25, cache read 0.1, output 5: the ratios of Anthropic's
+// prices); a step with no stored tokens goes whole to its own role and to
+// model "unknown". ByRound puts what ran outside the work rounds (clarify,
+// goal, the bequest, side questions) under "outside rounds". Drivers are
+// the step-and-role parts of the total, the largest first.
 type Cost struct {
 	Total   float64  `json:"total"`
 	ByStep  []Amount `json:"by_step"`
 	ByRound []Amount `json:"by_round"`
 	ByRole  []Amount `json:"by_role"`
 	ByModel []Amount `json:"by_model"`
+	Drivers []Driver `json:"drivers"`
 	Budget  float64  `json:"budget,omitempty"`
 }
+
+// OutsideRounds and UnknownModel are the names of ByRound's and ByModel's
+// catch-alls.
+const (
+	OutsideRounds = "outside rounds"
+	UnknownModel  = "unknown"
+)
 
 // Turn is one main-thread model call: the context it read.
 type Turn struct {

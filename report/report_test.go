@@ -117,8 +117,9 @@ func TestHandoffRetryAndUnreachableVerdictAreShown(t *testing.T) {
 
 	page := render(t, r)
 	for _, id := range Sections {
-		if !strings.Contains(page, `<section id="`+id+`"`) {
-			t.Errorf("page lacks section %s", id)
+		// Every panel has something to show but the problems': none.
+		if has := strings.Contains(page, `<section id="`+id+`"`); has != (id != "problems") {
+			t.Errorf("section %s shown: %v", id, has)
 		}
 	}
 	for _, want := range []string{`class="verdict-unreachable"`, `class="m-handoff"`, `class="m-retry"`, `class="m-usage_limit"`,
@@ -227,7 +228,7 @@ func checkFigures(t *testing.T, r *Report, runDir string) {
 	}
 	page := render(t, r)
 	for _, cell := range []string{
-		fmt.Sprintf(`<td class="n" id="total-cost">$%.4f</td>`, want.total),
+		fmt.Sprintf(`<b id="total-cost">$%.4f</b>`, want.total),
 		fmt.Sprintf(`<tr id="threads-main"><td>main thread</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td></tr>`,
 			want.main.Entries, want.main.Turns, want.main.Chars, want.main.Tokens.Input, want.main.Tokens.Output, want.main.Tokens.CacheRead, want.main.Tokens.CacheCreation),
 		fmt.Sprintf(`<tr id="threads-sub"><td>subagents</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td>`, want.sub.Entries, want.sub.Turns, want.sub.Chars),
@@ -237,7 +238,7 @@ func checkFigures(t *testing.T, r *Report, runDir string) {
 		}
 	}
 	for step, usd := range want.byStep {
-		if !strings.Contains(page, fmt.Sprintf("<tr><td>%s</td><td class=\"n\">$%.4f</td></tr>", step, usd)) {
+		if !strings.Contains(page, fmt.Sprintf("<tr><td>%s</td><td class=\"n\">$%.4f</td><td class=\"n\">%.0f%%</td></tr>", step, usd, 100*usd/want.total)) {
 			t.Errorf("page lacks the cost of %s ($%.4f)", step, usd)
 		}
 	}
@@ -359,7 +360,7 @@ func TestBadInputSaysWhatAndShowsTheRest(t *testing.T) {
 		if r.Budget != 0 || r.HandoffAt != 0 || len(r.Problems) != 0 {
 			t.Errorf("budget %v threshold %d problems %q", r.Budget, r.HandoffAt, r.Problems)
 		}
-		if page := render(t, r); !strings.Contains(page, `none set or not recorded`) {
+		if page := render(t, r); !strings.Contains(page, `no budget set or recorded`) {
 			t.Errorf("the absent budget is not shown as absent")
 		}
 	})

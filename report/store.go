@@ -22,6 +22,8 @@ type storeData struct {
 	sessions map[string]*Session
 	order    []string
 	turns    []storedTurn
+	// prompts are each session's first main-thread user text.
+	prompts map[string]string
 }
 
 // storedTurn is one model call (an assistant message, however many
@@ -61,7 +63,7 @@ func openReadOnly(path string) (*sql.DB, error) {
 // readStore reads every entry of the store at path; nil when there is
 // none, with a problem when it cannot be read.
 func (g *gatherer) readStore(ctx context.Context, path string) *storeData {
-	sd := &storeData{sessions: map[string]*Session{}}
+	sd := &storeData{sessions: map[string]*Session{}, prompts: map[string]string{}}
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return sd
 	}
@@ -112,8 +114,9 @@ func (g *gatherer) readStore(ctx context.Context, path string) *storeData {
 			Type      string    `json:"type"`
 			Timestamp time.Time `json:"timestamp"`
 			Message   struct {
-				ID    string `json:"id"`
-				Model string `json:"model"`
+				ID      string          `json:"id"`
+				Model   string          `json:"model"`
+				Content json.RawMessage `json:"content"`
 				Usage *struct {
 					Input         int `json:"input_tokens"`
 					Output        int `json:"output_tokens"`
@@ -122,7 +125,13 @@ func (g *gatherer) readStore(ctx context.Context, path string) *storeData {
 				} `json:"usage"`
 			} `json:"message"`
 		}
-		if json.Unmarshal(payload, &e) != nil || e.Type != "assistant" || e.Message.ID == "" || e.Message.Usage == nil || e.Message.Model == "<synthetic>" {
+		if json.Unmarshal(payload, &e) != nil {
+			continue
+		}
+		if e.Type == "user" && !sub && sd.prompts[sid] == "" {
+			sd.prompts[sid] = userText(e.Message.Content)
+		}
+		if e.Type != "assistant" || e.Message.ID == "" || e.Message.Usage == nil || e.Message.Model == "<synthetic>" {
 			continue
 		}
 		u := Tokens{Input: e.Message.Usage.Input, Output: e.Message.Usage.Output, CacheRead: e.Message.Usage.CacheRead, CacheCreation: e.Message.Usage.CacheCreation}
@@ -208,4 +217,27 @@ func rowOf(steps []Step, t storedTurn, aside bool) int {
 		}
 	}
 	return best
+}
+
+// userText is a user message's text: its content when that is a string,
+// else its text blocks joined; "" for tool results.
+func userText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(content, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
