@@ -33,8 +33,8 @@ var funcs = template.FuncMap{
 	},
 	"T":       func(string) string { return "" },
 	"outcome": func(Outcome) string { return "" },
-	"Tf":   func(string, ...any) string { return "" },
-	"name": func(string) string { return "" },
+	"Tf":      func(string, ...any) string { return "" },
+	"name":    func(string) string { return "" },
 }
 
 var page = template.Must(template.New("page").Funcs(funcs).Parse(pageText))

@@ -117,7 +117,7 @@ func (g *gatherer) readStore(ctx context.Context, path string) *storeData {
 				ID      string          `json:"id"`
 				Model   string          `json:"model"`
 				Content json.RawMessage `json:"content"`
-				Usage *struct {
+				Usage   *struct {
 					Input         int `json:"input_tokens"`
 					Output        int `json:"output_tokens"`
 					CacheRead     int `json:"cache_read_input_tokens"`
