@@ -26,6 +26,9 @@ type fixture struct {
 
 const project = "-fixture"
 
+// fixtureRequest is the request the fixture's clarify step was given.
+const fixtureRequest = "Add a billing export to the API"
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ws := t.TempDir()
@@ -113,6 +116,11 @@ func newFixture(t *testing.T) *fixture {
 		if err := st.Append(ctx, claude.SessionKey{ProjectKey: project, SessionID: sid, Subpath: sub}, entries); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The clarify step is given the request as it was typed.
+	req, _ := json.Marshal(map[string]any{"type": "user", "uuid": "req", "timestamp": at(1).UTC().Format(time.RFC3339Nano), "message": map[string]any{"role": "user", "content": fixtureRequest}})
+	if err := st.Append(ctx, claude.SessionKey{ProjectKey: project, SessionID: "s-clarify"}, []json.RawMessage{req}); err != nil {
+		t.Fatal(err)
 	}
 	turn("s-clarify", "", 3, "claude-opus", 10, 50, 800, 100)
 	turn("s-work-1", "", 22, "claude-opus", 20, 100, 40000, 5000)

@@ -66,11 +66,14 @@ func Render(w io.Writer, r *Report, pageDir string) error {
 		"T":  func(key string) string { return tr(l, key) },
 		"Tf": func(key string, a ...any) string { return trf(l, key, a...) },
 		"outcome": func(o Outcome) string {
-			rounds := trf(l, "rounds_n", o.Rounds)
-			if o.Rounds < 2 {
-				rounds = tr(l, fmt.Sprintf("rounds_%d", max(o.Rounds, 0)))
+			s := trf(l, "out_"+o.State, o.Step)
+			switch {
+			case o.Rounds == 1:
+				s += trf(l, "rounds_ran", tr(l, "rounds_1"))
+			case o.Rounds > 1:
+				s += trf(l, "rounds_ran", trf(l, "rounds_n", o.Rounds))
 			}
-			return trf(l, "out_"+o.State, o.Step, rounds)
+			return s
 		},
 		// name is a value of the data in the page's language: a role, a
 		// kind, a verdict's state, a cost table's catch-all or round.
