@@ -148,13 +148,17 @@ func TestEachEndingIsSaidWithItsReason(t *testing.T) {
 	verdict := func(state, reason string) string {
 		return "## Conclusion\n" + state + "\n\n## Reason\n" + reason + "\n\n## Not passed\n- x"
 	}
-	ok := func(step string) flower.StepResult { return flower.StepResult{Step: step, OK: true, CostUSD: 0.1, Attempts: 1} }
+	ok := func(step string) flower.StepResult {
+		return flower.StepResult{Step: step, OK: true, CostUSD: 0.1, Attempts: 1}
+	}
 	judge := func(step, text string) flower.StepResult {
 		r := ok(step)
 		r.Text = text
 		return r
 	}
-	failed := func(step, err string) flower.StepResult { return flower.StepResult{Step: step, Error: err, CostUSD: 0.1, Attempts: 1} }
+	failed := func(step, err string) flower.StepResult {
+		return flower.StepResult{Step: step, Error: err, CostUSD: 0.1, Attempts: 1}
+	}
 	incomplete := ok("clarify")
 	incomplete.Text = "## Goal\nexport invoices\n\n## Acceptance criteria\n- a CSV per month"
 	running := ok("work#round2")

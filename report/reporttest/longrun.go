@@ -211,10 +211,10 @@ type writer struct {
 	clock, mark time.Time
 	rows        []flower.StepResult
 	events      strings.Builder
-	keys      map[claude.SessionKey][]json.RawMessage
-	msg       int
-	mainTurns int
-	total     float64
+	keys        map[claude.SessionKey][]json.RawMessage
+	msg         int
+	mainTurns   int
+	total       float64
 }
 
 func (w *writer) ev(at time.Time, step, kind, text, tool string, payload map[string]any) {
