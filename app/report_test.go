@@ -5,12 +5,17 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
+	"html"
+	"image"
 	"image/png"
 	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +23,7 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/report"
+	"github.com/flowerrun/flower/report/reporttest"
 )
 
 // smallRun is a run directory with one manifest row and nothing else.
@@ -236,19 +242,138 @@ func TestReportOfTheDemoLoadsInHeadlessChromium(t *testing.T) {
 	if out := requestsOut(urls); len(out) > 0 {
 		t.Errorf("the page asked for %v", out)
 	}
+	// The demo has no problem, no inbox message and no workbench script:
+	// those panels are left out.
 	for _, id := range report.Sections {
-		if !strings.Contains(dom, `<section id="`+id+`"`) {
-			t.Errorf("the DOM lacks section %s", id)
+		if has := strings.Contains(dom, `<section id="`+id+`"`); has != !slices.Contains([]string{"problems", "inbox", "workbench"}, id) {
+			t.Errorf("section %s in the DOM: %v", id, has)
 		}
 	}
-	for _, id := range []string{"context-chart", "timeline-chart"} {
-		if !strings.Contains(dom, `id="`+id+`"`) {
-			t.Errorf("the DOM lacks the chart %s", id)
-		}
+	boxes := layout(t, browser, frame{page, 1200})[0]
+	checkSummaryFirst(t, boxes, 900, "Achieved")
+	img := screenshot(t, browser, page, 1200, int(boxes["timeline-chart"].Bottom)+10)
+	if n := countColor(img, boxes["context-chart"], report.ContextLineColor); n < 200 {
+		t.Errorf("the context chart shows %d pixels of its line: blank", n)
 	}
+}
 
+// box is an element's place on the page, in CSS pixels from the top of
+// the page, with its text and, for a list, its items.
+type box struct {
+	Top, Bottom, Left, Right float64
+	Text                     string
+	Items                    int
+}
+
+// layoutIDs are the elements whose place the page tests check.
+var layoutIDs = []string{"summary", "request", "outcome", "outcome-reason", "fig-duration", "fig-tokens", "fig-cost", "drivers",
+	"context-chart", "timeline-chart"}
+
+// frame is a page to measure at a window width.
+type frame struct {
+	page  string
+	width int
+}
+
+// layout loads each page in headless chromium at its width and returns
+// where its elements are, and under "sections" the ids of its sections
+// (in Text, comma-separated). The page allows no script, so each is loaded
+// in a frame of a page that measures them (file: pages may read each
+// other with --allow-file-access-from-files): the report is measured as it
+// is. A frame is tall enough to need no scrollbar, so it lays the page out
+// at the full width, as a screenshot does. One browser measures them all:
+// a start of chromium takes seconds.
+func layout(t *testing.T, bin string, frames ...frame) []map[string]box {
+	t.Helper()
+	wrap := filepath.Join(t.TempDir(), "measure.html")
+	ids, _ := json.Marshal(layoutIDs)
+	var iframes strings.Builder
+	widest := 0
+	for _, f := range frames {
+		fmt.Fprintf(&iframes, `<iframe src="%s" style="border:0;display:block;width:%dpx;height:30000px"></iframe>`, (&url.URL{Scheme: "file", Path: f.page}).String(), f.width)
+		widest = max(widest, f.width)
+	}
+	script := `<!DOCTYPE html><html><body style="margin:0"><pre id="out">not measured</pre>` + iframes.String() + `<script>
+var frames = document.querySelectorAll('iframe'), loaded = 0;
+function measure() {
+  var all = [];
+  frames.forEach(function (f) {
+    var out = {};
+    try {
+      var d = f.contentDocument;
+      ` + string(ids) + `.forEach(function (id) {
+        var e = d.getElementById(id);
+        if (!e) return;
+        var r = e.getBoundingClientRect();
+        out[id] = {Top: r.top, Bottom: r.bottom, Left: r.left, Right: r.right, Text: e.textContent, Items: e.querySelectorAll('li').length};
+      });
+      out.sections = {Text: Array.prototype.map.call(d.querySelectorAll('section'), function (s) { return s.id; }).join(',')};
+    } catch (err) { out = {error: {Text: String(err)}}; }
+    all.push(out);
+  });
+  document.getElementById('out').textContent = JSON.stringify(all);
+}
+frames.forEach(function (f) { f.addEventListener('load', function () { if (++loaded === frames.length) measure(); }); });
+</script></body></html>`
+	if err := os.WriteFile(wrap, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dom, _ := chromium(t, bin, "file://"+wrap, "--allow-file-access-from-files", "--virtual-time-budget=10000",
+		fmt.Sprintf("--window-size=%d,1000", widest+40), "--dump-dom")
+	m := regexp.MustCompile(`<pre id="out">(.*?)</pre>`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the measuring page did not run:\n%.2000s", dom)
+	}
+	var boxes []map[string]box
+	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &boxes); err != nil || len(boxes) != len(frames) {
+		t.Fatalf("measures %q: %v", m[1], err)
+	}
+	for i, b := range boxes {
+		if e, ok := b["error"]; ok {
+			t.Fatalf("%s could not be measured: %s", frames[i].page, e.Text)
+		}
+	}
+	return boxes
+}
+
+// checkSummaryFirst checks that the outcome, the figures and the top
+// cost drivers are on the first screen (height pixels), above the first
+// chart, and that the outcome says want.
+func checkSummaryFirst(t *testing.T, boxes map[string]box, height int, want string) {
+	t.Helper()
+	chart := boxes["context-chart"]
+	if tl, ok := boxes["timeline-chart"]; !ok || (chart != box{} && tl.Top < chart.Top) || chart == (box{}) {
+		chart = tl
+	}
+	if chart == (box{}) {
+		t.Fatal("the page has no chart")
+	}
+	for _, id := range []string{"request", "outcome", "fig-duration", "fig-tokens", "fig-cost", "drivers"} {
+		b, ok := boxes[id]
+		switch {
+		case !ok:
+			t.Errorf("the page has no %s", id)
+		case b.Bottom > chart.Top:
+			t.Errorf("%s ends at %.0f, below the first chart's top %.0f", id, b.Bottom, chart.Top)
+		case b.Bottom > float64(height):
+			t.Errorf("%s ends at %.0f, off the first screen of %d pixels", id, b.Bottom, height)
+		case b.Bottom-b.Top < 8:
+			t.Errorf("%s is %.0f pixels high: not shown", id, b.Bottom-b.Top)
+		}
+	}
+	if d := boxes["drivers"]; d.Items != 3 {
+		t.Errorf("%d cost drivers shown, want 3", d.Items)
+	}
+	if o := boxes["outcome"]; !strings.Contains(o.Text, want) {
+		t.Errorf("the outcome says %q, want %q in it", o.Text, want)
+	}
+}
+
+// screenshot is the page at width×height.
+func screenshot(t *testing.T, bin, page string, width, height int) image.Image {
+	t.Helper()
 	shot := filepath.Join(t.TempDir(), "shot.png")
-	chromium(t, browser, "file://"+page, "--window-size=1200,900", "--hide-scrollbars", "--screenshot="+shot)
+	chromium(t, bin, "file://"+page, fmt.Sprintf("--window-size=%d,%d", width, height), "--hide-scrollbars", "--screenshot="+shot)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -258,20 +383,27 @@ func TestReportOfTheDemoLoadsInHeadlessChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The context chart is the first section, under the 56-pixel header:
-	// count its line's color there.
-	line := 0
-	for y := 56; y < min(420, img.Bounds().Dy()); y++ {
-		for x := 0; x < min(1100, img.Bounds().Dx()); x++ {
-			r, g, b, _ := img.At(x, y).RGBA()
-			if near8(r, 0xc2) && near8(g, 0x18) && near8(b, 0x5b) {
-				line++
+	if keep := os.Getenv("FLOWER_KEEP_SHOTS"); keep != "" {
+		data, _ := os.ReadFile(shot)
+		os.WriteFile(filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_")+".png"), data, 0o644)
+	}
+	return img
+}
+
+// countColor counts the pixels of color (#rrggbb) inside b.
+func countColor(img image.Image, b box, color string) int {
+	var want [3]int
+	fmt.Sscanf(color, "#%02x%02x%02x", &want[0], &want[1], &want[2])
+	n := 0
+	for y := max(int(b.Top), img.Bounds().Min.Y); y < min(int(b.Bottom), img.Bounds().Max.Y); y++ {
+		for x := max(int(b.Left), img.Bounds().Min.X); x < min(int(b.Right), img.Bounds().Max.X); x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if near8(r, want[0]) && near8(g, want[1]) && near8(bl, want[2]) {
+				n++
 			}
 		}
 	}
-	if line < 200 {
-		t.Errorf("the chart area shows %d pixels of the context line: blank", line)
-	}
+	return n
 }
 
 func near8(v uint32, want int) bool { return math.Abs(float64(v>>8)-float64(want)) <= 24 }
@@ -312,4 +444,72 @@ func checkDemoFigures(t *testing.T, r *report.Report, runDir string) {
 	if r.Window == 0 || r.HandoffAt == 0 {
 		t.Errorf("the demo's window (%d) and handoff threshold (%d) are not recorded", r.Window, r.HandoffAt)
 	}
+}
+
+func TestReportPutsTheOutcomeAndTheTopCostDriversAboveTheFirstChart(t *testing.T) {
+	browser := chromiumPath(t)
+	type view struct {
+		lang, outcome string
+		width         int
+	}
+	var views []view
+	var frames []frame
+	for _, c := range []struct{ lang, outcome string }{{"en", "Achieved in step work"}, {"zh", "已达成:步骤 干活"}} {
+		run := reporttest.LongRun(t, reporttest.Long{Lang: c.lang})
+		page := filepath.Join(t.TempDir(), "report.html")
+		if out, err := exec.Command(flowerBin, "report", "-o", page, run.RunDir).CombinedOutput(); err != nil {
+			t.Fatalf("flower report: %v\n%s", err, out)
+		}
+		// A desktop window and a narrow laptop one.
+		for _, width := range []int{1200, 900} {
+			views = append(views, view{c.lang, c.outcome, width})
+			frames = append(frames, frame{page, width})
+		}
+	}
+	for i, boxes := range layout(t, browser, frames...) {
+		v := views[i]
+		t.Run(fmt.Sprintf("%s at %d pixels", v.lang, v.width), func(t *testing.T) {
+			checkSummaryFirst(t, boxes, 900, v.outcome)
+		})
+	}
+}
+
+func TestTheReportOfA500TurnRunIsReadableInHeadlessChromium(t *testing.T) {
+	browser := chromiumPath(t)
+	run := reporttest.LongRun(t, reporttest.Long{Lang: "en"})
+	if run.MainTurns < 500 {
+		t.Fatalf("the fixture has %d main-thread turns", run.MainTurns)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	if out, err := exec.Command(flowerBin, "report", "-o", page, run.RunDir).CombinedOutput(); err != nil {
+		t.Fatalf("flower report: %v\n%s", err, out)
+	}
+	fi, err := os.Stat(page)
+	if err != nil || fi.Size() > 2<<20 {
+		t.Fatalf("the page: %v, %d bytes (the bound is 2 MB)", err, fi.Size())
+	}
+	boxes := layout(t, browser, frame{page, 1200})[0]
+	for _, id := range report.Sections {
+		if has := slices.Contains(strings.Split(boxes["sections"].Text, ","), id); has != (id != "problems") {
+			t.Errorf("section %s in the DOM: %v", id, has)
+		}
+	}
+	checkSummaryFirst(t, boxes, 900, "Achieved")
+	img := screenshot(t, browser, page, 1200, int(boxes["timeline-chart"].Bottom)+10)
+	// Each chart draws what it is for, in its own colors: not blank.
+	for _, c := range []struct {
+		chart, color, what string
+		least            int
+	}{
+		{"context-chart", report.ContextLineColor, "the context line", 3000},
+		{"context-chart", "#6a1b9a", "the handoffs", 200},
+		{"timeline-chart", "#2e7d32", "the steps that passed", 3000},
+		{"timeline-chart", "#1565c0", "the judges", 200},
+		{"timeline-chart", "#c62828", "the step Ctrl-C stopped", 50},
+	} {
+		if n := countColor(img, boxes[c.chart], c.color); n < c.least {
+			t.Errorf("%s shows %d pixels of %s (want %d or more)", c.chart, n, c.what, c.least)
+		}
+	}
+	t.Logf("%d turns, %d handoffs, page %d bytes", run.MainTurns, run.Handoffs, fi.Size())
 }
