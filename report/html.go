@@ -17,10 +17,12 @@ var pageText string
 // funcs are the page's functions; T, Tf and name are set per page, in its
 // language (see Render).
 var funcs = template.FuncMap{
-	"usd":  usd,
-	"pct":  func(v float64) string { return fmt.Sprintf("%.0f%%", v*100) },
-	"join": strings.Join,
-	"add":  func(a, b int) int { return a + b },
+	"usd": usd,
+	"pct": pct,
+	// barWidth is a share as a CSS width.
+	"barWidth": func(v float64) string { return fmt.Sprintf("%.1f%%", 100*min(max(v, 0), 1)) },
+	"join":     strings.Join,
+	"add":      func(a, b int) int { return a + b },
 	// The hrefs are built by href from url.URL: a relative path or file:.
 	"safeURL": func(s string) template.URL { return template.URL(s) },
 	"kilo":    kilo,
@@ -113,6 +115,15 @@ func Render(w io.Writer, r *Report, pageDir string) error {
 		return fmt.Errorf("report: render the page: %w", err)
 	}
 	return nil
+}
+
+// pct writes a share as a whole percentage; a share too small to round
+// to 1% but not nothing is "<1%".
+func pct(v float64) string {
+	if v > 0 && v < 0.005 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", v*100)
 }
 
 // usd is the page's one cost format.
