@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flowerrun/flower"
 )
 
 //go:embed page.html.tmpl
 var pageText string
 
-// funcs are the page's functions; T, Tf and name are set per page, in its
-// language (see Render).
+// funcs are the page's functions; T, Tf, outcome, name and why are set
+// per page, in its language (see Render).
 var funcs = template.FuncMap{
 	"usd": usd,
 	"pct": pct,
@@ -37,6 +39,7 @@ var funcs = template.FuncMap{
 	"outcome": func(Outcome) string { return "" },
 	"Tf":      func(string, ...any) string { return "" },
 	"name":    func(string) string { return "" },
+	"why":     func(string) string { return "" },
 }
 
 var page = template.Must(template.New("page").Funcs(funcs).Parse(pageText))
@@ -76,6 +79,16 @@ func Render(w io.Writer, r *Report, pageDir string) error {
 				s += trf(l, "rounds_ran", trf(l, "rounds_n", o.Rounds))
 			}
 			return s
+		},
+		// why is an outcome's reason, the runtime's markers said in words.
+		"why": func(reason string) string {
+			switch reason {
+			case flower.KilledBySignal:
+				return tr(l, "why_killed")
+			case flower.ErrInterrupted:
+				return tr(l, "why_interrupted")
+			}
+			return reason
 		},
 		// name is a value of the data in the page's language: a role, a
 		// kind, a verdict's state, a cost table's catch-all or round.

@@ -205,7 +205,7 @@ func (g *gatherer) outcome(rows []Step, run string) Outcome {
 	}
 	o.State = Halted
 	if o.Step == flower.StarterNamesFor(flower.English).Clarify || o.Step == flower.StarterNamesFor(flower.Chinese).Clarify {
-		o.Missing = doc.ParseBrief(last.text).Missing(doc.Lang(g.r.Language))
+		o.Missing = doc.ParseBrief(last.text).Missing(doc.Lang(pageLang(g.r.Language)))
 	}
 	return o
 }

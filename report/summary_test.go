@@ -207,9 +207,13 @@ func TestEachEndingIsSaidWithItsReason(t *testing.T) {
 			if !strings.Contains(page, `class="o-`+c.want.State+`"`) || !strings.Contains(page, c.en) {
 				t.Errorf("the English summary does not say %q:\n%s", c.en, page)
 			}
-			for _, want := range []string{c.want.Reason, strings.Join(c.want.Missing, ", ")} {
+			reason := c.want.Reason
+			if reason == flower.KilledBySignal {
+				reason = "flower was stopped (Ctrl-C twice, or a signal)"
+			}
+			for _, want := range []string{reason, strings.Join(c.want.Missing, ", ")} {
 				if want != "" && !strings.Contains(page, want) {
-					t.Errorf("the summary lacks the reason %q", want)
+					t.Errorf("the summary lacks the reason %q:\n%s", want, page)
 				}
 			}
 			if c.want.Unreadable && !strings.Contains(page, "could not be read") {
@@ -307,6 +311,11 @@ func TestEveryLabelIsInBothLanguages(t *testing.T) {
 	for _, s := range []string{Achieved, NotAchieved, Unreachable, StoppedByHuman, Failed, Halted, Done, Running, Unknown} {
 		if _, ok := texts["zh"]["out_"+s]; !ok {
 			t.Errorf("the outcome %s has no sentence", s)
+		}
+	}
+	for _, key := range []string{"why_killed", "why_interrupted", "rounds_ran", "rounds_1", "rounds_n", "round_n", "outside_rounds", "unknown_model"} {
+		if _, ok := texts["en"][key]; !ok {
+			t.Errorf("%s, which the page's functions use, has no text", key)
 		}
 	}
 	for _, role := range []string{"coordinator", "worker", "judge", "clarifier", "oracle"} {
