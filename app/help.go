@@ -192,7 +192,10 @@ func (m *Command) reportUsage() string {
 
 Writes one self-contained HTML page (no network, no external fonts or scripts) of
 a run directory (default <workspace>/runs, or -r DIR) and its workbench, and prints
-the page's path: the timeline of steps, sessions, handoffs, retries and waits over
+the page's path. Its top says why the run cost what it did: the request, the
+outcome and its reason, duration, tokens, cost and the three largest cost drivers,
+a column per wake. Then, in the run's language: the timeline of steps, sessions,
+handoffs, retries, interrupts with their words, answers, verdicts and waits over
 every wake; the cost per step, round, role and model against the run budget; the
 main thread's context per turn against the handoff threshold and the window; main
 thread against subagents; cache reuse; verdicts; questions, answers and inbox
