@@ -230,7 +230,7 @@ func (g *gatherer) build() {
 	g.verdicts()
 	g.questions()
 	g.answers()
-	g.wakes(wake)
+	g.wakes()
 	g.tools()
 	g.workbench()
 	g.documents()

@@ -77,9 +77,9 @@ type Driver struct {
 	Share float64 `json:"share"`
 }
 
-// stoppedErrors are a row's errors that mean the human (or a signal)
-// stopped it: the runtime's own markers, and the cause the command gives
-// its context on Ctrl-C.
+// stoppedByHuman reports whether a row's error means the human (or a
+// signal) stopped it: the runtime's own markers, and the cause the command
+// gives its context on Ctrl-C ("flower: quit by Ctrl-C").
 func stoppedByHuman(err string) bool {
 	return err == flower.KilledBySignal || err == flower.ErrInterrupted || strings.Contains(err, "Ctrl-C")
 }
@@ -97,7 +97,7 @@ func isAux(label string) bool {
 
 // wakes builds the per-wake columns and the run's outcome (its last
 // wake's), duration (the wakes' summed) and request.
-func (g *gatherer) wakes(wake map[string]int) {
+func (g *gatherer) wakes() {
 	r := g.r
 	r.ByWake = []Wake{}
 	for i, run := range r.Runs {

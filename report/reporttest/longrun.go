@@ -31,14 +31,14 @@ type Long struct {
 	// from there to an achieved goal.
 	Rounds int
 	// TurnsPerRound are the coordinator's turns in a round (default 18):
-	// with the clarify, goal and judge turns, 25 rounds make 503
-	// main-thread turns.
+	// with the clarify, goal, judge and bequest turns, 25 rounds make
+	// 501 main-thread turns.
 	TurnsPerRound int
 	// Request is the request the clarify step was given.
 	Request string
 	// Untrusted, when set, is put wherever the run's text comes from
 	// outside: the request, a question, an answer, the interrupt words, a
-	// verdict's reason, a step's error, a file name.
+	// verdict's reason, a step's error note.
 	Untrusted string
 }
 
@@ -149,7 +149,7 @@ func LongRun(t testing.TB, o Long) Run {
 				w.ev(w.clock, label, "retry", "usage limit: waiting", "", map[string]any{"step": label, "attempt": 1, "reason": "usage_limit"})
 				w.clock = w.clock.Add(20 * time.Minute)
 			}
-			w.turnsOn(session, "", ctxTokens, "claude-opus")
+			w.turn(session, "", ctxTokens, "claude-opus")
 			ctxTokens += 7_000 + (turn%5)*1_500
 		}
 		r := flower.StepResult{Step: label, SessionID: session, Retired: rowRetired, OK: true, CostUSD: 0.35 + 0.01*float64(round%4),
@@ -195,7 +195,7 @@ func LongRun(t testing.TB, o Long) Run {
 	write(t, filepath.Join(wb, "notes", names.Brief), "## Goal\nport\n")
 	write(t, filepath.Join(wb, "scripts", "check.sh"), "#!/bin/sh\n")
 	for i := range 3 {
-		write(t, filepath.Join(wb, "spill", fmt.Sprintf("out-%d%s.txt", i, strings.ReplaceAll(o.Untrusted, "/", ""))), strings.Repeat("x", 5000))
+		write(t, filepath.Join(wb, "spill", fmt.Sprintf("out-%d.txt", i)), strings.Repeat("x", 5000))
 	}
 	write(t, filepath.Join(ws, "CLAUDE.md"), "# bequest\n")
 	run.MainTurns, run.Total = w.mainTurns, w.total
@@ -244,11 +244,11 @@ func (w *writer) prompt(sid, text string) {
 // turns adds n model calls of ctxTokens each, 10 s apart.
 func (w *writer) turns(sid, sub string, n, ctxTokens int, model string) {
 	for range n {
-		w.turnsOn(sid, sub, ctxTokens, model)
+		w.turn(sid, sub, ctxTokens, model)
 	}
 }
 
-func (w *writer) turnsOn(sid, sub string, ctxTokens int, model string) {
+func (w *writer) turn(sid, sub string, ctxTokens int, model string) {
 	w.msg++
 	w.clock = w.clock.Add(10 * time.Second)
 	k := claude.SessionKey{ProjectKey: project, SessionID: sid, Subpath: sub}
