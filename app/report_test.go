@@ -503,7 +503,7 @@ func TestTheReportOfA500TurnRunIsReadableInHeadlessChromium(t *testing.T) {
 	// Each chart draws what it is for, in its own colors: not blank.
 	for _, c := range []struct {
 		chart, color, what string
-		least            int
+		least              int
 	}{
 		{"context-chart", report.ContextLineColor, "the context line", 3000},
 		{"context-chart", "#6a1b9a", "the handoffs", 200},
