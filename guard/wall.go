@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowerrun/flower/claude"
@@ -43,8 +45,17 @@ type Wall struct {
 	// and allow nothing here.
 	Tools []string
 	// Glance lets Bash through when ephemeral.Is accepts its command, in
-	// the foreground and bounded by GlanceTimeout.
+	// the foreground, bounded by GlanceTimeout and, where bubblewrap runs,
+	// inside the sandbox (see Sandbox).
 	Glance bool
+	// Hide are files and folders a glance's sandbox replaces with empty
+	// ones besides the CLI's own credentials: the .env files that held the
+	// key, for one.
+	Hide []string
+	// Roots are the folders a glance reads (the workspace, added
+	// folders): one under /tmp is bound again over the sandbox's private
+	// /tmp.
+	Roots []string
 	// GlanceTimeout is the longest a glance may run; 0 means
 	// DefaultGlanceTimeout.
 	GlanceTimeout time.Duration
@@ -85,6 +96,18 @@ func (t Texts) Wall(w Wall) claude.HookMatcher {
 		} else {
 			logger().Warn("guard: wall: no timeout program on PATH; glances are bounded by the CLI's Bash timeout only, which moves a slow command to the background", "err", err)
 		}
+		g.sandbox = DetectSandbox()
+		if g.sandbox.Active() {
+			bash, errBash := exec.LookPath("bash")
+			env, errEnv := exec.LookPath("env")
+			if err := errors.Join(errBash, errEnv); err != nil {
+				g.sandbox = Sandbox{Problem: fmt.Sprintf("the glance sandbox needs bash and env on PATH (%v): glances rely on flower's parser alone", err), Fix: "install bash and coreutils"}
+			}
+			g.bashCmd, g.envCmd = bash, env
+		}
+		if !g.sandbox.Active() {
+			warnNoSandboxOnce(g.sandbox)
+		}
 	}
 	if g.w.Role == "" {
 		g.w.Role = t.DefaultRole
@@ -110,12 +133,20 @@ func (t Texts) Wall(w Wall) claude.HookMatcher {
 	return claude.HookMatcher{Matcher: "", Hooks: []claude.HookFunc{g.check}}
 }
 
+// acceptEveryGlance makes the wall take every Bash command for a glance,
+// so that a test can show what the sandbox alone holds. Only this
+// package's tests set it: nothing a user runs or configures reaches it.
+var acceptEveryGlance atomic.Bool
+
 type wall struct {
 	texts      Texts
 	w          Wall
 	tools      map[string]bool
 	servers    []string // "mcp__<server>__" prefixes
 	timeoutCmd string   // the coreutils timeout program, "" when missing
+	sandbox    Sandbox  // where glances run
+	bashCmd    string   // bash's path, for the sandbox
+	envCmd     string   // env's path, for the sandbox
 }
 
 // glanceGrace is how long after its limit a glance has to die: timeout's
@@ -130,10 +161,15 @@ const glanceGrace = 5 * time.Second
 // hook changes what runs, not what was asked), so expiry still sees the
 // glance.
 func (g *wall) bounded(cmd string, limit time.Duration) string {
-	secs := strconv.FormatFloat(limit.Seconds(), 'f', -1, 64)
+	secs := seconds(limit)
 	note := fmt.Sprintf(g.texts.GlanceTimedOut, secs)
 	return fmt.Sprintf("%s -k %d %s bash -c %s; s=$?; if [ $s -eq 124 ]; then printf '%%s\\n' %s >&2; fi; exit $s",
 		shellQuote(g.timeoutCmd), int(glanceGrace.Seconds()), secs, shellQuote(cmd), shellQuote(note))
+}
+
+// seconds is limit in seconds as timeout reads it.
+func seconds(limit time.Duration) string {
+	return strconv.FormatFloat(limit.Seconds(), 'f', -1, 64)
 }
 
 // shellQuote quotes s as one word for bash.
@@ -197,7 +233,7 @@ func (g *wall) bash(in *claude.HookInput) *claude.HookOutput {
 		return g.refuse("Bash")
 	}
 	cmd, _ := input["command"].(string)
-	if !ephemeral.Is(cmd) || namesSpecialFile(cmd, in.Cwd) {
+	if !acceptEveryGlance.Load() && (!ephemeral.Is(cmd) || namesSpecialFile(cmd, in.Cwd)) {
 		return g.refuse("Bash")
 	}
 	if bg, ok := input["run_in_background"]; ok && bg != nil && !isFalse(bg) {
@@ -211,7 +247,10 @@ func (g *wall) bash(in *claude.HookInput) *claude.HookOutput {
 		limit = time.Duration(asked) * time.Millisecond
 	}
 	input["run_in_background"] = false
-	if g.timeoutCmd != "" {
+	switch {
+	case g.sandbox.Active():
+		input["command"] = g.sandboxed(cmd, limit)
+	case g.timeoutCmd != "":
 		input["command"] = g.bounded(cmd, limit)
 	}
 	input["timeout"] = (limit + glanceGrace + time.Second).Milliseconds()

@@ -149,7 +149,7 @@ func TestWallBoundsAGlance(t *testing.T) {
 				t.Errorf("run_in_background = %v", got["run_in_background"])
 			}
 			cmd, _ := got["command"].(string)
-			if !strings.Contains(cmd, " -k 5 "+tt.wantLimit+" bash -c 'git status';") {
+			if !strings.Contains(cmd, " -k 5 "+tt.wantLimit+" ") || !strings.Contains(cmd, " -c 'git status';") {
 				t.Errorf("command %q does not bound git status at %s s", cmd, tt.wantLimit)
 			}
 			if strings.Contains(tt.input, "description") && got["description"] != "d" {
