@@ -511,6 +511,22 @@ func readable(dir string) error {
 	return nil
 }
 
+// glanceWall is the spec's wall with what its glances' sandbox needs: the
+// folders a glance reads (kept visible when they live under /tmp) and the
+// .env files of the chain, which may hold the key (hidden).
+func glanceWall(spec AgentSpec, cfg BuildConfig) guard.Wall {
+	w := spec.wall(cfg.Workbench)
+	if !w.Glance {
+		return w
+	}
+	if cfg.Cwd != "" {
+		w.Roots = append(w.Roots, cfg.Cwd)
+	}
+	w.Roots = append(w.Roots, addDirs(cfg)...)
+	w.Hide = Environment{Cwd: cfg.Cwd}.DotenvPaths()
+	return w
+}
+
 // buildHooks merges, in this order: spec.Hooks; the spec's wall (one guard
 // per main thread, with or without a workbench); the loop guard unless the
 // spec turns it off; the workbench guards (isolate when an agent is whose Isolation is a worktree, then index
@@ -520,7 +536,7 @@ func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher
 	spill := max(cfg.SpillThreshold, 0) // 0: no spill guard
 	hooks := guard.MergeHooks(
 		spec.Hooks,
-		map[string][]claude.HookMatcher{claude.PreToolUse: {texts.Wall(spec.wall(cfg.Workbench))}},
+		map[string][]claude.HookMatcher{claude.PreToolUse: {texts.Wall(glanceWall(spec, cfg))}},
 		loopHooks(texts, spec.Loop, cfg.OnLoop),
 		texts.WorkbenchHooks(cfg.Workbench, spill, spec.Agents),
 	)

@@ -233,7 +233,7 @@ func (g *wall) bash(in *claude.HookInput) *claude.HookOutput {
 		return g.refuse("Bash")
 	}
 	cmd, _ := input["command"].(string)
-	if !acceptEveryGlance.Load() && (!ephemeral.Is(cmd) || namesSpecialFile(cmd, in.Cwd)) {
+	if !acceptEveryGlance.Load() && (!ephemeral.Is(cmd) || namesSpecialFile(cmd, in.Cwd) || namesCredentialFile(cmd)) {
 		return g.refuse("Bash")
 	}
 	if bg, ok := input["run_in_background"]; ok && bg != nil && !isFalse(bg) {
@@ -319,6 +319,36 @@ func namesSpecialFile(cmd, cwd string) bool {
 		info, err := os.Stat(p)
 		if err == nil && !info.Mode().IsRegular() && !info.IsDir() {
 			return true
+		}
+	}
+	return false
+}
+
+// credentialNames are the base names of the files that hold a key or a
+// token: .env files (flower's chain), the CLI's .credentials.json and
+// .claude.json.
+var credentialNames = []string{".env", ".credentials.json", ".claude.json"}
+
+// namesCredentialFile reports whether a word of cmd names, or as a glob
+// could name, a file that holds a key or a token. The sandbox hides them
+// where it runs; where it cannot, this is what keeps a glance from
+// printing the key into the model's context. Words are split as in
+// namesSpecialFile.
+func namesCredentialFile(cmd string) bool {
+	words := strings.FieldsFunc(cmd, func(r rune) bool {
+		return strings.ContainsRune(" \t\n;&|<>()'\"=", r)
+	})
+	for _, w := range words {
+		base := strings.ToLower(w[strings.LastIndexByte(w, '/')+1:])
+		if strings.HasPrefix(base, ".env") || strings.Contains(base, "credentials") || strings.HasPrefix(base, ".claude.json") {
+			return true
+		}
+		if strings.ContainsAny(base, "*?[") {
+			for _, name := range credentialNames {
+				if ok, _ := filepath.Match(base, name); ok {
+					return true
+				}
+			}
 		}
 	}
 	return false

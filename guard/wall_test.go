@@ -285,3 +285,26 @@ func TestWallRefusesAGlanceAtASpecialFile(t *testing.T) {
 		}
 	}
 }
+
+// TestWallRefusesAGlanceAtACredentialFile: where no sandbox hides them, a
+// glance must not print a key file into the model's context.
+func TestWallRefusesAGlanceAtACredentialFile(t *testing.T) {
+	m := coordinatorWall().Matcher()
+	for cmd, refused := range map[string]bool{
+		"cat .env":                  true,
+		"cat ~/.config/flower/.env": true,
+		"head -n 3 /home/u/.claude/.credentials.json": true,
+		"cat ~/.claude.json":                          true,
+		"cat .e*":                                     true,
+		"grep KEY .env.local":                         true,
+		"cat ~/.claude/.cred?ntials.json":             true,
+		"cat README.md":                               false,
+		"ls -la":                                      false,
+		"cat env.go":                                  false,
+	} {
+		out := call(t, m, &claude.HookInput{ToolName: "Bash", ToolInput: bashInput(cmd)})
+		if _, denied := denial(out); denied != refused {
+			t.Errorf("%s: refused %v, want %v (%s)", cmd, denied, refused, mustJSON(out))
+		}
+	}
+}
