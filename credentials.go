@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -137,6 +138,23 @@ func (e Environment) DotenvPaths() []string {
 	return out
 }
 
+// WorkspaceEnvKeys are the only keys a workspace .env (the one in the
+// directory flower starts in) may set: a key or token and the models. A
+// folder flower did not get from the user (a cloned repository) must not
+// decide where requests go (ANTHROPIC_BASE_URL), which program runs
+// (FLOWER_CLAUDE, PATH, NODE_OPTIONS…) or what command runs
+// (FLOWER_NOTIFY): the user's key would follow the repository's URL, and
+// the repository's program would run with it. So the base URL and every
+// other variable come only from the user: the environment, $FLOWER_ENV,
+// the per-user file, the installation's .env, ~/.claude/settings.json.
+// Nothing the user set is ever sent to an address the workspace chose.
+var WorkspaceEnvKeys = []string{
+	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+	"ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
+	"ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+	"CLAUDE_CODE_SUBAGENT_MODEL", "CLAUDE_CODE_EFFORT_LEVEL",
+}
+
 // DotenvReport says what LoadDotenv did.
 type DotenvReport struct {
 	// Loaded maps each key this call set to the file it came from.
@@ -146,6 +164,50 @@ type DotenvReport struct {
 	// Warnings are lines and files that were skipped, as "file:line: why".
 	// They never stop the load.
 	Warnings []string
+	// Workspace is the workspace .env when one was read, "" otherwise.
+	Workspace string
+	// WorkspaceUsed are the keys the workspace .env set, in file order.
+	WorkspaceUsed []string
+	// WorkspaceIgnored are the keys the workspace .env holds that it may
+	// not set (see WorkspaceEnvKeys), in file order.
+	WorkspaceIgnored []string
+}
+
+// workspaceEnv is the workspace .env's absolute path, or "" when it is
+// one of the user's own files too ($FLOWER_ENV, the per-user file).
+func (e Environment) workspaceEnv() string {
+	cwd := e.Cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if cwd == "" {
+		return ""
+	}
+	ws := absPath(filepath.Join(cwd, ".env"))
+	for _, p := range []string{e.getenv("FLOWER_ENV"), e.UserEnvPath()} {
+		if p != "" && sameFile(ws, absPath(p)) {
+			return ""
+		}
+	}
+	return ws
+}
+
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// sameFile reports whether a and b name one file: the same path, or, both
+// existing, the same inode.
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
 // LoadDotenv fills the process environment from .env files; see
@@ -159,6 +221,10 @@ func LoadDotenv(paths ...string) (DotenvReport, error) { return Environment{}.Lo
 // installation's), then, as the last fallback, the env blocks of
 // ~/.claude/settings.json and settings.local.json, for the nine
 // CredentialKeys only. Given paths, it reads only those files.
+//
+// The workspace .env (./.env, unless it is the user's own $FLOWER_ENV or
+// per-user file) sets only WorkspaceEnvKeys; its other keys are skipped
+// and listed in the report's WorkspaceIgnored.
 //
 // An empty value claims its key (later files cannot fill it) yet counts as
 // missing for CheckCredentials. Malformed lines and unreadable files are
@@ -178,8 +244,10 @@ func (e Environment) LoadDotenv(paths ...string) (DotenvReport, error) {
 		rep.Loaded[k] = from
 	}
 	explicit := len(paths) > 0
+	workspace := ""
 	if !explicit {
 		paths = e.DotenvPaths()
+		workspace = e.workspaceEnv()
 	}
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -192,8 +260,21 @@ func (e Environment) LoadDotenv(paths ...string) (DotenvReport, error) {
 		rep.Files = append(rep.Files, p)
 		entries, warns := ParseDotenv(p, data)
 		rep.Warnings = append(rep.Warnings, warns...)
+		fromWorkspace := workspace != "" && sameFile(absPath(p), workspace)
+		if fromWorkspace {
+			rep.Workspace = p
+		}
 		for _, en := range entries {
+			if fromWorkspace && !slices.Contains(WorkspaceEnvKeys, en.Key) {
+				if !slices.Contains(rep.WorkspaceIgnored, en.Key) {
+					rep.WorkspaceIgnored = append(rep.WorkspaceIgnored, en.Key)
+				}
+				continue
+			}
 			take(en.Key, en.Value, p)
+			if fromWorkspace && rep.Loaded[en.Key] == p && !slices.Contains(rep.WorkspaceUsed, en.Key) {
+				rep.WorkspaceUsed = append(rep.WorkspaceUsed, en.Key)
+			}
 		}
 	}
 	if home := e.home(); !explicit && home != "" {
