@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/internal/atomicfile"
 	"github.com/flowerrun/flower/internal/screen"
 )
@@ -27,6 +29,10 @@ func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
 	rep, _ := env.LoadDotenv()
 	for _, w := range rep.Warnings {
 		ui.Screen.Line(screen.Yellow, "! "+w)
+	}
+	workspaceEnvLine(ui, rep)
+	if s := guard.DetectSandbox(); !s.Active() {
+		ui.Screen.Line(screen.Yellow, noSandboxLine(ui, s))
 	}
 	if err := env.CheckCredentials(); err != nil {
 		if !ui.Interactive {
@@ -57,6 +63,51 @@ func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
 		ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("probeNet"), clipRunes(v.Detail, 80)))
 	}
 	return nil
+}
+
+// workspaceEnvLine says in one line what the workspace .env gave and what
+// of it was ignored (see flower.WorkspaceEnvKeys).
+func workspaceEnvLine(ui *UI, rep flower.DotenvReport) {
+	used := strings.Join(rep.WorkspaceUsed, ", ")
+	switch {
+	case rep.Workspace == "":
+	case len(rep.WorkspaceIgnored) > 0:
+		if used == "" {
+			used = ui.T("envNone")
+		}
+		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("envIgnored"), rep.Workspace, strings.Join(rep.WorkspaceIgnored, ", "), flower.UserEnvPath(), used))
+	case used != "":
+		ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("envUsed"), rep.Workspace, used))
+	}
+}
+
+// noSandboxLine is the start's one line when glances run on the parser
+// alone, with the fix.
+func noSandboxLine(ui *UI, s guard.Sandbox) string {
+	if s.Reason == guard.SandboxUnsupported {
+		return fmt.Sprintf(ui.T("noSandboxOS"), runtime.GOOS)
+	}
+	return fmt.Sprintf(ui.T("noSandbox"), sandboxWhy(ui, s), s.Fix)
+}
+
+func sandboxWhy(ui *UI, s guard.Sandbox) string {
+	if s.Reason == guard.SandboxRefused {
+		return fmt.Sprintf(ui.T("sandboxRefused"), clipRunes(s.Problem, 100))
+	}
+	return ui.T("sandboxMissing")
+}
+
+// protectionLine says which protection holds the main thread's glances:
+// `flower setup` and `flower demo` show it.
+func protectionLine(ui *UI) string {
+	s := guard.DetectSandbox()
+	switch {
+	case s.Active():
+		return fmt.Sprintf(ui.T("protection"), ui.T("protSandbox"))
+	case s.Reason == guard.SandboxUnsupported:
+		return fmt.Sprintf(ui.T("protection"), fmt.Sprintf(ui.T("protParser"), runtime.GOOS))
+	}
+	return fmt.Sprintf(ui.T("protection"), fmt.Sprintf(ui.T("protParser"), sandboxWhy(ui, s)+"; "+s.Fix))
 }
 
 // Verdict is what the probe request found.

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/screen"
 )
 
 // runSetup is `flower setup`: the interactive configuration, probed before
@@ -27,6 +28,7 @@ func (m *Command) runSetup(ctx context.Context, args []string) error {
 	ui := m.newUI(g.lang)
 	defer ui.Screen.Close()
 	path := flower.UserEnvPath()
+	ui.Screen.Line(screen.Dim, protectionLine(ui))
 	if !ui.Interactive {
 		return fmt.Errorf(ui.T("setupNoTTY"), path)
 	}

@@ -23,6 +23,9 @@ type Sandbox struct {
 	// Program is bubblewrap's path when glances run under it, "" when they
 	// rely on the parser alone.
 	Program string
+	// Reason says why no sandbox runs, for a person's language; "" when
+	// one does.
+	Reason SandboxReason
 	// Problem says why no sandbox runs (English, one line); "" when one
 	// does.
 	Problem string
@@ -31,6 +34,16 @@ type Sandbox struct {
 	// is deprecated and cannot hide a file while the rest stays readable).
 	Fix string
 }
+
+// SandboxReason is why glances run without a sandbox.
+type SandboxReason string
+
+// The reasons.
+const (
+	SandboxMissing     SandboxReason = "missing"     // no bwrap on PATH
+	SandboxRefused     SandboxReason = "refused"     // bwrap cannot make the namespaces here
+	SandboxUnsupported SandboxReason = "unsupported" // not Linux
+)
 
 // Active reports whether glances run in the sandbox.
 func (s Sandbox) Active() bool { return s.Program != "" }
@@ -52,11 +65,11 @@ var (
 // refuse user namespaces): the same arguments a glance gets, around true.
 func DetectSandbox() Sandbox {
 	if runtime.GOOS != "linux" {
-		return Sandbox{Problem: "no glance sandbox on " + runtime.GOOS + ": glances rely on flower's parser alone"}
+		return Sandbox{Reason: SandboxUnsupported, Problem: "no glance sandbox on " + runtime.GOOS + ": glances rely on flower's parser alone"}
 	}
 	path, err := exec.LookPath(sandboxProgram)
 	if err != nil {
-		return Sandbox{Problem: "bubblewrap (bwrap) is not installed: glances rely on flower's parser alone", Fix: FixSandbox}
+		return Sandbox{Reason: SandboxMissing, Problem: "bubblewrap (bwrap) is not installed: glances rely on flower's parser alone", Fix: FixSandbox}
 	}
 	sandboxMu.Lock()
 	defer sandboxMu.Unlock()
@@ -86,6 +99,7 @@ func probeSandbox(path string) Sandbox {
 			why = err.Error()
 		}
 		return Sandbox{
+			Reason:  SandboxRefused,
 			Problem: fmt.Sprintf("bubblewrap (%s) cannot make a sandbox here (%s): glances rely on flower's parser alone", path, clipLine(why, 120)),
 			Fix:     "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), or run flower where they are allowed",
 		}

@@ -101,7 +101,7 @@ func (t Texts) Wall(w Wall) claude.HookMatcher {
 			bash, errBash := exec.LookPath("bash")
 			env, errEnv := exec.LookPath("env")
 			if err := errors.Join(errBash, errEnv); err != nil {
-				g.sandbox = Sandbox{Problem: fmt.Sprintf("the glance sandbox needs bash and env on PATH (%v): glances rely on flower's parser alone", err), Fix: "install bash and coreutils"}
+				g.sandbox = Sandbox{Reason: SandboxMissing, Problem: fmt.Sprintf("the glance sandbox needs bash and env on PATH (%v): glances rely on flower's parser alone", err), Fix: "install bash and coreutils"}
 			}
 			g.bashCmd, g.envCmd = bash, env
 		}
