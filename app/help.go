@@ -151,6 +151,18 @@ Without a terminal, write the file yourself or export the variables:
   ANTHROPIC_BASE_URL=https://…   (a gateway; default Anthropic)
   ANTHROPIC_MODEL=…
 
+Where a run finds them, the first value found winning: the environment, $FLOWER_ENV,
+./.env, this file, the .env beside the flower binary, the env block of
+~/.claude/settings.json. A .env in the folder flower starts in (a cloned repository's,
+say) gives only a key and the models (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN,
+ANTHROPIC_*MODEL, CLAUDE_CODE_SUBAGENT_MODEL, CLAUDE_CODE_EFFORT_LEVEL): its
+ANTHROPIC_BASE_URL, FLOWER_CLAUDE, FLOWER_NOTIFY and every other variable are ignored,
+and the run says so at start. So a repository never chooses where your key is sent,
+which claude runs or what command runs. Put the gateway address in this file.
+
+setup also says what protects the coordinator's glances: a bubblewrap sandbox
+(read-only, no network, no key; Linux, package bubblewrap) or the parser alone.
+
 `+exitCodes, "flower", m.name())
 }
 
