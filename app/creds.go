@@ -65,24 +65,20 @@ func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
 	return nil
 }
 
-// workspaceEnvLine says in one line what the workspace .env gave and what
-// of it was ignored (see flower.WorkspaceEnvKeys).
+// workspaceEnvLine says at start what the workspace .env gave, or what of
+// it was ignored (see flower.WorkspaceEnvKeys).
 func workspaceEnvLine(ui *UI, rep flower.DotenvReport) {
-	used := strings.Join(rep.WorkspaceUsed, ", ")
 	switch {
 	case rep.Workspace == "":
 	case len(rep.WorkspaceIgnored) > 0:
-		if used == "" {
-			used = ui.T("envNone")
-		}
-		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("envIgnored"), rep.Workspace, strings.Join(rep.WorkspaceIgnored, ", "), flower.UserEnvPath(), used))
-	case used != "":
-		ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("envUsed"), rep.Workspace, used))
+		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("envIgnored"), strings.Join(rep.WorkspaceIgnored, ", "), flower.UserEnvPath()))
+	case len(rep.WorkspaceUsed) > 0:
+		ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("envUsed"), strings.Join(rep.WorkspaceUsed, ", ")))
 	}
 }
 
-// noSandboxLine is the start's one line when glances run on the parser
-// alone, with the fix.
+// noSandboxLine is the start's line when glances run on the parser alone,
+// with the fix.
 func noSandboxLine(ui *UI, s guard.Sandbox) string {
 	if s.Reason == guard.SandboxUnsupported {
 		return fmt.Sprintf(ui.T("noSandboxOS"), runtime.GOOS)
@@ -92,7 +88,7 @@ func noSandboxLine(ui *UI, s guard.Sandbox) string {
 
 func sandboxWhy(ui *UI, s guard.Sandbox) string {
 	if s.Reason == guard.SandboxRefused {
-		return fmt.Sprintf(ui.T("sandboxRefused"), clipRunes(s.Problem, 100))
+		return ui.T("sandboxRefused")
 	}
 	return ui.T("sandboxMissing")
 }
@@ -107,7 +103,7 @@ func protectionLine(ui *UI) string {
 	case s.Reason == guard.SandboxUnsupported:
 		return fmt.Sprintf(ui.T("protection"), fmt.Sprintf(ui.T("protParser"), runtime.GOOS))
 	}
-	return fmt.Sprintf(ui.T("protection"), fmt.Sprintf(ui.T("protParser"), sandboxWhy(ui, s)+"; "+s.Fix))
+	return fmt.Sprintf(ui.T("protection"), fmt.Sprintf(ui.T("protParser"), sandboxWhy(ui, s))) + "\n  " + fmt.Sprintf(ui.T("fixLine"), s.Fix)
 }
 
 // Verdict is what the probe request found.
