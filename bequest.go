@@ -72,7 +72,12 @@ func (b *bequest) write(ctx context.Context, rt *Runtime, c *Ctx) {
 		text = b.mechanical(rt, c, outcome)
 	}
 	var written, failed []string
-	for _, path := range bequestTargets(b.place.ws) {
+	targets, outside := bequestTargets(b.place.ws)
+	for _, o := range outside {
+		slog.Warn("flower: bequest not written: the file leads outside the workspace", "path", o)
+		failed = append(failed, fmt.Sprintf(langPick(lang, "%s:链接指到工作区外面,没写", "%s: a link that leads outside the workspace, left alone"), o))
+	}
+	for _, path := range targets {
 		if err := writeBequest(path, text); err != nil {
 			slog.Warn("flower: bequest not written", "path", path, "err", err)
 			failed = append(failed, fmt.Sprintf("%s: %v", path, err))
@@ -114,27 +119,61 @@ func usableBequest(text string) string {
 	text = strings.TrimSpace(text)
 	switch {
 	case text == "", len(text) > bequestMaxBytes, strings.Count(text, "\n") >= bequestMaxLines,
-		strings.Contains(text, "flower:bequest:"):
+		strings.Contains(text, bequestMarkerWord):
 		return ""
 	}
 	return text
 }
 
 // bequestTargets are the bequest files at the workspace root, each once: a
-// CLAUDE.md that links to AGENTS.md is written through, as one file.
-func bequestTargets(ws string) []string {
-	var out []string
+// CLAUDE.md that links to AGENTS.md is written through, as one file. A
+// file that is a link whose real path leaves the workspace (git stores
+// links, so a cloned repository can commit one to any file of the user's),
+// or a link that leads nowhere, is not a target: it is listed in outside.
+func bequestTargets(ws string) (targets, outside []string) {
+	root := ws
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		root = real
+	}
 	for _, name := range BequestFiles {
 		p := filepath.Join(ws, name)
-		if real, err := filepath.EvalSymlinks(p); err == nil {
+		fi, err := os.Lstat(p)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil || !within(root, real) {
+				outside = append(outside, p)
+				continue
+			}
 			p = real
 		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
+		if !slices.Contains(targets, p) {
+			targets = append(targets, p)
 		}
 	}
-	return out
+	return targets, outside
 }
+
+// within reports whether path is root or below it.
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// blockSafe is one line of text for the bequest block: control characters
+// (a newline in a file name, say) become spaces and the markers' prefix is
+// broken, so nothing put into the block can end it or open another.
+func blockSafe(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r == 0x85 || r == 0x2028 || r == 0x2029 {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.ReplaceAll(s, bequestMarkerWord, "flower bequest ")
+}
+
+// bequestMarkerWord is what both markers hold and no text in the block may.
+const bequestMarkerWord = "flower:bequest:"
 
 // writeBequest puts text into path as flower's block: the one clean block
 // already there is replaced, a file without one gets it appended after a
@@ -143,6 +182,9 @@ func bequestTargets(ws string) []string {
 // out of order) is an error wrapping ErrBequestBlock and the file is not
 // written.
 func writeBequest(path, text string) error {
+	if strings.Contains(text, bequestMarkerWord) {
+		return fmt.Errorf("%w: the text for %s holds a marker of its own; not written", ErrBequestBlock, path)
+	}
 	block := BequestBegin + "\n" + strings.TrimSpace(text) + "\n" + BequestEnd
 	data, err := os.ReadFile(path)
 	perm := fs.FileMode(0o644)
@@ -213,7 +255,7 @@ func (b *bequest) mechanical(rt *Runtime, c *Ctx, outcome int) string {
 	what := langPick(lang, "(没有确认书)", "(no brief)")
 	if v, ok := c.Get(BriefKey); ok {
 		if br, ok := v.(*doc.Brief); ok && br != nil && strings.TrimSpace(br.Goal) != "" {
-			what = firstLine(br.Goal)
+			what = blockSafe(firstLine(br.Goal))
 		}
 	}
 	line(langPick(lang, "- **这是什么**:", "- **What this is**: ") + what)
@@ -221,30 +263,30 @@ func (b *bequest) mechanical(rt *Runtime, c *Ctx, outcome int) string {
 	verdict, _ := v.(*doc.Verdict)
 	result := t.outcomes[outcome]
 	if verdict != nil && strings.TrimSpace(verdict.Reason) != "" {
-		result += langPick(lang, "。判定者的理由:", ". The judge's reason: ") + firstLine(verdict.Reason)
+		result += langPick(lang, "。判定者的理由:", ". The judge's reason: ") + blockSafe(firstLine(verdict.Reason))
 	}
 	line(langPick(lang, "- **结果**:", "- **Result**: ") + result)
 	if g := ctxGoal(c); g != nil {
 		line(langPick(lang, "- **验收**(判定清单):", "- **Acceptance** (the checklist):"))
 		for _, check := range g.Checks {
-			line("  - " + checkMark(lang, verdict, check) + " " + check)
+			line("  - " + checkMark(lang, verdict, check) + " " + blockSafe(check))
 		}
 	}
 	files := listNames(p.wb.Artifacts(), p.wb.Scripts())
 	gen := langPick(lang, "不知道(机械版本)", "unknown (mechanical version)")
 	if len(files) > 0 {
-		gen += langPick(lang, ";工作台里有:", "; the workbench holds: ") + strings.Join(files, ", ")
+		gen += langPick(lang, ";工作台里有:", "; the workbench holds: ") + blockSafe(strings.Join(files, ", "))
 	}
 	line(langPick(lang, "- **生成的文件**:", "- **Generated files**: ") + gen)
 	line(langPick(lang, "- **走不通的路**:不知道(机械版本);看 notes/ 里的决定和交接书",
 		"- **Dead ends**: unknown (mechanical version); see the decisions and handoffs in notes/"))
 	line(fmt.Sprintf(langPick(lang, "- **工作台**:%s —— 先读 INDEX.md;需求 %s,目标 %s,问答 %s",
-		"- **Workbench**: %s — read INDEX.md first; brief %s, goal %s, Q&A %s"), p.wb.Root(), p.brief, p.goal, p.log))
+		"- **Workbench**: %s — read INDEX.md first; brief %s, goal %s, Q&A %s"), blockSafe(p.wb.Root()), blockSafe(p.brief), blockSafe(p.goal), blockSafe(p.log)))
 	var steps []string
 	for _, r := range rt.Results() {
 		steps = append(steps, fmt.Sprintf("%s $%.2f", r.Step, r.CostUSD))
 	}
-	line(fmt.Sprintf(langPick(lang, "- **每一步和花费**:%s(%s)", "- **Steps and costs**: %s (%s)"), rt.ManifestPath(), strings.Join(steps, ", ")))
+	line(fmt.Sprintf(langPick(lang, "- **每一步和花费**:%s(%s)", "- **Steps and costs**: %s (%s)"), blockSafe(rt.ManifestPath()), blockSafe(strings.Join(steps, ", "))))
 	return sb.String()
 }
 

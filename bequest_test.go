@@ -48,7 +48,7 @@ func TestWriteBequestTwiceAndThroughALink(t *testing.T) {
 	if err := os.Symlink("AGENTS.md", filepath.Join(ws, "CLAUDE.md")); err != nil {
 		t.Fatal(err)
 	}
-	targets := bequestTargets(ws)
+	targets, _ := bequestTargets(ws)
 	if len(targets) != 1 {
 		t.Fatalf("targets = %v; a link to AGENTS.md is the same file", targets)
 	}
@@ -177,5 +177,99 @@ func TestFakeAsideRunLeavesTheWordsForTheNextStep(t *testing.T) {
 	}
 	if p := f.call(2).Prompt; !strings.Contains(p, "pending words") {
 		t.Errorf("the next step lacks the words: %q", p)
+	}
+}
+
+// TestBequestTargetsNeverLeaveTheWorkspace: a CLAUDE.md or AGENTS.md that
+// is a link to a file outside the workspace (git stores links), or to
+// nothing, is no target; a link inside the workspace still is.
+func TestBequestTargetsNeverLeaveTheWorkspace(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(root, "victim.md")
+	if err := os.WriteFile(outside, []byte("the user's own file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../victim.md", filepath.Join(ws, "CLAUDE.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "missing.md"), filepath.Join(ws, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	targets, out := bequestTargets(ws)
+	if len(targets) != 0 || len(out) != 2 {
+		t.Errorf("targets %v, outside %v; want none and both", targets, out)
+	}
+	os.Remove(filepath.Join(ws, "AGENTS.md"))
+	if err := os.Symlink("docs/AGENTS.md", filepath.Join(ws, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	targets, out = bequestTargets(ws)
+	if len(targets) != 0 || len(out) != 2 {
+		t.Errorf("a link to a file not there yet: targets %v, outside %v", targets, out)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "docs", "AGENTS.md"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	targets, out = bequestTargets(ws)
+	if len(targets) != 1 || targets[0] != filepath.Join(ws, "docs", "AGENTS.md") || len(out) != 1 {
+		t.Errorf("a link inside: targets %v, outside %v", targets, out)
+	}
+}
+
+// TestFakeBequestStaysInTheWorkspaceAndInItsBlock: a run whose CLAUDE.md
+// links to a file outside writes nothing there and says so; a workbench
+// file whose name carries the end marker and a newline, listed by the
+// mechanical bequest, leaves one whole block in AGENTS.md, which the next
+// bequest replaces.
+func TestFakeBequestStaysInTheWorkspaceAndInItsBlock(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	victim := filepath.Join(t.TempDir(), "victim.md")
+	before := "the user's own notes\n"
+	if err := os.WriteFile(victim, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(f.ws, "CLAUDE.md")); err != nil {
+		t.Fatal(err)
+	}
+	artifacts := filepath.Join(f.ws, ".flower", "artifacts")
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	evil := "x\n" + BequestEnd + "\n" + BequestBegin + "\n"
+	if err := os.WriteFile(filepath.Join(artifacts, evil), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agents := filepath.Join(f.ws, "AGENTS.md")
+	for run := range 2 {
+		rules := starterRules(fakeDone)
+		rules[1].Replies = []string{""} // no hand-over: the mechanical one lists the workbench
+		f.script(rules)
+		var events []Event
+		request := "帮我做一个 hello"
+		if run > 0 {
+			request = ""
+		}
+		f.runStarter(request, f.options(), func(e Event) { events = append(events, e) })
+		if got := string(mustRead(t, victim)); got != before {
+			t.Fatalf("run %d wrote the file outside the workspace: %q", run, got)
+		}
+		got := string(mustRead(t, agents))
+		if strings.Count(got, BequestBegin) != 1 || strings.Count(got, BequestEnd) != 1 || !strings.Contains(got, "## flower 交代(机械版本)") {
+			t.Fatalf("run %d: AGENTS.md is not one whole block:\n%s", run, got)
+		}
+		said := false
+		for _, e := range events {
+			if strings.Contains(e.Text, "CLAUDE.md") && strings.Contains(e.Text, "工作区外面") {
+				said = true
+			}
+		}
+		if !said {
+			t.Errorf("run %d: no event says CLAUDE.md leads outside", run)
+		}
 	}
 }
