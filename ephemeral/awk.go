@@ -12,7 +12,11 @@ import (
 // "/inet/tcp/…" connects); pipes run commands (print | "cmd", "cmd" |
 // getline, |&); gawk's @ makes indirect calls (@f() with f = "system"),
 // @load and @include.
-var awkRefusedText = []string{"system", "getline", "environ", "argv", "argc", "|", "@"}
+//
+// gawk's SYMTAB reaches every variable by a name built at run time
+// (SYMTAB["AR" "GV"][1] names the next file), PROCINFO and FUNCTAB its
+// internals: they are refused too.
+var awkRefusedText = []string{"system", "getline", "environ", "argv", "argc", "|", "@", "symtab", "procinfo", "functab"}
 
 // awkRefusedNames are refused as whole words: while, do and for loops and
 // functions (recursion) are how a program runs on without reading input.

@@ -21,7 +21,7 @@ var cases = []glanceCase{
 	{"  ls -la  ", true, "leading and trailing spaces are trimmed"},
 	{"\tpwd\n", true, "leading tab, trailing newline"},
 	{"LS -la", true, "verbs are case-insensitive"},
-	{"Git Status", true, "git subcommands are case-insensitive too"},
+	{"GIT status", true, "verbs are case-insensitive (git subcommands are not)"},
 	{"GIT BRANCH -D x", false, "case does not bypass the branch rule"},
 	{"lsx", false, "whole word: lsx is not ls"},
 	{"gitk", false, "whole word: gitk is not git"},
@@ -47,7 +47,7 @@ var cases = []glanceCase{
 	{"whoami", true, "user"},
 	{"id -u", true, "ids"},
 	{"uptime", true, "uptime"},
-	{"printenv PATH", true, "printenv only prints"},
+	{"printenv PATH", false, "printenv shows the environment, the key with it"},
 	{"stat -c %s go.mod", true, "stat"},
 	{"file main.go", true, "file type"},
 	{"tree -L 2", true, "tree with a depth"},
@@ -65,7 +65,7 @@ var cases = []glanceCase{
 	{"date -d yesterday +%F", true, "date of another day"},
 	{"hostname", true, "hostname prints"},
 	{"hostname -f", true, "hostname query flag"},
-	{"env", true, "env with no arguments prints"},
+	{"env", false, "env shows the environment, the key with it"},
 
 	// Compound commands.
 	{"git status && git diff --stat", true, "the seed's compound"},

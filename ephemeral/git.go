@@ -3,7 +3,12 @@ package ephemeral
 import "strings"
 
 // gitSubcommands are the queries git may run, each with the rule for its
-// arguments. Subcommands are matched case-insensitively, like verbs.
+// arguments. Subcommands are matched exactly as spelled: git runs an
+// alias of a repository's config for any spelling that is not exactly a
+// builtin's ("git Status" runs alias.Status), and a cloned repository can
+// bring its config (a folder laid out as a bare repository survives a
+// clone). So no alias is reachable: -c is refused, and a builtin's exact
+// name always wins over an alias of that name.
 var gitSubcommands = map[string]func([]word) bool{
 	"status": anyArgs, "rev-parse": anyArgs, "describe": anyArgs, "ls-files": anyArgs,
 	"blame": anyArgs, "cherry": anyArgs, "for-each-ref": anyArgs, "count-objects": anyArgs,
@@ -49,9 +54,9 @@ func gitIsQuery(args []word) bool {
 	if !ok || len(args) == 0 {
 		return false
 	}
-	sub, _ := asciiLower(args[0].text)
+	sub := args[0].text
 	rule, ok := gitSubcommands[sub]
-	if !ok {
+	if !ok || args[0].uncertain() {
 		return false
 	}
 	for _, a := range args[1:] {
@@ -59,7 +64,82 @@ func gitIsQuery(args []word) bool {
 			return false
 		}
 	}
+	if !gitKeepsTheIndex(sub, args[1:]) {
+		return false
+	}
 	return rule(args[1:])
+}
+
+// gitKeepsTheIndex refuses the queries that write even with
+// GIT_OPTIONAL_LOCKS=0 (seen with git 2.39): git describe --dirty and
+// --broken refresh .git/index; git log, show and whatchanged
+// --show-signature run gpg, which creates ~/.gnupg. git diff against the
+// working tree refreshes the index too, but stays a glance (the seed's own
+// compound is git status && git diff --stat): see RefreshesIndex.
+func gitKeepsTheIndex(sub string, args []word) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(a.text, "=")
+		switch sub {
+		case "describe":
+			if name == "--dirty" || name == "--broken" {
+				return false
+			}
+		case "log", "show", "whatchanged":
+			if len(name) > 4 && strings.HasPrefix("--show-signature", name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// RefreshesIndex reports whether cmd runs a git diff that compares with
+// the working tree (no --cached or --staged, fewer than two revisions),
+// which rewrites .git/index's stat cache even with GIT_OPTIONAL_LOCKS=0.
+// Is accepts it: in the glance sandbox the write fails unseen and the
+// output is the same; where no sandbox runs, the wall refuses it. A
+// command that cannot be read counts as refreshing.
+func RefreshesIndex(cmd string) bool {
+	segments, ok := split(strings.Trim(cmd, " \t\n"))
+	if !ok {
+		return true
+	}
+	for _, s := range segments {
+		if len(s.words) == 0 {
+			continue
+		}
+		if name, _ := asciiLower(s.words[0].text); name != "git" {
+			continue
+		}
+		args, ok := skipGitGlobals(s.words[1:])
+		if !ok || len(args) == 0 || args[0].text != "diff" {
+			continue
+		}
+		if !gitDiffLeavesTheIndex(args[1:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitDiffLeavesTheIndex: --cached/--staged, or two revisions (A B, A..B,
+// A...B), compare no working tree.
+func gitDiffLeavesTheIndex(args []word) bool {
+	revs := 0
+	for _, a := range args {
+		switch {
+		case a.text == "--":
+			return revs >= 2
+		case a.text == "--cached" || a.text == "--staged":
+			return true
+		case strings.HasPrefix(a.text, "-"):
+		case strings.Contains(a.text, ".."):
+			revs += 2
+		default:
+			revs++
+		}
+	}
+	return revs >= 2
 }
 
 func skipGitGlobals(args []word) ([]word, bool) {

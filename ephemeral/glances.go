@@ -28,10 +28,12 @@ var (
 	// files, where -S is small), --compress-program (runs one),
 	// --files0-from and --random-source (read files by name) and
 	// --batch-size (merges through temporary files).
-	sortOptions = options("bdfgiMhnRrVcCsuzm k:t:",
+	// -m/--merge is left out too: merging more than 16 files goes
+	// through temporary files.
+	sortOptions = options("bdfgiMhnRrVcCsuz k:t:",
 		"ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting "+
 			"month-sort human-numeric-sort numeric-sort random-sort reverse version-sort check=? "+
-			"stable unique zero-terminated merge key= field-separator= sort= parallel= debug help version")
+			"stable unique zero-terminated key= field-separator= sort= parallel= debug help version")
 
 	// tailOptions leave out -f, -F and --follow (they wait for more
 	// forever), and --pid, --retry and -s, which only mean something
@@ -105,7 +107,9 @@ func tacIsReadOnly(args []word) bool {
 		return false
 	}
 	for _, o := range p.operands {
-		if o.text == "-" {
+		// tac copies a file it cannot seek (a pipe, a /proc or /sys
+		// file) to a temporary file first.
+		if o.text == "-" || o.uncertain() || strings.HasPrefix(o.text, "/proc") || strings.HasPrefix(o.text, "/sys") || strings.HasPrefix(o.text, "/dev") || strings.Contains(o.text, "..") {
 			return false
 		}
 	}

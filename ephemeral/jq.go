@@ -14,9 +14,19 @@ var jqOptions = options("rjcnsaSCMeR",
 // while, until, range (range(1e18)), and import/include, which bring in
 // definitions Is cannot see. What remains walks its input (.[], ..,
 // paths) and so ends with it.
+//
+// Also refused: the regular-expression builtins, which loop forever on a
+// pattern that matches the empty string in jq 1.6 (gsub(""; "x")); env
+// and $ENV, which print the environment, the key with it; input and
+// inputs and debug/stderr/input_filename, which reach beyond the filter's
+// own input and output.
 var jqRefusedNames = map[string]bool{
 	"def": true, "repeat": true, "recurse": true, "recurse_down": true,
 	"while": true, "until": true, "range": true, "import": true, "include": true,
+	"test": true, "match": true, "capture": true, "scan": true, "splits": true,
+	"sub": true, "gsub": true,
+	"env": true, "ENV": true, "input": true, "inputs": true, "debug": true, "stderr": true,
+	"input_filename": true,
 }
 
 // jqIsBounded accepts jq [OPTIONS] FILTER [FILES…] whose options are listed and

@@ -37,18 +37,17 @@ var verbs = map[string]verbRule{
 	// Directory and system information.
 	"ls": namesOnly, "ll": namesOnly, "dir": namesOnly, "pwd": namesOnly,
 	"df": namesOnly, "uptime": namesOnly, "whoami": namesOnly, "id": namesOnly,
-	"printenv": namesOnly,
+
 	"du":       printsOnly,                                             // --files0-from and -X read a file
 	"free":     {names: true, check: refuse("sc", "seconds", "count")}, // -s repeats until killed
 	"date":     {names: true, check: dateIsQuery},
 	"hostname": {names: true, check: hostnameIsQuery},
-	"env":      {names: true, check: noArgs}, // env FOO=1 cmd runs cmd
 	"realpath": {names: true, check: allows(realpathOptions)},
 	"basename": {names: true, check: allows(basenameOptions)},
 	"dirname":  {names: true, check: allows(dirnameOptions)},
 
 	// Processes and containers.
-	"ps": namesOnly, "pgrep": namesOnly,
+	"ps": {openArgs: true, names: true, check: psHidesEnvironments}, "pgrep": namesOnly,
 	"jobs":      {names: true, check: refuse("x")}, // jobs -x cmd runs cmd
 	"lsof":      {names: true, check: refuse("r")}, // -r and +r repeat until killed
 	"netstat":   {names: true, check: netstatIsSnapshot},
@@ -60,10 +59,13 @@ var verbs = map[string]verbRule{
 	// Viewing files.
 	"cat": printsOnly, "head": printsOnly, "wc": printsOnly,
 	"stat": namesOnly, "echo": namesOnly,
-	"tail":    {check: tailIsBounded},
-	"file":    {names: true, check: allows(fileOptions)},
-	"find":    {names: true, check: findIsReadOnly},
-	"tree":    {names: true, check: refuse("oR", "output", "fromfile")}, // -o writes, -R writes 00Tree.html everywhere, --fromfile reads a listing
+	"tail": {check: tailIsBounded},
+	"file": {names: true, check: allows(fileOptions)},
+	"find": {names: true, check: findIsReadOnly},
+	// tree: -o writes, -R writes 00Tree.html everywhere, --fromfile and
+	// --infofile read files by name, -l follows links (cycles under
+	// /proc); its operands and option values fall under the device rule.
+	"tree":    {check: refuse("oRl", "output", "fromfile", "infofile", "follow")},
 	"tac":     {check: tacIsReadOnly},
 	"cmp":     {check: cmpIsReadOnly},
 	"od":      {check: allows(odOptions)},
@@ -93,8 +95,8 @@ var verbs = map[string]verbRule{
 
 	// Printing and testing values.
 	"printf": {openArgs: true, names: true, check: printfIsPlain},
-	"test":   {openArgs: true, names: true, check: anyArgs},
-	"[":      {openArgs: true, names: true, check: bracketIsClosed},
+	"test":   {names: true, check: testIsPlain},
+	"[":      {names: true, check: bracketIsPlain},
 	"seq":    {names: true, check: seqIsBounded},
 
 	// Looking up commands and the platform.
@@ -115,6 +117,42 @@ func allows(spec optSpec) func([]word) bool {
 }
 
 func anyArgs([]word) bool { return true }
+
+// testIsPlain refuses -v and -R, whose operand bash evaluates: the
+// subscript of a[$(cmd)] is arithmetic, and arithmetic runs command
+// substitutions (also when $_ brings them in from the previous command).
+// An expanded word is refused, since it may become -v at run time.
+// printenv, env and ps's e forms are no glances at all: they put the
+// environment, the key with it, into the model's context.
+func testIsPlain(args []word) bool {
+	for _, a := range args {
+		if a.expands || a.text == "-v" || a.text == "-R" {
+			return false
+		}
+	}
+	return true
+}
+
+func bracketIsPlain(args []word) bool { return testIsPlain(args) && bracketIsClosed(args) }
+
+// psHidesEnvironments refuses the ps forms that print other processes'
+// environments: BSD e and the e/environ/ENV output keywords.
+func psHidesEnvironments(args []word) bool {
+	for _, a := range args {
+		t := a.text
+		if a.expands {
+			return false
+		}
+		if !strings.HasPrefix(t, "-") && strings.ContainsAny(t, "e") && !strings.ContainsAny(t, "=,") {
+			return false // BSD-style cluster with e: ps e, ps auxe, ps axe
+		}
+		lower := strings.ToLower(t)
+		if strings.Contains(lower, "env") || strings.Contains(lower, "environ") {
+			return false
+		}
+	}
+	return true
+}
 
 func noArgs(args []word) bool { return len(args) == 0 }
 
@@ -265,12 +303,12 @@ func awkIsReadOnly(args []word) bool {
 		}
 	}
 	for _, o := range p.options {
-		if strings.Contains(strings.ToLower(o.value.text), "inet") {
+		if awkValueRefused(o.value.text) {
 			return false
 		}
 	}
 	for _, o := range p.operands[1:] {
-		if strings.Contains(strings.ToLower(o.text), "inet") {
+		if awkValueRefused(o.text) {
 			return false
 		}
 	}
@@ -278,6 +316,25 @@ func awkIsReadOnly(args []word) bool {
 	// A lone - is no program text: mawk reads it as something else than
 	// gawk does (FuzzIs found awk - '|').
 	return !prog.uncertain() && prog.text != "-" && awkProgramIsReadOnly(prog.text)
+}
+
+// awkValueRefused: a /inet file, or an assignment to one of the
+// variables through which gawk opens files or shows the environment.
+func awkValueRefused(v string) bool {
+	v = strings.ToLower(v)
+	if strings.Contains(v, "inet") {
+		return true
+	}
+	name, _, isAssignment := strings.Cut(v, "=")
+	if !isAssignment {
+		return false
+	}
+	for _, r := range []string{"argv", "argc", "environ", "symtab", "procinfo", "functab"} {
+		if strings.Contains(name, r) {
+			return true
+		}
+	}
+	return false
 }
 
 var dateOptions = options("uR d:r:I::",
