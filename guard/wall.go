@@ -236,6 +236,11 @@ func (g *wall) bash(in *claude.HookInput) *claude.HookOutput {
 	if !acceptEveryGlance.Load() && (!ephemeral.Is(cmd) || namesSpecialFile(cmd, in.Cwd) || namesCredentialFile(cmd)) {
 		return g.refuse("Bash")
 	}
+	// git diff against the working tree rewrites .git/index; only the
+	// sandbox's read-only filesystem stops it.
+	if !acceptEveryGlance.Load() && !g.sandbox.Active() && ephemeral.RefreshesIndex(cmd) {
+		return g.refuse("Bash")
+	}
 	if bg, ok := input["run_in_background"]; ok && bg != nil && !isFalse(bg) {
 		return claude.Deny(g.texts.GlanceBackground)
 	}

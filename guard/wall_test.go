@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -305,6 +306,24 @@ func TestWallRefusesAGlanceAtACredentialFile(t *testing.T) {
 		out := call(t, m, &claude.HookInput{ToolName: "Bash", ToolInput: bashInput(cmd)})
 		if _, denied := denial(out); denied != refused {
 			t.Errorf("%s: refused %v, want %v (%s)", cmd, denied, refused, mustJSON(out))
+		}
+	}
+}
+
+// TestWallWithoutASandboxRefusesIndexWritingDiffs: git diff against the
+// working tree rewrites .git/index; where no sandbox makes that write
+// fail, the wall refuses it, and lets it through where one does.
+func TestWallWithoutASandboxRefusesIndexWritingDiffs(t *testing.T) {
+	m := coordinatorWall()
+	for _, sb := range []Sandbox{{Reason: SandboxMissing}, {Program: "/usr/bin/bwrap"}} {
+		g := &wall{texts: ChineseTexts, w: m, tools: map[string]bool{"Agent": true}, sandbox: sb, bashCmd: "/bin/bash", envCmd: "/usr/bin/env"}
+		g.w.GlanceTimeout = DefaultGlanceTimeout
+		for cmd, refusedBare := range map[string]bool{"git diff --stat": true, "git status && git diff": true, "git diff --cached": false, "git status": false} {
+			out, _ := g.check(context.Background(), &claude.HookInput{ToolName: "Bash", ToolInput: bashInput(cmd)})
+			_, denied := denial(out)
+			if want := refusedBare && !sb.Active(); denied != want {
+				t.Errorf("sandbox %v, %s: refused %v, want %v", sb.Active(), cmd, denied, want)
+			}
 		}
 	}
 }
