@@ -502,7 +502,15 @@ func TestRealGlanceBypassesChangeNothing(t *testing.T) {
 		"cat /dev/zero", // never ends
 		"sed ':a;ba' f", // never ends
 		"head -n 1 /dev/zero",
+		// Issue 22's classes, one of each.
+		`echo '\$(touch pwned-dollar)'; test -v "a[$_]"`,                                // test -v evaluates, $_ carries the substitution
+		`awk 'BEGIN{SYMTAB["AR" "GV"][1]="/etc/hostname"; SYMTAB["AR" "GC"]=2}{print}'`, // gawk's SYMTAB reaches ARGV
+		"git Status",                    // the repository's alias.Status
+		"git describe --always --dirty", // refreshes .git/index
+		"printenv",                      // the key into the model's context
+		`jq -n '"abc" | gsub(""; "x")'`, // jq 1.6 loops
 	}
+	git(t, ws, "config", "alias.Status", "!touch pwned-alias")
 	var turns []claudetest.Responder
 	for _, cmd := range bypasses {
 		turns = append(turns, bashReply(cmd))

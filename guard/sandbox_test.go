@@ -331,3 +331,20 @@ func processesNamed(t *testing.T, name string) []string {
 	}
 	return out
 }
+
+// TestSandboxedGlanceEndsAtItsLimit: a sandboxed glance that would run for
+// a minute ends at the limit with the note, its processes with it.
+func TestSandboxedGlanceEndsAtItsLimit(t *testing.T) {
+	g := sandboxWall(t, Wall{})
+	dir := t.TempDir()
+	start := time.Now()
+	out, code := runIn(t, dir, []string{"PATH=" + os.Getenv("PATH")}, g.sandboxed("sleep 60", time.Second))
+	took := time.Since(start)
+	t.Logf("took %v", took)
+	if code != 124 || !strings.Contains(out, fmt.Sprintf(ChineseTexts.GlanceTimedOut, "1")) {
+		t.Errorf("exit %d, output %q", code, out)
+	}
+	if took > 20*time.Second {
+		t.Errorf("the sandboxed sleep took %v", took)
+	}
+}
