@@ -137,6 +137,7 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 	cmd.Env = opts.childEnv(extraEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	ownProcessGroup(cmd)
+	project := privateProject(cmd.Env, opts.Cwd)
 	err = cmd.Start()
 	// The child holds its own copies; ours would keep EOF from arriving.
 	inR.Close()
@@ -157,6 +158,7 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 		stderr: newTail(16 << 10), exited: make(chan struct{}), done: make(chan struct{}),
 	}
 	c.hooks = hookIDs
+	c.cleanup = append(c.cleanup, func() { privateFiles(project) })
 	if opts.SessionStore != nil {
 		c.mirror = newMirror(opts.SessionStore, filepath.Join(configDir(cmd.Env), "projects"),
 			opts.SessionStoreFlush, orDefault(opts.StoreTimeout, 60*time.Second),
