@@ -45,16 +45,23 @@ import "strings"
 //     is refused there, since $PWD/.. may be anything (see paths.go).
 //
 // The verb rules, in short (each file says why): git runs only queries,
-// with git config only in its reading forms (one read action before any
+// its subcommand spelled exactly as the builtin (any other spelling runs a
+// repository's alias), without describe --dirty/--broken or
+// --show-signature (they write; see RefreshesIndex for git diff), with
+// git config only in its reading forms (one read action before any
 // operand, no more operands than it takes) and git reflog without
 // expire/delete however spelled; command only as command -v/-V NAME…,
 // options first; sed without -i, -f, w/W/e, D or a loop that may not read
 // (sed.go); awk without system, pipes, getline, ARGV, print >, while/do/
 // for loops (for-in excepted) or functions, and no "inet" in an operand
-// or -v value (gawk's /inet network files); jq without def, repeat,
-// recurse, while, until, range, -f or modules; find without -exec, -ok,
+// or -v value (gawk's /inet network files), no SYMTAB, PROCINFO or
+// FUNCTAB; jq without def, repeat, recurse, while, until, range, the
+// regular-expression builtins, env/$ENV, input, -f or modules; find without -exec, -ok,
 // -delete, -fprint*, -fls, -newer*, -files0-from; sort without -o, -S,
-// -T, --compress-program, --files0-from; tail without following; seq of at
+// -T, -m, --compress-program, --files0-from; tail without following;
+// test and [ without -v, -R or an expanded word (bash evaluates -v's
+// subscript); no printenv or env, ps without e (they show environments);
+// tac of plain files only; seq of at
 // most ten million numbers; xxd without -r and with one input at most; tar
 // only -t/--list with -f ARCHIVE; unzip only -l, -v, -Z; docker ps,
 // images, stats --no-stream, logs without -f; kubectl get and logs without

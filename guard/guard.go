@@ -10,7 +10,9 @@
 // beside a spec's workers. So Wall, and Delegate and Whitelist built on it,
 // match every tool and let through only what the role was given, so a tool
 // the CLI adds next month is refused by default; an Agent call must name one
-// of the role's workers; a Bash glance (ephemeral.Is) runs bounded in time.
+// of the role's workers; a Bash glance (ephemeral.Is) runs bounded in time
+// and, where bubblewrap runs, in a read-only sandbox without network or
+// secrets (see Sandbox).
 // The seed's names stay where they still mean something (Delegate,
 // Whitelist, the texts, Bulky); the deny-list groups are gone.
 package guard
