@@ -363,7 +363,7 @@ func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
 	texts := demo.TextsFor("en")
 	for _, want := range []string{"the model is simulated", texts.Question, "the simulated human answered hello", "== clarify ",
 		"== goal ", "== work ", "> dispatch coder", texts.Round1, "not yet", texts.Round2, "achieved", "## Hand-over",
-		"Total cost $", "Demo over"} {
+		"Total cost $", "Demo over", "- protection: glances in a bubblewrap sandbox"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
