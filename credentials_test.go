@@ -258,8 +258,9 @@ func TestMalformedFilesAreReportedNotFatal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env["GOOD"] != "1" || env["ANTHROPIC_API_KEY"] != "sk-ant-123" {
-		t.Errorf("environment = %v", env)
+	// GOOD is not the workspace .env's to set; the key is.
+	if _, set := env["GOOD"]; set || env["ANTHROPIC_API_KEY"] != "sk-ant-123" || !slices.Equal(rep.WorkspaceIgnored, []string{"GOOD"}) {
+		t.Errorf("environment = %v, ignored %v", env, rep.WorkspaceIgnored)
 	}
 	joined := strings.Join(rep.Warnings, "\n")
 	for _, want := range []string{

@@ -183,7 +183,7 @@ func TestGuardMatrix(t *testing.T) {
 					// A glance passes either wall when the spec has Glance,
 					// with one answer: the bounded input.
 					outs := answers(t, o.Hooks, claude.PreToolUse, bash("", "git status"))
-					if d := denials(outs); len(d) != 0 || len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(` 30 bash -c `)) {
+					if d := denials(outs); len(d) != 0 || len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(` -k 5 30 `)) || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(` -c 'git status'`)) {
 						t.Errorf("glance: refusals %q, %d answers", d, len(outs))
 					}
 					// An Agent call must name a worker of the spec.
@@ -774,7 +774,7 @@ func TestGlanceTimeoutReachesTheWall(t *testing.T) {
 	spec := Coordinator("co", "", nil)
 	spec.GlanceTimeout = 1500 * time.Millisecond
 	outs := answers(t, build(t, spec, BuildConfig{}).Hooks, claude.PreToolUse, bash("", "git status"))
-	if len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(` 1.5 bash -c `)) {
+	if len(outs) != 1 || !bytes.Contains(outs[0].HookSpecificOutput.UpdatedInput, []byte(` -k 5 1.5 `)) {
 		t.Errorf("glance answers %v, want one bounded at 1.5 s", outs)
 	}
 	spec.GlanceTimeout = -time.Second
