@@ -154,12 +154,6 @@ func (w *goalWatch) amendedByThePerson(path string, good, now []byte) bool {
 	return true
 }
 
-func sameFile(a, b string) bool {
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(sa, sb)
-}
-
 // restore puts content back at path; nil content removes the file.
 func restore(path string, content []byte) error {
 	if content == nil {
