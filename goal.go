@@ -178,7 +178,11 @@ const DefaultRounds = 3
 // in a new session labelled <Name>#<round>, beside the work (RunOptions.Aside:
 // it neither takes words left for the work nor answers an Interrupt, and it
 // never enters the lineage), with the change report flower computed with
-// git (changes.go). The verdict goes to VerdictKey. Achieved with nothing
+// git (changes.go). A judge that did not succeed (its turn cap, the run
+// budget, an API error, resilience giving up) runs once more; a second
+// failure is a StepAbort with the judge's error, so the step stops where
+// the next run continues it: nothing a failed judge wrote is read, and no
+// work round is spent on it. The verdict goes to VerdictKey. Achieved with nothing
 // under Not passed, from a reply doc.ReadVerdict has no doubt about,
 // passes; anything else short of unreachable fails, and a doubt is told
 // to the person (a task event) and the worker; unreachable asks the
@@ -264,13 +268,17 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			checks = goal.Checks
 		}
 		changes := changeReport(ctx, rt.Workspace(), rt.RunDir(), checks, notes, lang)
-		vr, err := rt.Run(ctx, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes), RunOptions{
-			StepName: label + "#" + strconv.Itoa(round), OnEvent: c.OnEvent(), Aside: true})
-		if se := (*StepError)(nil); err != nil && !errors.As(err, &se) {
-			return false, fmt.Errorf("the judge %s could not start: %w", label, err)
-		}
-		if err := ctx.Err(); err != nil {
+		jl := label + "#" + strconv.Itoa(round)
+		vr, err := runJudge(ctx, rt, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes), RunOptions{
+			StepName: jl, OnEvent: c.OnEvent(), Aside: true})
+		if err != nil {
 			return false, err
+		}
+		if !vr.OK {
+			// The judge's failure is the judge's: not a verdict on the
+			// work (another round would pay for work to pass a judge that
+			// cannot run), and nothing it wrote is read.
+			return false, &StepAbort{Reason: fmt.Sprintf(t.judgeFailed, jl, firstLine(vr.Error), rt.ManifestPath())}
 		}
 		v, doubt := doc.ReadVerdict(vr.Text)
 		c.Set(VerdictKey, v)
@@ -353,6 +361,29 @@ func emitTask(c *Ctx, text string, payload map[string]any) {
 		e := event.New(event.Task, text, payload)
 		safeCall("OnEvent", func() { f(e) })
 	}
+}
+
+// runJudge runs a judge, and once more when it ran and did not succeed
+// (its turn cap, the run budget, an API error, resilience giving up): a
+// judge is cheap beside a work round, and a second failure is the judge's
+// to report. The result is the last run's; the error is non-nil only when
+// the judge could not start or ctx ended.
+func runJudge(ctx context.Context, rt *Runtime, judge AgentSpec, prompt string, ro RunOptions) (StepResult, error) {
+	var r StepResult
+	for range 2 {
+		var err error
+		r, err = rt.Run(ctx, judge, prompt, ro)
+		if se := (*StepError)(nil); err != nil && !errors.As(err, &se) {
+			return r, fmt.Errorf("the judge %s could not start: %w", ro.StepName, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		if r.OK {
+			return r, nil
+		}
+	}
+	return r, nil
 }
 
 // ctxGoal is the complete goal in the ctx, nil if none.

@@ -38,6 +38,7 @@ type starterTexts struct {
 	accept, amend, wrong          string // the three choices
 	acceptPrefix, amendPrefix     string // what an answer picking one begins with
 	abort                         string // reason, goal path, manifest path
+	judgeFailed                   string // judge label, its error, manifest path
 	newGoal, amended, overruled   string // new goal block; the human's words
 	unverifiable, unverifiableRow string // n, total, path; item
 	unreadable                    string // document, path, error
@@ -72,6 +73,7 @@ func starterTextsFor(lang Lang) starterTexts {
 			amend:           "Amend the goal",
 			wrong:           "Your verdict is wrong, keep working",
 			acceptPrefix:    "Accept",
+			judgeFailed:     "the judge %s failed twice (%s); nothing it wrote counts as a verdict and no work round was spent on it. The work session is kept: run the same command again to continue (see %s)",
 			amendPrefix:     "Amend",
 			abort:           "The goal was judged unreachable and nobody answered — stopped. Reason: %s\nSee %s and %s; a human decides what comes next.",
 			newGoal:         "What is the new goal? (one sentence; it is appended to the old goal)",
@@ -114,6 +116,7 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 		amend:           "修改目标",
 		wrong:           "你判断错了,继续做",
 		acceptPrefix:    "接受这个",
+		judgeFailed:     "判定者 %s 两次都没跑成(%s);它写的东西一概不算判定,也没为它再跑一轮活。干活的会话还在:再运行同一条命令就接着做(见 %s)",
 		amendPrefix:     "修改",
 		abort:           "目标被判为无法达成,而且无人应答 —— 已停下。理由:%s\n看 %s 和 %s,人来决定下一步。",
 		newGoal:         "新的目标是什么?(一句话,会追加到原目标后面)",

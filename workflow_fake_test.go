@@ -29,7 +29,8 @@ import (
 // without --fork-session continues the session it names, anything else
 // gets a new id (…-<call number>). It mirrors one transcript entry to the
 // store, so the session exists there, and answers "reply <n>"; a prompt
-// holding FAIL gets an error result, one holding NOSESSION an exit before
+// holding FAIL gets an error result (after its scripted text), one holding
+// MAXTURNS the turn cap's result, one holding NOSESSION an exit before
 // any message. Each call is recorded in FLOWER_FAKE_DIR (fakeCall).
 func fakeWorkflowCLI() {
 	if fakecli.AnsweredVersion() {
@@ -75,7 +76,10 @@ func fakeWorkflowCLI() {
 	holdFakeCall(text)
 	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
 		"message": map[string]any{"id": fmt.Sprintf("m-%d", n), "model": "fake", "content": []any{map[string]any{"type": "text", "text": reply}}}})
-	if strings.Contains(text, "FAIL") {
+	if strings.Contains(text, "MAXTURNS") {
+		s.Send(map[string]any{"type": "result", "subtype": "error_max_turns", "is_error": true, "duration_ms": 1,
+			"duration_api_ms": 1, "num_turns": 3, "session_id": sid, "total_cost_usd": 0.01})
+	} else if strings.Contains(text, "FAIL") {
 		s.Send(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
 			"duration_api_ms": 1, "num_turns": 1, "result": "it failed", "session_id": sid, "total_cost_usd": 0.01})
 	} else {
