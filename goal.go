@@ -47,8 +47,9 @@ type GoalOptions struct {
 // one; Reduce is the goal's prompt block. A check tagged as not verifiable
 // here is announced at once with a task event {unverifiable, total, path}
 // through the run's event sink: it is bound to fail when judged, and now
-// is the time to change it. No ResumePrompt: setting a goal needs the
-// whole brief again.
+// is the time to change it. The step is Fresh: its judge never continues
+// an earlier session, and no ResumePrompt: setting a goal needs the whole
+// brief again.
 func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 	names := StarterNamesFor(o.Lang)
 	name, briefKey := o.Name, o.BriefKey
@@ -76,6 +77,7 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 	return Step{
 		Name:    name,
 		Spec:    spec,
+		Fresh:   true, // a judge: never resumed
 		OnFail:  o.OnFail,
 		Retries: o.Retries,
 		Prompt: func(c *Ctx) (string, error) {

@@ -137,8 +137,8 @@ func TestFakeStarterFullFlowTwoRoundsAndTheBequest(t *testing.T) {
 		}
 	}
 	lin := OpenLineage(f.runDir, f.ws).Steps()
-	if keys := slices.Sorted(maps.Keys(lin)); !slices.Equal(keys, []string{"干活", "确认需求", "设定目标"}) {
-		t.Errorf("lineage steps = %v; judges and the bequest never enter it", keys)
+	if keys := slices.Sorted(maps.Keys(lin)); !slices.Equal(keys, []string{"干活", "确认需求"}) {
+		t.Errorf("lineage steps = %v; judges (the goal step too) and the bequest never enter it", keys)
 	}
 	beq := f.callsMatching("给下一个接手这个仓库")
 	if len(beq) != 1 {
@@ -194,6 +194,11 @@ func TestFakeStarterWakeWithNewWordsThenNew(t *testing.T) {
 	sets := f.callsMatching("变成一个可判定的目标")
 	if len(sets) != 2 || !strings.Contains(sets[1].Prompt, words) {
 		t.Errorf("the goal must be derived again from the amended brief: %d set-goal calls", len(sets))
+	}
+	for _, set := range sets {
+		if sid, _ := set.resumed(); sid != "" {
+			t.Errorf("the goal's judge resumed %s; a judging session is always new", sid)
+		}
 	}
 	if last := f.call(f.count() - 2); last.Prompt != words {
 		t.Errorf("the second wake's coordinator prompt = %q, want the words alone (nothing derived again)", last.Prompt)
@@ -550,7 +555,7 @@ func TestFakeWakeStateWritesNothingAndTellsTheWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !w.Waking || w.Checks != 2 || w.Woke != 1 || len(w.Steps) != 3 || w.Lang != Chinese ||
+	if !w.Waking || w.Checks != 2 || w.Woke != 1 || len(w.Steps) != 2 || w.Lang != Chinese ||
 		w.Brief != filepath.Join(f.ws, ".flower", "notes", "需求.md") || w.Goal != filepath.Join(f.ws, ".flower", "notes", "目标.md") {
 		t.Errorf("after a run: %+v", w)
 	}

@@ -299,6 +299,12 @@ type Step struct {
 	// Fork copies the resumed session into a new one; it applies only
 	// when the step resumes (ResumeFrom, or the lineage).
 	Fork bool
+	// Fresh starts every run of the step in a new session: the lineage
+	// never carries one into it and never records its sessions, so a
+	// later run cannot resume it either. A judge is Fresh (the seed: a
+	// judging session is always new); NoContinuity is the same for every
+	// step. Fresh and ResumeFrom contradict each other.
+	Fresh bool
 	// Retries is how many extra attempts a failed step or gate gets.
 	Retries int
 	// Gate judges an attempt that ran (it is not called when the result is
@@ -346,6 +352,8 @@ func (s Step) check() error {
 		return fmt.Errorf("step name %q contains #, which retry labels use; rename the step", s.Name)
 	case s.Prompt == nil:
 		return fmt.Errorf("step %s has no Prompt; give one (Text(\"…\") for a fixed text)", s.Name)
+	case s.Fresh && s.ResumeFrom != "":
+		return fmt.Errorf("step %s is Fresh and resumes step %s; a fresh step starts a new session, so drop one of the two", s.Name, s.ResumeFrom)
 	case s.Retries < 0:
 		return fmt.Errorf("step %s: Retries is %d; give 0 or more", s.Name, s.Retries)
 	}
@@ -523,7 +531,7 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Ev
 					ErrNoSession, w.name(), st.Name, st.ResumeFrom)
 			}
 			resume = sid
-		} else if lin != nil {
+		} else if lin != nil && !st.Fresh {
 			resume, carried = c.Session(st.Name)
 		}
 		emit(st.Name, event.New(event.Step, st.Name, rt.stepPayload(map[string]any{
@@ -536,14 +544,18 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Ev
 		if err != nil {
 			return c, fmt.Errorf("flower: %s: step %s: its prompt cannot be rendered: %w", w.name(), st.Name, err)
 		}
-		res, passed, err := w.attempts(ctx, rt, c, lin, st, prompt, resume, onEvent)
+		stepLin := lin
+		if st.Fresh {
+			stepLin = nil // never remembered, so never resumed
+		}
+		res, passed, err := w.attempts(ctx, rt, c, stepLin, st, prompt, resume, onEvent)
 		if res.StartedAt.IsZero() { // no attempt started: nothing to record
 			return c, err
 		}
 		c.setResult(st.Name, res)
 		if res.SessionID != "" {
 			c.setSession(st.Name, res.SessionID)
-			remember(lin, st.Name, res.SessionID)
+			remember(stepLin, st.Name, res.SessionID)
 		}
 		if onStep != nil {
 			safeCall("OnStep", func() { onStep(st, res) })
