@@ -1,6 +1,10 @@
 package flower
 
-import "github.com/flowerrun/flower/claude"
+import (
+	"reflect"
+
+	"github.com/flowerrun/flower/claude"
+)
 
 // The human channel's MCP server and tool names, as the CLI calls them.
 const (
@@ -22,4 +26,19 @@ const (
 // it; any type with the method will do.
 type Channel interface {
 	MCPServers() map[string]claude.MCPServer
+}
+
+// noChannel reports whether ch is no channel: nil, or a nil pointer (a nil
+// *human.Channel passed as a Channel is not a nil interface, and calling
+// it would panic).
+func noChannel(ch Channel) bool {
+	if ch == nil {
+		return true
+	}
+	v := reflect.ValueOf(ch)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }

@@ -96,7 +96,14 @@ func WithLang(lang Lang) RoleOption { return func(c *roleConfig) { c.lang = lang
 // WithChannel gives the coordinator a human channel: both its tools
 // (InboxTool, AskTool) are approved and its MCP servers added. Clarify and
 // Judge take their channel as an argument.
-func WithChannel(ch Channel) RoleOption { return func(c *roleConfig) { c.channel = ch } }
+func WithChannel(ch Channel) RoleOption {
+	return func(c *roleConfig) {
+		if noChannel(ch) {
+			ch = nil
+		}
+		c.channel = ch
+	}
+}
 
 // WithInstructions adds the caller's instructions after the rule text
 // (Clarify, Judge, Oracle; Coordinator and Worker take theirs as an
@@ -303,7 +310,7 @@ type clarifierChannel interface {
 // or an empty tool list and nil without a channel. The list is non-nil: an
 // AgentSpec reads nil AllowedTools as the default set.
 func channelTools(ch Channel) ([]string, map[string]claude.MCPServer) {
-	if ch == nil {
+	if noChannel(ch) {
 		return []string{}, nil
 	}
 	return []string{AskTool}, maps.Clone(ch.MCPServers())
@@ -320,6 +327,9 @@ type EnvChannel interface {
 
 // channelEnv is the channel's variables, nil without any.
 func channelEnv(ch Channel) map[string]string {
+	if noChannel(ch) {
+		return nil
+	}
 	if ec, ok := ch.(EnvChannel); ok {
 		if env := ec.Env(); len(env) > 0 {
 			return maps.Clone(env)

@@ -96,10 +96,16 @@ type config struct {
 
 // WithRunDir puts the run directory (sessions.db, manifest.json,
 // events.jsonl) at dir, resolved against the current directory. Default
-// "runs". The files flower creates there are this user's only (0600); a
+// DefaultRunDir(workspace), as for the starter flow and the command. The files flower creates there are this user's only (0600); a
 // directory New creates is 0700 and holds a .gitignore that keeps it out of
 // git.
 func WithRunDir(dir string) Option { return func(c *config) { c.runDir = dir } }
+
+// DefaultRunDir is the run directory of a workspace when none is given:
+// <workspace>/runs, for the Runtime, the starter flow and the command alike
+// (a run started from another directory must find its lineage, and a
+// library user's New must archive what the command would).
+func DefaultRunDir(workspace string) string { return filepath.Join(workspace, "runs") }
 
 // WithLanguage chooses the runtime's language: prompts, documents, file
 // names, events and errors (roles take theirs from WithLang). Default
@@ -228,7 +234,7 @@ func sweepResumeDirs() {
 // CredentialKeys only, the env blocks of ~/.claude/settings.json and
 // settings.local.json.
 func New(workspace string, opts ...Option) (*Runtime, error) {
-	c := config{runDir: "runs", lang: Chinese, env: map[string]string{}, trim: store.TrimPolicy{Disabled: true},
+	c := config{lang: Chinese, env: map[string]string{}, trim: store.TrimPolicy{Disabled: true},
 		spill: guard.DefaultSpillThreshold}
 	for _, o := range opts {
 		o(&c)
@@ -242,6 +248,9 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	}
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, fmt.Errorf("flower: create the workspace: %w", err)
+	}
+	if c.runDir == "" {
+		c.runDir = DefaultRunDir(ws)
 	}
 	runDir, err := filepath.Abs(c.runDir)
 	if err != nil {

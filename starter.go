@@ -25,9 +25,9 @@ const StarterWorkflowName = "starter"
 type StarterOptions struct {
 	// Workspace is the folder the agents work in; default ".".
 	Workspace string
-	// RunDir is the run directory; default <Workspace>/runs (not the
-	// current directory: a run started elsewhere must find its lineage).
-	// Give the Runtime the same one (WithRunDir).
+	// RunDir is the run directory; default DefaultRunDir(Workspace),
+	// <Workspace>/runs, the Runtime's default too. The workflow records
+	// it (Workflow.RunDir) and says so when its Runtime uses another.
 	RunDir string
 	// New archives the lineage, the brief and the goal into
 	// notes/archive/<timestamp>/ (moved, never deleted) and starts afresh.
@@ -93,7 +93,7 @@ func (o StarterOptions) place() (starterPlace, error) {
 	}
 	runDir := o.RunDir
 	if runDir == "" {
-		runDir = filepath.Join(ws, "runs")
+		runDir = DefaultRunDir(ws)
 	}
 	if runDir, err = filepath.Abs(runDir); err != nil {
 		return starterPlace{}, fmt.Errorf("flower: run directory %s: %w", o.RunDir, err)
@@ -179,7 +179,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	amended := waking && ask != "" && ch.AmendOnce(ask, ch.Texts().WakeLabel)
 
 	clarify := ClarifyStep(ch, p.brief, Text(ask), ClarifyOptions{Name: names.Clarify, Instructions: o.Instructions, Lang: p.lang})
-	wf := &Workflow{Name: StarterWorkflowName, Channel: ch, Workbench: p.wb, Steps: []Step{clarify}}
+	wf := &Workflow{Name: StarterWorkflowName, Channel: ch, Workbench: p.wb, RunDir: p.runDir, Steps: []Step{clarify}}
 	if o.ClarifyOnly {
 		return wf, nil
 	}

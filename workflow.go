@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,8 +33,10 @@ const (
 	KeyLineage = "_lineage"
 	// KeyWoke holds which wake of the run directory this is (int, 1 first).
 	KeyWoke = "_woke"
-	// KeyAborted holds the reason of the last StepAbort (string).
+	// KeyAborted holds the reason of this run's last StepAbort (string).
 	KeyAborted = "_aborted"
+	// KeyAbortedStep holds the name of the step that StepAbort ended.
+	KeyAbortedStep = "_aborted_step"
 	// KeyFailedAt holds the name of the step that stopped the workflow.
 	KeyFailedAt = "_failed_at"
 	// BriefKey holds the clarified Brief.
@@ -151,8 +154,18 @@ func (c *Ctx) Result(step string) (StepResult, bool) {
 // workflow succeeded (the one test of success).
 func (c *Ctx) FailedAt() (string, bool) { return c.str(KeyFailedAt) }
 
-// Aborted is the reason of the last StepAbort, if any.
+// Aborted is the reason of this run's last StepAbort, if any.
 func (c *Ctx) Aborted() (string, bool) { return c.str(KeyAborted) }
+
+// AbortedIn is the reason of the StepAbort that ended step, if the last
+// abort of this run ended that step: the reason a failure of step gives,
+// never another step's.
+func (c *Ctx) AbortedIn(step string) (string, bool) {
+	if at, _ := c.str(KeyAbortedStep); at != step {
+		return "", false
+	}
+	return c.str(KeyAborted)
+}
 
 // Woke is which wake of the run directory this run is (1 on the first, and
 // 1 for a workflow without continuity).
@@ -393,6 +406,11 @@ type Workflow struct {
 	// Give the Runtime the same one (WithWorkbench), so that what is
 	// written is what the agents' index shows.
 	Workbench *workbench.Workbench
+	// RunDir, when set, is the run directory the workflow's documents and
+	// lineage belong with (the starter flow sets it): Run says so when the
+	// Runtime's run directory is another, since the lineage, the manifest
+	// and what New archives are then not where the workflow expects.
+	RunDir string
 	// NoContinuity turns off continuity across processes: by default a
 	// step without ResumeFrom continues the session its name last used in
 	// the run directory's lineage, and every session is recorded there.
@@ -469,7 +487,7 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 	if w.Finally != nil {
 		safeCall("Finally", func() { w.Finally(ctx, rt, c) })
 	}
-	if mb, ok := w.Channel.(mailbox); ok {
+	if mb, ok := w.Channel.(mailbox); ok && !noChannel(w.Channel) {
 		if words := rt.takeWords(); words != "" {
 			if _, sent := mb.Send(words); !sent {
 				rt.keepWords(words)
@@ -481,9 +499,16 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 
 func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Event), onStep func(Step, StepResult)) (*Ctx, error) {
 	c.Set(KeyRuntime, rt)
+	// A reused ctx keeps the earlier runs' keys: this run's sink (or none)
+	// replaces the last run's, and the last run's abort and failure are
+	// not this run's.
+	c.Delete(KeyOnEvent)
+	c.Delete(KeyAborted)
+	c.Delete(KeyAbortedStep)
+	c.Delete(KeyFailedAt)
 	if onEvent != nil {
 		c.Set(KeyOnEvent, onEvent)
-		if ch, ok := w.Channel.(EventChannel); ok {
+		if ch, ok := w.Channel.(EventChannel); ok && !noChannel(w.Channel) {
 			ch.AttachOnEvent(onEvent)
 		}
 	}
@@ -501,6 +526,13 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Ev
 		text := fmt.Sprintf(lineageTextsFor(rt.Language()).workbench, wb.Root())
 		slog.Warn("flower: workbench", "workflow", w.name(), "notice", text)
 		emit("", event.New(event.System, text, map[string]any{"workbench": wb.Root()}))
+	}
+	if w.RunDir != "" {
+		if want, err := filepath.Abs(w.RunDir); err == nil && want != rt.RunDir() {
+			text := fmt.Sprintf(lineageTextsFor(rt.Language()).runDir, want, rt.RunDir())
+			slog.Warn("flower: run directory", "workflow", w.name(), "notice", text)
+			emit("", event.New(event.System, text, map[string]any{"run_dir": rt.RunDir(), "workflow_run_dir": want}))
+		}
 	}
 	woke := 1
 	var lin *Lineage
@@ -614,6 +646,7 @@ func (w *Workflow) openLineage(ctx context.Context, rt *Runtime, c *Ctx, emit fu
 // workbench, in the run directory's language.
 type lineageTexts struct {
 	workbench string // the workflow's workbench root
+	runDir    string // the workflow's run directory, the Runtime's
 	ignored   string // the error
 	gone      string // step, session
 	unknown   string // step, session, error
@@ -623,6 +656,7 @@ func lineageTextsFor(l Lang) lineageTexts {
 	if isEnglish(l) {
 		return lineageTexts{
 			workbench: "the workflow's workbench %s is not the Runtime's: give the Runtime the same one (WithWorkbench), or what the steps write there is not what the agents' index shows",
+			runDir:    "the workflow's run directory %s is not the Runtime's (%s): give the Runtime the same one (WithRunDir), or the lineage and the manifest are not where the workflow keeps its documents and a later --new archives nothing",
 			ignored:   "continuity: %v",
 			gone:      "continuity: step %s's last session %s is no longer in the session store; the step starts a new session",
 			unknown:   "continuity: cannot tell whether step %s's last session %s is still in the session store (%v); the step starts a new session",
@@ -630,6 +664,7 @@ func lineageTextsFor(l Lang) lineageTexts {
 	}
 	return lineageTexts{
 		workbench: "工作流的工作台 %s 不是 Runtime 的:把同一个交给 Runtime(WithWorkbench),否则步骤写进去的东西不在智能体看到的索引里",
+		runDir:    "工作流的运行目录 %s 不是 Runtime 的(%s):把同一个交给 Runtime(WithRunDir),否则接续记录和 manifest 不在工作流放文档的地方,以后 --new 什么也归档不了",
 		ignored:   "接续:%v",
 		gone:      "接续:步骤 %s 上次的会话 %s 已不在会话库里;这一步开新会话",
 		unknown:   "接续:查不到步骤 %s 上次的会话 %s 是否还在会话库里(%v);这一步开新会话",
@@ -667,6 +702,7 @@ func (w *Workflow) attempts(ctx context.Context, rt *Runtime, c *Ctx, lin *Linea
 			ok, err := st.Gate(ctx, res, c)
 			if abort := (*StepAbort)(nil); errors.As(err, &abort) {
 				c.Set(KeyAborted, abort.Reason)
+				c.Set(KeyAbortedStep, st.Name)
 				return res, false, nil
 			}
 			if err != nil {
@@ -685,6 +721,7 @@ func (w *Workflow) attempts(ctx context.Context, rt *Runtime, c *Ctx, lin *Linea
 			text, err := st.OnReject(ctx, res, c)
 			if abort := (*StepAbort)(nil); errors.As(err, &abort) {
 				c.Set(KeyAborted, abort.Reason)
+				c.Set(KeyAbortedStep, st.Name)
 				return res, false, nil
 			}
 			if err != nil {

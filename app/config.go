@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/lang"
 )
@@ -120,7 +121,7 @@ func (g *globals) resolve() (ws, runDir string, err error) {
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return "", "", fmt.Errorf("cannot create the workspace %s: %w\nchoose a writable one with -w DIR", ws, err)
 	}
-	runDir = filepath.Join(ws, "runs")
+	runDir = flower.DefaultRunDir(ws)
 	if g.runDir != "" {
 		if runDir, err = filepath.Abs(g.runDir); err != nil {
 			return "", "", fmt.Errorf("run directory %s: %w", g.runDir, err)

@@ -122,7 +122,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	if step, failed := wctx.FailedAt(); failed {
 		msg := fmt.Sprintf(ui.T("aborted"), step)
 		res, _ := wctx.Result(step)
-		if why, ok := wctx.Aborted(); ok {
+		if why, ok := wctx.AbortedIn(step); ok {
 			msg += ": " + why
 		} else if res.Error != "" {
 			msg += ": " + firstLine(res.Error)

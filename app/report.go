@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/internal/atomicfile"
 	"github.com/flowerrun/flower/report"
 )
@@ -48,7 +49,7 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 			return fmt.Errorf("flower report: workspace %s: %w", g.workspace, err)
 		}
 	}
-	runDir := filepath.Join(g.workspace, "runs")
+	runDir := flower.DefaultRunDir(g.workspace)
 	switch {
 	case len(pos) == 1:
 		runDir = pos[0]
