@@ -49,6 +49,9 @@ type Runtime struct {
 	pluginDirs  []string
 	prompts     Prompts
 	runID       string
+	// trimming says the session store trims resumed sessions: the
+	// built-in store with trimming on (WithTrim).
+	trimming bool
 
 	interrupts chan struct{}
 
@@ -354,6 +357,7 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 		rt.store, rt.closeStore = p, db.Close
+		rt.trimming = !c.trim.Disabled
 	}
 	return rt, nil
 }
@@ -406,6 +410,11 @@ func (rt *Runtime) Workspace() string { return rt.workspace }
 
 // RunDir is the absolute run directory.
 func (rt *Runtime) RunDir() string { return rt.runDir }
+
+// Trimming reports whether resumed sessions are trimmed: the Runtime's own
+// session store with WithTrim. Off by default; a store given with
+// WithStore trims as it was built to, and this reports false.
+func (rt *Runtime) Trimming() bool { return rt.trimming }
 
 // ManifestPath is <run dir>/manifest.json.
 func (rt *Runtime) ManifestPath() string { return filepath.Join(rt.runDir, ManifestName) }

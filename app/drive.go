@@ -23,8 +23,12 @@ import (
 func (cfg Config) RuntimeOptions(wf *flower.Workflow) []flower.Option {
 	opts := []flower.Option{
 		flower.WithRunDir(cfg.RunDir),
-		flower.WithTrim(store.TrimPolicy{Disabled: !cfg.Trim}),
 		flower.WithHandoff(flower.HandoffPolicy{Disabled: cfg.NoHandoff, Window: cfg.Window}),
+	}
+	if cfg.Trim {
+		// WithTrim turns trimming on whatever its policy says: off is the
+		// Runtime's default, so --no-trim passes nothing.
+		opts = append(opts, flower.WithTrim(store.TrimPolicy{}))
 	}
 	if cfg.Lang != "" {
 		opts = append(opts, flower.WithLanguage(flower.Lang(cfg.Lang)))
@@ -59,6 +63,11 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	ui.OnRescue(rt.Rescue)
 	if cfg.Verbose {
 		ui.Printf("- workspace %s · run dir %s", cfg.Workspace, cfg.RunDir)
+		if rt.Trimming() {
+			ui.Printf("- %s", ui.T("trimOn"))
+		} else {
+			ui.Printf("- %s", ui.T("trimOff"))
+		}
 		for _, l := range (flower.Environment{Lang: flower.Lang(ui.Lang)}).DescribeCredentials() {
 			ui.Printf("- %s", l)
 		}

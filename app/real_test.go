@@ -91,9 +91,15 @@ func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
 
 func startPTYBin(t *testing.T, bin string, env []string, args ...string) *ptyRun {
 	t.Helper()
+	return startPTYSize(t, bin, env, &pty.Winsize{Rows: 40, Cols: 120}, args...)
+}
+
+// startPTYSize is startPTYBin on a terminal of the given size.
+func startPTYSize(t *testing.T, bin string, env []string, size *pty.Winsize, args ...string) *ptyRun {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env, cmd.Dir = env, t.TempDir()
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	tty, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		t.Fatal(err)
 	}

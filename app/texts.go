@@ -45,6 +45,8 @@ var texts = map[string][2]string{
 	"workContext":     {"干活上下文 %s", "work context %s"},
 	"stepResumed":     {"  <- 接上次 · 第 %d 次唤醒", "  <- resumed · wake #%d"},
 	"aborted":         {"在步骤 '%s' 中止", "stopped at step '%s'"},
+	"trimOn":          {"续接会话时修剪旧的大块工具结果(--no-trim 关掉)", "resumed sessions are trimmed of bulky old tool results (--no-trim turns it off)"},
+	"trimOff":         {"续接会话时不修剪(-T 打开)", "resumed sessions are not trimmed (-T turns it on)"},
 	"probing":         {"- 验一下凭证…", "- checking the credentials…"},
 	"probeNet":        {"  (探针没打通:%s —— 当作网络问题,照常开跑)", "  (the probe did not get through: %s — taken as a network problem, running anyway)"},
 	"probeAuth":       {"! 凭证被拒:%s", "! Credentials rejected: %s"},
