@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/flowerrun/flower/internal/atomicfile"
@@ -216,13 +219,25 @@ func (l *Lineage) Archive(into string, extra ...string) (string, error) {
 			return err
 		}
 		dir = d
+		var moved [][2]string // from, to: put back if a later move fails
 		for _, p := range append([]string{l.path}, extra...) {
 			if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			if err := os.Rename(p, filepath.Join(dir, filepath.Base(p))); err != nil {
-				return fmt.Errorf("move %s into %s (the archive must be on the same file system): %w", p, dir, err)
+			to := filepath.Join(dir, filepath.Base(p))
+			if err := moveAcross(p, to); err != nil {
+				for i := len(moved) - 1; i >= 0; i-- {
+					if back := moveAcross(moved[i][1], moved[i][0]); back != nil {
+						slog.Error("flower: archive: a moved file could not be put back", "file", moved[i][0], "now", moved[i][1], "err", back)
+					}
+				}
+				// Only when empty: no folder is left that holds nothing.
+				os.Remove(dir)
+				os.Remove(into)
+				dir = ""
+				return fmt.Errorf("move %s into %s (nothing was archived; make both writable and run again): %w", p, d, err)
 			}
+			moved = append(moved, [2]string{p, to})
 		}
 		return nil
 	})
@@ -252,4 +267,71 @@ func newArchiveDir(into string, now time.Time) (string, error) {
 			return "", err
 		}
 	}
+}
+
+// moveAcross renames from to to, and where they are on different file
+// systems (EXDEV: a run directory on one disk, the workbench on another)
+// copies instead and removes the original once the copy is whole. A copy
+// that fails is removed and the original stays.
+func moveAcross(from, to string) error {
+	err := os.Rename(from, to)
+	if !errors.Is(err, syscall.EXDEV) {
+		return err
+	}
+	if err := copyTree(from, to); err != nil {
+		os.RemoveAll(to)
+		return fmt.Errorf("copy across file systems: %w", err)
+	}
+	return os.RemoveAll(from)
+}
+
+// copyTree copies a file, a symbolic link or a folder (recursively) with
+// their permission bits.
+func copyTree(from, to string) error {
+	fi, err := os.Lstat(from)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(from)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, to)
+	case fi.IsDir():
+		if err := os.Mkdir(to, fi.Mode().Perm()); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(from)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := copyTree(filepath.Join(from, e.Name()), filepath.Join(to, e.Name())); err != nil {
+				return err
+			}
+		}
+		return nil
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is neither a file, a folder nor a link", from)
+	}
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	if err := dst.Sync(); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }
