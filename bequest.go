@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/event"
@@ -61,8 +63,10 @@ func (b *bequest) write(ctx context.Context, rt *Runtime, c *Ctx) {
 	text := ""
 	if sid, ok := c.Session(b.work.Name); ok && ctx.Err() == nil {
 		prompt := fmt.Sprintf(t.bequestPrompt, t.outcomes[outcome], b.place.wb.Root(), b.place.brief, b.place.goal, rt.ManifestPath())
-		r, err := rt.Run(ctx, b.work.Spec, prompt, RunOptions{
-			StepName: b.work.Name + b.place.names.Bequest, Resume: sid, Fork: true, OnEvent: c.OnEvent(), Aside: true})
+		bctx, cancel := context.WithTimeout(ctx, bequestTimeout)
+		r, err := rt.Run(bctx, bequestSpec(b.work.Spec), prompt, RunOptions{
+			StepName: b.work.Name + b.place.names.Bequest, Resume: sid, Fork: true, OnEvent: c.OnEvent(), Aside: true, OneAttempt: true})
+		cancel()
 		if err == nil {
 			text = usableBequest(r.Text)
 		}
@@ -93,6 +97,30 @@ func (b *bequest) write(ctx context.Context, rt *Runtime, c *Ctx) {
 		e := event.New(event.System, msg, map[string]any{"bequest": written, "mechanical": mechanical, "failed": failed})
 		safeCall("OnEvent", func() { f(e) })
 	}
+}
+
+// bequestTimeout bounds the model's hand-over: past it the mechanical one
+// is written. A variable for the tests.
+var bequestTimeout = 10 * time.Minute
+
+// bequestSpec is the work spec as the hand-over runs it: one turn of
+// writing, after the work stopped. It cannot ask the human (nobody may be
+// there, and a question waits up to half an hour), read the inbox, or
+// dispatch a worker (the hand-over writes what is known, it does no new
+// work).
+func bequestSpec(work AgentSpec) AgentSpec {
+	spec := work
+	spec.AllowedTools = slices.DeleteFunc(slices.Clone(work.AllowedTools), func(tool string) bool {
+		return tool == AskTool || tool == InboxTool || tool == "Agent" || tool == "Task"
+	})
+	spec.DisallowedTools = append(slices.Clone(work.DisallowedTools), "Agent", "Task", AskTool, InboxTool)
+	spec.Agents = nil
+	if len(work.MCPServers) > 0 {
+		spec.MCPServers = maps.Clone(work.MCPServers)
+		delete(spec.MCPServers, ChannelServer)
+	}
+	spec.Env = maps.Clone(work.Env)
+	return spec
 }
 
 // bequestOutcome reads how the run ended from the ctx.

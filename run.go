@@ -37,6 +37,11 @@ type RunOptions struct {
 	// is not aside (Interrupt reports false), so they reach the work, never
 	// the judge.
 	Aside bool
+	// OneAttempt runs the step once: no retry, no wait for the network or
+	// for a usage limit's reset, whatever the Runtime's resilience. For a
+	// run that is a courtesy after the work stopped (the bequest), where
+	// another hour of waiting is worse than no answer.
+	OneAttempt bool
 }
 
 // StepError is Run's error for a step that ran but did not succeed; the
@@ -282,6 +287,9 @@ func (s *stepRun) loop(ctx context.Context) {
 		}
 		if s.runCapped && out.budgetStop {
 			s.budgetStop()
+			return
+		}
+		if s.ro.OneAttempt {
 			return
 		}
 		kind := ClassifyFailure(out.failure)

@@ -79,7 +79,7 @@ func fakeWorkflowCLI() {
 	if strings.Contains(text, "MAXTURNS") {
 		s.Send(map[string]any{"type": "result", "subtype": "error_max_turns", "is_error": true, "duration_ms": 1,
 			"duration_api_ms": 1, "num_turns": 3, "session_id": sid, "total_cost_usd": 0.01})
-	} else if strings.Contains(text, "FAIL") {
+	} else if strings.Contains(text, "FAIL") || failMarked(text) {
 		s.Send(map[string]any{"type": "result", "subtype": "error_during_execution", "is_error": true, "duration_ms": 1,
 			"duration_api_ms": 1, "num_turns": 1, "result": "it failed", "session_id": sid, "total_cost_usd": 0.01})
 	} else {
@@ -87,6 +87,13 @@ func fakeWorkflowCLI() {
 	}
 	s.Drain()
 	os.Exit(0)
+}
+
+// failMarked reports whether the prompt holds the text in
+// FLOWER_FAKE_DIR/fail: a prompt the test cannot put FAIL into fails so.
+func failMarked(text string) bool {
+	marker, err := os.ReadFile(filepath.Join(os.Getenv("FLOWER_FAKE_DIR"), "fail"))
+	return err == nil && len(marker) > 0 && strings.Contains(text, string(marker))
 }
 
 // recordFakeCall writes call-<n>.json for the first free n and returns n.
