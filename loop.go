@@ -16,7 +16,10 @@ import (
 // what it is doing, and the runtime emits a Loop event. The zero value
 // watches workers and the main thread alike, refusing the 4th identical call
 // after 3 identical results in a row (guard.DefaultLoopRepeats) and the call
-// that would start a 4th round of an A-B cycle (guard.DefaultLoopCycles).
+// that would start a 4th round of a cycle of two to four calls
+// (guard.DefaultLoopCycles). A call is what it asks (a command, a path, a
+// dispatch's prompt; never its description), and waiting is not a loop:
+// polling while a background task runs, or a file that changed since.
 //
 // The main thread is watched too because a coordinator's own calls are few
 // (glances, reads, dispatches): the same dispatch or glance answered the
@@ -31,26 +34,46 @@ type LoopPolicy struct {
 	// pass; 0 means guard.DefaultLoopRepeats (3), negative turns the check
 	// off.
 	Repeats int
-	// Cycles is how many rounds of an A-B cycle with unchanged results
-	// pass; 0 means guard.DefaultLoopCycles (3), negative turns the check
+	// Cycles is how many rounds of a cycle of two to four calls with
+	// unchanged results pass; 0 means guard.DefaultLoopCycles (3), negative turns the check
 	// off.
 	Cycles int
 }
 
 // guard is the policy as the guard's configuration. The channel's inbox is
-// never counted, beside guard.DefaultLoopExempt: a coordinator that looks at
-// an empty inbox four times running is waiting, not stuck.
-func (p LoopPolicy) guard(onLoop func(agentID, tool string, count int)) guard.Loop {
-	exempt := append(slices.Clone(guard.DefaultLoopExempt), InboxTool)
-	return guard.Loop{Repeats: p.Repeats, Cycles: p.Cycles, MainThread: !p.WorkersOnly, OnLoop: onLoop, Exempt: exempt}
+// never counted, beside the waiting tools the CLI offers (offered, its
+// init message's list): a coordinator that looks at an empty inbox four
+// times running is waiting, not stuck.
+func (p LoopPolicy) guard(onLoop func(agentID, tool string, count int), offered func() []string) guard.Loop {
+	return guard.Loop{Repeats: p.Repeats, Cycles: p.Cycles, MainThread: !p.WorkersOnly, OnLoop: onLoop,
+		Exempt: []string{InboxTool}, Offered: offered}
 }
 
 // loopHooks is the loop guard of a policy, nil when it is off.
-func loopHooks(texts guard.Texts, p LoopPolicy, onLoop func(agentID, tool string, count int)) map[string][]claude.HookMatcher {
+func loopHooks(texts guard.Texts, p LoopPolicy, onLoop func(agentID, tool string, count int), offered func() []string) map[string][]claude.HookMatcher {
 	if p.Off {
 		return nil
 	}
-	return texts.Loop(p.guard(onLoop))
+	return texts.Loop(p.guard(onLoop, offered))
+}
+
+// offeredTools keeps the tools the CLI's init message offered, for the
+// loop guard's hooks, which run on other goroutines.
+type offeredTools struct {
+	mu    sync.Mutex
+	tools []string
+}
+
+func (o *offeredTools) set(tools []string) {
+	o.mu.Lock()
+	o.tools = slices.Clone(tools)
+	o.mu.Unlock()
+}
+
+func (o *offeredTools) get() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tools
 }
 
 // loopQueue holds the Loop events the guard reported from its hook

@@ -110,3 +110,34 @@ func TestLoopGuardNeverCountsTheInbox(t *testing.T) {
 		answers(t, o.Hooks, claude.PostToolUse, in)
 	}
 }
+
+// The loop guard exempts the waiting tools the CLI offers (its init
+// message's list, BuildConfig.OfferedTools), not a list of names fixed in
+// advance: a waiting tool the CLI does not offer is counted like any other.
+func TestLoopGuardExemptsTheWaitingToolsTheCLIOffers(t *testing.T) {
+	for _, tc := range []struct {
+		offered []string
+		refused bool
+	}{
+		{[]string{"Agent", "Bash", "TaskOutput"}, false},
+		{[]string{"Agent", "Bash"}, true},
+	} {
+		spec := Coordinator("lead", "", map[string]claude.AgentDefinition{"coder": Worker("codes", "code")})
+		o := build(t, spec, BuildConfig{OfferedTools: func() []string { return tc.offered }})
+		refused := false
+		for i := range 5 {
+			in := toolCall("agent-1", "TaskOutput", map[string]any{"task_id": "b1"})
+			in.ToolUseID = fmt.Sprintf("poll-%d", i)
+			if d := denials(answers(t, o.Hooks, claude.PreToolUse, in)); len(d) > 0 {
+				refused = true
+				break
+			}
+			in.HookEventName = claude.PostToolUse
+			in.ToolResponse = json.RawMessage(`{"status":"running"}`)
+			answers(t, o.Hooks, claude.PostToolUse, in)
+		}
+		if refused != tc.refused {
+			t.Errorf("offered %v: a 5th TaskOutput poll refused %v, want %v", tc.offered, refused, tc.refused)
+		}
+	}
+}

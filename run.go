@@ -135,6 +135,8 @@ type stepRun struct {
 	runCapped bool
 	// loops are the loop guard's reports waiting to be emitted.
 	loops loopQueue
+	// offered are the tools the current session's CLI offers.
+	offered offeredTools
 }
 
 // publish copies the step's result to the Runtime's in-flight snapshot,
@@ -430,6 +432,9 @@ func (s *stepRun) attempt(ctx context.Context, prompt, resume string, fork bool,
 	err = s.session(ctx, opts, prompt, listen, func(m claude.Message) bool {
 		s.flushLoops() // a refusal's tool result follows its hook
 		s.noteSession(m)
+		if sm, ok := m.(*claude.SystemMessage); ok && sm.Init != nil {
+			s.offered.set(sm.Init.Tools)
+		}
 		stop := false
 		if stopped == "" {
 			switch {
@@ -510,7 +515,7 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 	opts, err := BuildOptions(spec, BuildConfig{
 		Cwd: rt.workspace, Store: rt.store, Resume: resume, Fork: fork, ResumeAt: resumeAt,
 		NotPortable: !rt.portable, Workbench: rt.workbench, SpillThreshold: rt.spill,
-		Handoff: rt.handoff.Enabled(), Lang: rt.lang, PluginDirs: rt.pluginDirs, OnLoop: s.noteLoop,
+		Handoff: rt.handoff.Enabled(), Lang: rt.lang, PluginDirs: rt.pluginDirs, OnLoop: s.noteLoop, OfferedTools: s.offered.get,
 	})
 	if err != nil {
 		return opts, err

@@ -284,6 +284,10 @@ type BuildConfig struct {
 	// It is called from the driver's hook goroutines. The Runtime turns it
 	// into a Loop event.
 	OnLoop func(agentID, tool string, count int)
+	// OfferedTools, when set, returns the tools the CLI's init message
+	// offered (nil before it came): the loop guard exempts the waiting
+	// ones among them.
+	OfferedTools func() []string
 }
 
 // BuildOptions compiles an agent declaration and a session's surroundings
@@ -537,7 +541,7 @@ func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher
 	hooks := guard.MergeHooks(
 		spec.Hooks,
 		map[string][]claude.HookMatcher{claude.PreToolUse: {texts.Wall(glanceWall(spec, cfg))}},
-		loopHooks(texts, spec.Loop, cfg.OnLoop),
+		loopHooks(texts, spec.Loop, cfg.OnLoop, cfg.OfferedTools),
 		texts.WorkbenchHooks(cfg.Workbench, spill, spec.Agents),
 	)
 	maps.DeleteFunc(hooks, func(_ string, m []claude.HookMatcher) bool { return len(m) == 0 })

@@ -81,9 +81,9 @@ type Texts struct {
 	// LoopRepeat refuses a call that repeats itself with the same result:
 	// %[1]s the tool, %[2]d how many identical calls came before.
 	LoopRepeat string
-	// LoopCycle refuses a call that goes on with a cycle of two calls with
+	// LoopCycle refuses a call that goes on with a cycle of calls with
 	// the same results: %[1]s the refused call's tool, %[2]s the other
-	// call's tool, %[3]d how many rounds came before.
+	// calls' tools (comma-separated), %[3]d how many rounds came before.
 	LoopCycle string
 }
 
@@ -103,7 +103,7 @@ var ChineseTexts = Texts{
 	GlanceBackground: "瞥一眼的命令只在前台跑,不能 run_in_background:要在后台跑的是活,派一个 worker 去做。",
 	GlanceTimedOut:   "[flower:这条瞥一眼的命令跑满 %[1]s 秒被停下了,上面的输出不完整。要跑更久的,派一个 worker 去做。]",
 	LoopRepeat:       "你已经连续 %[2]d 次用同样的输入调用 %[1]s,每次结果都一样,所以这一次被拒绝了。再调一次结果也不会变:用已有的结果往下做,或者换一个办法;如果卡住了,就在回话里说清卡在哪里,然后停下。",
-	LoopCycle:        "你已经在同样两个调用(%[1]s 和 %[2]s)之间来回了 %[3]d 轮,每轮结果都一样,所以这一次被拒绝了。再绕一圈也不会有变化:用已有的结果往下做,或者换一个办法;如果卡住了,就在回话里说清卡在哪里,然后停下。",
+	LoopCycle:        "你已经在同一圈调用(%[1]s,然后 %[2]s)里转了 %[3]d 轮,每轮结果都一样,所以这一次被拒绝了。再绕一圈也不会有变化:用已有的结果往下做,或者换一个办法;如果卡住了,就在回话里说清卡在哪里,然后停下。",
 }
 
 // EnglishTexts say the same as ChineseTexts in English.
@@ -120,7 +120,7 @@ var EnglishTexts = Texts{
 	GlanceBackground: "A glance runs in the foreground only, never with run_in_background: a command to run in the background is work, so dispatch a worker to do it.",
 	GlanceTimedOut:   "[flower: this glance was stopped at its limit of %[1]s s; the output above is incomplete. Dispatch a worker for anything that runs longer.]",
 	LoopRepeat:       "You have called %[1]s with the same input %[2]d times in a row and got the same result each time, so this call was refused. Calling it again will not change the result: work with the result you have or try a different approach; if you are stuck, say where in your reply and stop.",
-	LoopCycle:        "You have gone back and forth between the same two calls (%[1]s and %[2]s) %[3]d times with the same results each round, so this call was refused. Another round will not change anything: work with the results you have or try a different approach; if you are stuck, say where in your reply and stop.",
+	LoopCycle:        "You have gone round the same cycle of calls (%[1]s, then %[2]s) %[3]d times with the same results each round, so this call was refused. Another round will not change anything: work with the results you have or try a different approach; if you are stuck, say where in your reply and stop.",
 }
 
 // TextsFor returns the texts of a language: EnglishTexts for "en" and its
