@@ -151,7 +151,10 @@ func TestGuardMatrix(t *testing.T) {
 					if got := len(o.Hooks[claude.PostToolUseFailure]); got != 1 {
 						t.Errorf("PostToolUseFailure matchers = %d, want the loop guard's", got)
 					}
-					if len(o.Hooks) != 3 {
+					if got := len(o.Hooks[claude.SubagentStop]); got != 1 {
+						t.Errorf("SubagentStop matchers = %d, want the loop guard's (a background agent's end)", got)
+					}
+					if len(o.Hooks) != 4 {
 						t.Errorf("hook events %v", slices.Collect(maps.Keys(o.Hooks)))
 					}
 
