@@ -14,6 +14,7 @@ package human
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -104,6 +105,11 @@ type Mail struct {
 	Taken bool
 	// Amended reports whether it was appended to the amend file.
 	Amended bool
+	// Durable reports whether it is in the words journal (UseWords): a
+	// crash of the run cannot lose it.
+	Durable bool
+	// word is its journal entry's name.
+	word string
 }
 
 // Option configures a Channel.
@@ -188,7 +194,9 @@ type Channel struct {
 	outbox      []event.Event
 	dispatching bool
 
-	fileMu sync.Mutex // serializes appends to the log and amend files
+	fileMu  sync.Mutex // serializes appends to the log and amend files
+	amended []string   // the blocks this channel appended to the amend file
+	words   *Words     // the words journal, when UseWords gave one
 
 	srv *mcp.Server
 	// clarifierSrv is the same tools for the clarifier, whose no-answer
@@ -196,11 +204,13 @@ type Channel struct {
 	clarifierSrv *mcp.Server
 }
 
-// waiter is an ask's pending settlement, written by Answer or Decline.
+// waiter is an ask's pending settlement. Answer and Decline settle it
+// themselves (logged before they return) and then close done; settled is
+// the outcome they recorded.
 type waiter struct {
-	done  chan struct{}
-	state State
-	text  string
+	ask     *Ask
+	done    chan struct{}
+	settled Ask
 }
 
 // New makes a channel: unlimited asks, each waiting 1800 s, no files,
@@ -296,7 +306,7 @@ func (c *Channel) Ask(ctx context.Context, question string, options []string) (A
 		c.mu.Unlock()
 		return c.settle(a, immediate, text), nil
 	}
-	w := &waiter{done: make(chan struct{})}
+	w := &waiter{ask: a, done: make(chan struct{})}
 	c.waiting[a.ID] = w
 	c.post(c.askEvent(a))
 	close(c.queued)
@@ -318,23 +328,23 @@ func (c *Channel) Ask(ctx context.Context, question string, options []string) (A
 		ctxErr = ctx.Err()
 	}
 	c.mu.Lock()
-	if c.waiting[a.ID] == w {
-		// Neither Answer nor Decline came first: the timer or the context
-		// settles it.
-		delete(c.waiting, a.ID)
-		delete(c.handed, a.ID)
-		if ctxErr != nil {
-			w.state, w.text = Cancelled, ""
-		} else {
-			w.state, w.text = TimedOut, c.texts.Timeout
-		}
-	} else {
+	if c.waiting[a.ID] != w {
 		// An answer won the race; it is the outcome, even if the context
-		// ended at the same moment: nothing the human said is lost.
-		ctxErr = nil
+		// ended at the same moment: nothing the human said is lost. Its
+		// settlement (logged) is under way; wait for it.
+		c.mu.Unlock()
+		<-w.done
+		return w.settled, nil
 	}
+	// Neither Answer nor Decline came first: the timer or the context
+	// settles it.
+	delete(c.waiting, a.ID)
+	delete(c.handed, a.ID)
 	c.mu.Unlock()
-	return c.settle(a, w.state, w.text), ctxErr
+	if ctxErr != nil {
+		return c.settle(a, Cancelled, ""), ctxErr
+	}
+	return c.settle(a, TimedOut, c.texts.Timeout), nil
 }
 
 // settle records the outcome, emits it and logs it; it returns a copy.
@@ -365,18 +375,39 @@ func (c *Channel) Decline(id, reason string) bool {
 	return c.resolve(id, Declined, text)
 }
 
+// resolve settles a waiting ask as the human said: the settlement is in
+// the Q&A log (synced) before it returns true, so a receipt shown after it
+// never claims an answer a crash could lose.
 func (c *Channel) resolve(id string, state State, text string) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	w := c.waiting[id]
 	if w == nil {
+		c.mu.Unlock()
 		return false
 	}
 	delete(c.waiting, id)
 	delete(c.handed, id)
-	w.state, w.text = state, text
+	c.mu.Unlock()
+	w.settled = c.settle(w.ask, state, text)
 	close(w.done)
 	return true
+}
+
+// notWaitingNote says why words for question id did not answer it
+// (waiting: it was waiting a moment ago).
+func (c *Channel) notWaitingNote(id string, waiting bool) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, a := range c.asks {
+		if a.ID != id {
+			continue
+		}
+		if waiting || a.State == Asked {
+			return fmt.Sprintf("question %s was settled a moment before; the words went to the inbox", id)
+		}
+		return fmt.Sprintf("question %s is no longer waiting (%s); the words went to the inbox", id, a.State)
+	}
+	return fmt.Sprintf("this run asked no question %s; the words went to the inbox", id)
 }
 
 // Pending returns the asks waiting for an answer, oldest first.
@@ -444,18 +475,39 @@ func (c *Channel) remaining() int {
 	return max(0, c.maxAsks-len(c.asks))
 }
 
+// UseWords makes every Send write its words to the journal w (synced)
+// before it returns, and TakeInbox record them as taken: a receipt shown
+// after Send is a promise a crash keeps. Call it before the run starts.
+func (c *Channel) UseWords(w *Words) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.words = w
+}
+
 // Send leaves the model a message for its next inbox call, without
-// interrupting it, and appends it to the amend file (Amend with the run
-// label). Empty text sends nothing and reports false.
+// interrupting it: it writes the words to the journal (UseWords), appends
+// them to the amend file (Amend with the run label), and only then queues
+// them. Empty text sends nothing and reports false.
 func (c *Channel) Send(text string) (Mail, bool) {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return Mail{}, false
 	}
+	c.mu.Lock()
+	words := c.words
+	c.mu.Unlock()
+	var entry string
+	if words != nil {
+		if wd, err := words.Add(WordMail, text); err != nil {
+			slog.Warn("human: the words are not in the journal", "err", err)
+		} else {
+			entry = wd.Name
+		}
+	}
 	amended := c.Amend(text, "")
 	c.mu.Lock()
 	c.seq++
-	m := &Mail{ID: "m" + strconv.Itoa(c.seq), Text: text, SentAt: time.Now(), Amended: amended}
+	m := &Mail{ID: "m" + strconv.Itoa(c.seq), Text: text, SentAt: time.Now(), Amended: amended, Durable: entry != "", word: entry}
 	c.mail = append(c.mail, m)
 	c.post(c.mailEvent(m, "queued"))
 	snap := *m
@@ -501,10 +553,16 @@ func (c *Channel) TakeInbox() string {
 			c.post(c.mailEvent(m, "delivered"))
 		}
 	}
+	words := c.words
 	c.mu.Unlock()
 	c.flush()
 	if len(fresh) == 0 {
 		return c.texts.EmptyInbox
+	}
+	for _, m := range fresh {
+		if err := words.MarkTaken(m.word); err != nil {
+			slog.Warn("human: a taken word is not marked in the journal (the next run gets it again)", "err", err)
+		}
 	}
 	lines := []string{c.texts.InboxHead, ""}
 	allAmended := true

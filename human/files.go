@@ -54,7 +54,60 @@ func (c *Channel) amend(text, label string, once bool) bool {
 		slog.Warn("human: could not amend the brief", "path", c.amendPath, "err", err)
 		return false
 	}
+	c.fileMu.Lock()
+	c.amended = append(c.amended, block)
+	c.fileMu.Unlock()
 	return true
+}
+
+// KeepAmendments appends to the amend file again every block this channel
+// appended that the file no longer holds, and returns them (joined): a
+// step that replaced the whole file (the clarify gate writing the brief)
+// calls it, so words sent while it ran survive the rewrite.
+func (c *Channel) KeepAmendments() (string, error) {
+	if c.amendPath == "" {
+		return "", nil
+	}
+	c.fileMu.Lock()
+	blocks := append([]string(nil), c.amended...)
+	c.fileMu.Unlock()
+	var lost []string
+	for _, b := range blocks {
+		data, err := os.ReadFile(c.amendPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("human: read %s: %w", c.amendPath, err)
+		}
+		if strings.Contains(string(data), b) {
+			continue
+		}
+		if err := c.appendFile(c.amendPath, c.texts.AmendHeader, b, ""); err != nil {
+			return "", fmt.Errorf("human: the words sent during the step could not be written back to %s: %w", c.amendPath, err)
+		}
+		lost = append(lost, strings.TrimSpace(b))
+	}
+	return strings.Join(lost, "\n\n"), nil
+}
+
+// logEscaper keeps each value of a Q&A log entry on its line: a question
+// or an answer holding a newline and Markdown would otherwise write
+// entries of its own (a forged "- **Q**(q7) … **A**[answered] Yes").
+// Backslashes are doubled so the escape is unambiguous.
+var logEscaper = strings.NewReplacer("\\", "\\\\", "\r\n", "\\n", "\n", "\\n", "\r", "\\r",
+	"\u2028", "\\u2028", "\u2029", "\\u2029", "\u0085", "\\u0085")
+
+// logValue is s as one line of the Q&A log: line breaks escaped, other
+// control characters (NUL included) shown as U+FFFD.
+func logValue(s string) string {
+	s = logEscaper.Replace(s)
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if r < 0x20 || r == 0x7f {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }
 
 // logAsk appends one settled ask to the Q&A log.
@@ -63,11 +116,16 @@ func (c *Channel) logAsk(a Ask) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "- **Q**(%s) %s\n", a.ID, a.Question)
+	fmt.Fprintf(&b, "- **Q**(%s) %s\n", a.ID, logValue(a.Question))
 	if len(a.Options) > 0 {
-		fmt.Fprintf(&b, "  - %s%s\n", c.texts.LogOptions, strings.Join(a.Options, " / "))
+		opts := make([]string, len(a.Options))
+		for i, o := range a.Options {
+			// " / " separates the options: one holding it would read as two.
+			opts[i] = strings.ReplaceAll(logValue(o), " / ", " ∕ ")
+		}
+		fmt.Fprintf(&b, "  - %s%s\n", c.texts.LogOptions, strings.Join(opts, " / "))
 	}
-	fmt.Fprintf(&b, "  - **A**[%s] %s\n", a.State, a.Answer)
+	fmt.Fprintf(&b, "  - **A**[%s] %s\n", a.State, logValue(a.Answer))
 	c.log(b.String())
 }
 
@@ -76,7 +134,7 @@ func (c *Channel) logMail(m Mail) {
 	if c.logPath == "" {
 		return
 	}
-	c.log(fmt.Sprintf("\n- **%s**(%s) %s\n", c.texts.LogMail, m.ID, m.Text))
+	c.log(fmt.Sprintf("\n- **%s**(%s) %s\n", c.texts.LogMail, m.ID, logValue(m.Text)))
 }
 
 func (c *Channel) log(s string) {
@@ -120,6 +178,11 @@ func (c *Channel) appendFile(path, header, s, unless string) error {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	_, werr := f.WriteString(s)
+	if werr == nil {
+		// Synced before the caller shows a receipt: an answer or an
+		// amendment a crash could undo would make the receipt a lie.
+		werr = f.Sync()
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}

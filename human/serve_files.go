@@ -58,13 +58,20 @@ type Reply struct {
 	Skip bool   `json:"skip,omitempty"`
 }
 
-// Outcome says what a reply did: "answered", "declined" or "mail", with
-// the question's or the mail's id.
+// Outcome says what a reply did: "answered", "declined", "mail",
+// "ignored" (no words) or "refused" (not a reply file), with the
+// question's or the mail's id.
 type Outcome struct {
 	Result string `json:"result"`
 	ID     string `json:"id"`
 	// Answer is the text the model got (a picked choice's text).
 	Answer string `json:"answer,omitempty"`
+	// Note says why a reply did not do what it asked: the question was no
+	// longer waiting or unknown (the words went to the inbox), or the file
+	// was refused.
+	Note string `json:"note,omitempty"`
+	// Durable: a mail's words are in the words journal on disk.
+	Durable bool `json:"durable,omitempty"`
 }
 
 // ServeFiles runs the file front end of ch in dir until ctx ends: it keeps
@@ -111,7 +118,9 @@ func pendingQuestions(ch *Channel) []PendingQuestion {
 }
 
 // consumeReplies applies the reply files, oldest name first (WriteReply
-// names them by time).
+// names them by time). A file that is not a reply (a link, a FIFO, a
+// device, over MaxReplyBytes, not JSON, not text) is renamed to .bad,
+// never read past its cap, and its outcome says why.
 func consumeReplies(ch *Channel, dir string) {
 	rdir := filepath.Join(dir, RepliesDir)
 	entries, err := os.ReadDir(rdir)
@@ -125,33 +134,61 @@ func consumeReplies(ch *Channel, dir string) {
 			continue
 		}
 		path := filepath.Join(rdir, name)
-		data, err := os.ReadFile(path)
+		r, err := readReply(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		var out Outcome
 		if err != nil {
-			continue
-		}
-		var r Reply
-		if err := json.Unmarshal(data, &r); err != nil {
-			slog.Warn("human: a reply file is not JSON; renamed to .bad", "file", path, "err", err)
+			slog.Warn("human: a reply file was refused; renamed to .bad", "file", path, "err", err)
 			_ = os.Rename(path, path+".bad")
-			continue
+			out = Outcome{Result: "refused", Note: err.Error()}
+		} else {
+			out = Route(ch, r)
+			_ = os.Remove(path)
 		}
-		out := ApplyReply(ch, r)
 		if err := writeJSON(filepath.Join(dir, OutcomesDir, name), out); err != nil {
 			slog.Warn("human: outcome not written", "err", err)
 		}
-		_ = os.Remove(path)
 	}
 }
 
-// ApplyReply gives r to ch and says what it did: an answer (digits pick a
-// choice), a refusal, or a message for the inbox.
-func ApplyReply(ch *Channel, r Reply) Outcome {
+// readReply reads one reply file (see readBounded) and checks that it is
+// a Reply of text.
+func readReply(path string) (Reply, error) {
+	var r Reply
+	data, err := readBounded(path, MaxReplyBytes)
+	if err != nil {
+		return r, err
+	}
+	if err := checkText(string(data)); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, fmt.Errorf("%w: %s is not a JSON reply: %v", errNotAReply, path, err)
+	}
+	if err := checkText(r.Text); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Route is the one routing of what a human says, for every front end (the
+// console and `flower reply`): it answers the question r.ID while it
+// waits (digits 1..n pick a choice; Skip declines it), and otherwise
+// sends the text to the inbox, so no line is ever dropped. A question that
+// settled a moment before (its timeout won) or that this run never asked
+// gets the text as mail, and the outcome's Note says so.
+func Route(ch *Channel, r Reply) Outcome {
 	text := strings.TrimSpace(r.Text)
+	note := ""
 	if r.ID != "" {
+		waiting := false
 		for _, a := range ch.Pending() {
 			if a.ID != r.ID {
 				continue
 			}
+			waiting = true
 			if r.Skip {
 				if ch.Decline(a.ID, text) {
 					return Outcome{Result: "declined", ID: a.ID}
@@ -161,17 +198,27 @@ func ApplyReply(ch *Channel, r Reply) Outcome {
 			if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(a.Options) {
 				text = a.Options[n-1]
 			}
-			if text != "" && ch.Answer(a.ID, text) {
+			if text == "" {
+				if ch.Decline(a.ID, "") {
+					return Outcome{Result: "declined", ID: a.ID}
+				}
+				break
+			}
+			if ch.Answer(a.ID, text) {
 				return Outcome{Result: "answered", ID: a.ID, Answer: text}
 			}
 			break
 		}
+		note = ch.notWaitingNote(r.ID, waiting)
 	}
 	if m, ok := ch.Send(text); ok {
-		return Outcome{Result: "mail", ID: m.ID, Answer: text}
+		return Outcome{Result: "mail", ID: m.ID, Answer: text, Note: note, Durable: m.Durable}
 	}
-	return Outcome{Result: "ignored"}
+	return Outcome{Result: "ignored", Note: note}
 }
+
+// ApplyReply is Route (kept for callers of the file front end).
+func ApplyReply(ch *Channel, r Reply) Outcome { return Route(ch, r) }
 
 // WriteReply drops r into dir's replies, written whole, and returns the
 // file's name (the key of its outcome).
@@ -184,11 +231,15 @@ func WriteReply(dir string, r Reply) (string, error) {
 	return name, writeJSON(filepath.Join(rdir, name), r)
 }
 
+// maxPendingBytes caps pending.json as read by a replier: the questions
+// are bounded by the model's output, far below it.
+const maxPendingBytes = 16 << 20
+
 // ReadPending reads dir's pending.json; fs.ErrNotExist when no run has
 // served there.
 func ReadPending(dir string) (PendingFile, error) {
 	var p PendingFile
-	data, err := os.ReadFile(filepath.Join(dir, PendingName))
+	data, err := readBounded(filepath.Join(dir, PendingName), maxPendingBytes)
 	if err != nil {
 		return p, err
 	}
@@ -204,7 +255,7 @@ func WaitOutcome(ctx context.Context, dir, name string) (Outcome, error) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		data, err := os.ReadFile(path)
+		data, err := readBounded(path, MaxReplyBytes)
 		if err == nil {
 			var o Outcome
 			if err := json.Unmarshal(data, &o); err != nil {
