@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +25,11 @@ import (
 //	1..n         that choice               sent to the inbox
 //	other        the answer                sent to the inbox, with a receipt
 //	end of input the question declined, and every later one settled at once
+//
+// Answers and mail go through human.Route, the routing `flower reply`
+// uses too: a line meant for a question that its timeout settled a moment
+// before goes to the inbox, with a note, never nowhere. The receipt is
+// shown only after the words are on disk (the words journal).
 //
 // After a Ctrl-C (Interrupted) the next line is the words the round resumes
 // with.
@@ -75,14 +79,16 @@ func (c *Console) prompt() {
 	}
 }
 
-// Interrupted is the first Ctrl-C: say what happened and take the next line
-// as the words to resume with.
+// Interrupted is the first Ctrl-C: say what will happen and take the next
+// line as the words to resume with (an empty line interrupts too).
 func (c *Console) Interrupted() {
 	c.ui.touched()
 	c.mu.Lock()
 	c.interrupting = true
 	c.mu.Unlock()
-	lines := []string{c.ui.T("interrupted"), c.ui.T("interruptAsk")}
+	// Nothing is interrupted yet: the round stops when the words are given
+	// (Enter), and the runtime's own line says when it resumes.
+	lines := []string{c.ui.T("interrupting"), c.ui.T("interruptAsk")}
 	if n := len(c.ch.Pending()); n > 0 {
 		lines = append(lines, fmt.Sprintf(c.ui.T("stillPending"), n))
 	}
@@ -147,28 +153,29 @@ func (c *Console) Route(line string) {
 		c.oracle(q)
 		return
 	}
+	r := human.Reply{Text: text}
 	if pending := c.ch.Pending(); len(pending) > 0 {
-		a := pending[0]
-		if text == "" {
-			c.ch.Decline(a.ID, "")
-			return
-		}
-		if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(a.Options) {
-			text = a.Options[n-1]
-		}
-		c.ch.Answer(a.ID, text)
+		// The question on screen; should its timeout settle it before
+		// the line lands, human.Route sends the line to the inbox.
+		r.ID, r.Skip = pending[0].ID, text == ""
+	} else if text == "" {
 		return
 	}
-	if text == "" {
+	out := human.Route(c.ch, r)
+	if out.Result != "mail" {
 		return
 	}
-	if m, ok := c.ch.Send(text); ok {
-		key := "received"
-		if !m.Amended {
-			key = "receivedNoDoc"
-		}
-		c.ui.Screen.Line(screen.Green, "  "+c.ui.T(key))
+	if r.ID != "" {
+		c.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(c.ui.T("lateAnswer"), r.ID))
 	}
+	key := "received"
+	switch {
+	case !out.Durable:
+		key = "receivedNotKept"
+	case !out.Amended:
+		key = "receivedNoDoc"
+	}
+	c.ui.Screen.Line(screen.Green, "  "+c.ui.T(key))
 }
 
 // cutOraclePrefix reports a side question: a line starting with ? or the

@@ -94,12 +94,49 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	var wg sync.WaitGroup
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	if ch, ok := wf.Channel.(*human.Channel); ok {
+	// The words journal: every word typed is on disk before its receipt,
+	// and what the last run never delivered goes to this run's first
+	// working step (the Runtime carries words given between steps).
+	var journal *human.Words
+	var delivered []string // journal entries this run delivers
+	if ch, ok := wf.Channel.(*human.Channel); ok && ch != nil {
+		journal = human.OpenWords(filepath.Join(ReplyDir(cfg.RunDir), human.WordsDir))
+		ch.UseWords(journal)
+		left, err := journal.Pending()
+		if err != nil {
+			ui.Screen.Line(screen.Yellow, "! "+err.Error())
+		}
+		if len(left) > 0 {
+			ui.Screen.Line(screen.Cyan, fmt.Sprintf(ui.T("leftWords"), len(left)))
+			var texts []string
+			for _, w := range left {
+				ui.Screen.Line(screen.Plain, "   · "+clipRunes(w.Text, 200))
+				texts = append(texts, w.Text)
+				delivered = append(delivered, w.Name)
+			}
+			rt.Interrupt(strings.Join(texts, "\n\n"))
+		}
+	}
+	if ch, ok := wf.Channel.(*human.Channel); ok && ch != nil {
 		console = NewConsole(ui, ch, aside.Ask, func(words string) {
-			// The console said "interrupted" at the Ctrl-C; the runtime's
-			// event says that the round resumes with the words.
+			// Ctrl-C said the round is interrupted once the words are
+			// given; the runtime's event says when it resumes. Words are
+			// on disk before the Runtime gets them.
+			var kept human.Word
 			if words != "" {
-				rt.Interrupt(words)
+				var err error
+				if kept, err = journal.Add(human.WordInterrupt, words); err != nil {
+					ui.Screen.Line(screen.Yellow, "! "+err.Error())
+				}
+			}
+			if !rt.Interrupt(words) {
+				ui.Screen.Line(screen.Yellow, ui.T("interruptWait"))
+				if words != "" {
+					ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("interruptKept"), clipRunes(words, 120)))
+				}
+			}
+			if kept.Name != "" {
+				delivered = append(delivered, kept.Name)
 			}
 		})
 		if ui.Interactive {
@@ -124,6 +161,22 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	stop()
 	wg.Wait()
 	aside.Wait()
+	if err == nil && journal != nil {
+		// The run ended on its own: the words it carried and the mail its
+		// inbox handed out reached their calls. Words the workflow left
+		// over went back to the inbox (a journal entry of their own);
+		// mail never taken stays for the next run.
+		if all, lerr := journal.List(); lerr == nil {
+			for _, w := range all {
+				if w.Taken {
+					delivered = append(delivered, w.Name)
+				}
+			}
+		}
+		if ferr := journal.Forget(delivered...); ferr != nil {
+			ui.Screen.Line(screen.Yellow, "! "+ferr.Error())
+		}
+	}
 	ui.Screen.Line(screen.Plain, Closing(ui.Lang, rt.TotalCost(), rt.ManifestPath(), ui.Screen.Width()))
 	if err != nil {
 		return err

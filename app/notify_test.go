@@ -31,6 +31,7 @@ func askAndAnswer(t *testing.T, ch *human.Channel, q string, opts ...string) {
 }
 
 func TestNotifyRunsOncePerWaitingQuestionWithTheVariables(t *testing.T) {
+	t.Setenv(human.StateDirEnv, t.TempDir())
 	dir := t.TempDir()
 	out := filepath.Join(dir, "calls")
 	n := NewNotifier(`printf '%s|%s|%s|%s|%s\n' "$FLOWER_QUESTION" "$FLOWER_QUESTION_ID" "$FLOWER_CHOICES" "$FLOWER_WORKSPACE" "$FLOWER_RUN_DIR" >> `+out,
@@ -50,7 +51,10 @@ func TestNotifyRunsOncePerWaitingQuestionWithTheVariables(t *testing.T) {
 	}
 }
 
-func TestNotifyFailuresAreReportedOnceAndNeverStopTheRun(t *testing.T) {
+func TestNotifyFailuresAreReportedEachTimeAndNeverStopTheRun(t *testing.T) {
+	// Before, only the first failure was reported: the second and third
+	// question's failed notices went unsaid.
+	t.Setenv(human.StateDirEnv, t.TempDir())
 	var mu sync.Mutex
 	var reports []string
 	n := NewNotifier("echo nope >&2; exit 3", "/ws", "/ws/runs", func(err error) {
@@ -63,7 +67,8 @@ func TestNotifyFailuresAreReportedOnceAndNeverStopTheRun(t *testing.T) {
 		askAndAnswer(t, ch, "again?")
 	}
 	n.Close()
-	if len(reports) != 1 || !strings.Contains(reports[0], "exit status 3") || !strings.Contains(reports[0], "nope") {
+	if len(reports) != 3 || !strings.Contains(reports[0], "exit status 3") || !strings.Contains(reports[0], "nope") ||
+		!strings.Contains(reports[2], "failed for q3") {
 		t.Errorf("reports: %q", reports)
 	}
 	if got := len(ch.Asks()); got != 3 {
@@ -72,6 +77,7 @@ func TestNotifyFailuresAreReportedOnceAndNeverStopTheRun(t *testing.T) {
 }
 
 func TestNotifyIsBoundedInTime(t *testing.T) {
+	t.Setenv(human.StateDirEnv, t.TempDir())
 	var mu sync.Mutex
 	var reports []string
 	n := NewNotifier("sleep 30", "/ws", "/ws/runs", func(err error) {
@@ -90,4 +96,51 @@ func TestNotifyIsBoundedInTime(t *testing.T) {
 	if len(reports) != 1 || !strings.Contains(reports[0], "did not finish") {
 		t.Errorf("reports: %q", reports)
 	}
+}
+
+func TestNotifyStartsForAQuestionWithANULOrOver128KiB(t *testing.T) {
+	// Before, exec refused the environment ("invalid argument" for the
+	// NUL, "argument list too long" past 128 KiB) and the command never
+	// ran; only the first failure was said.
+	t.Setenv(human.StateDirEnv, t.TempDir())
+	dir := t.TempDir()
+	out := filepath.Join(dir, "calls")
+	var mu sync.Mutex
+	var reports []string
+	n := NewNotifier(`printf '%s|%s|%s\n' "$FLOWER_QUESTION_ID" "${#FLOWER_QUESTION}" "$(wc -c < "$FLOWER_QUESTION_FILE")" >> `+out,
+		"/ws", filepath.Join(dir, "runs"), func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reports = append(reports, err.Error())
+		})
+	ch := human.New(human.WithOnEvent(n.Event), human.WithTimeout(time.Minute))
+	askAndAnswer(t, ch, "May I\x00 drop it?")
+	big := strings.Repeat("长", 50000) // 150 000 bytes
+	askAndAnswer(t, ch, big)
+	n.Close()
+	if len(reports) != 0 {
+		t.Fatalf("reports: %q", reports)
+	}
+	lines := strings.Split(strings.TrimSpace(readString(t, out)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("calls: %q", lines)
+	}
+	if f := strings.Split(lines[0], "|"); f[0] != "q1" || strings.TrimSpace(f[2]) != "15" {
+		t.Errorf("the NUL question: %q (the file keeps all 15 bytes)", lines[0])
+	}
+	if f := strings.Split(lines[1], "|"); f[0] != "q2" || strings.TrimSpace(f[2]) != "150000" {
+		t.Errorf("the big question: %q (the file keeps all 150000 bytes)", lines[1])
+	}
+	if files, _ := filepath.Glob(filepath.Join(ReplyDir(filepath.Join(dir, "runs")), "notify", "*")); len(files) != 0 {
+		t.Errorf("question files left behind: %q", files)
+	}
+}
+
+func readString(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,8 +12,9 @@ import (
 )
 
 // ReplyDir is where a run in runDir serves its file front end
-// (human.ServeFiles) and where `flower reply` writes.
-func ReplyDir(runDir string) string { return filepath.Join(runDir, "human") }
+// (human.ServeFiles) and where `flower reply` writes: human.Dir, outside
+// the workspace, so that no agent answers as the human.
+func ReplyDir(runDir string) string { return human.Dir(runDir) }
 
 // runReply is `flower reply "…"`: answer the run's waiting question, or
 // leave it a message.
@@ -85,7 +85,12 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 	case "declined":
 		fmt.Fprintf(m.Stdout, ". skipped %s: it judges for itself\n", out.ID)
 	case "mail":
+		if out.Note != "" {
+			fmt.Fprintf(m.Stdout, "! %s\n", out.Note)
+		}
 		fmt.Fprintf(m.Stdout, "+ left in the inbox (%s): it sees it at its next inbox check\n", out.ID)
+	case "refused":
+		return fmt.Errorf("the run refused the reply: %s\nwrite it with `%s reply \"your words\"`", out.Note, m.name())
 	default:
 		return fmt.Errorf("the run ignored the reply (%s)", out.Result)
 	}

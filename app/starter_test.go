@@ -195,7 +195,7 @@ func TestCtrlCOnTheStarterFlow(t *testing.T) {
 			return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) })
 		})
 		p.cmd.Process.Signal(os.Interrupt)
-		p.expect(t, "What do you want to say? (Enter = nothing, keep going")
+		p.expect(t, "What do you want to say? (Enter = no words: it resumes at once")
 		io.WriteString(p.tty, words+"\r")
 		if code := p.wait(t); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, p.screen())
@@ -203,8 +203,10 @@ func TestCtrlCOnTheStarterFlow(t *testing.T) {
 		if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarker) && r.HasText(words) }) {
 			t.Errorf("the coordinator's session did not resume with the words:\n%s", p.screen())
 		}
-		if n := strings.Count(p.screen(), "! Interrupted this round"); n != 1 {
-			t.Errorf("the interrupt is said %d times, want once:\n%s", n, p.screen())
+		for _, line := range []string{"! The round is interrupted when you press Enter", "interrupted: resuming with your words"} {
+			if n := strings.Count(p.screen(), line); n != 1 {
+				t.Errorf("%q is said %d times, want once:\n%s", line, n, p.screen())
+			}
 		}
 	})
 	t.Run("twice quits with 130, lineage intact", func(t *testing.T) {

@@ -70,8 +70,10 @@ type Outcome struct {
 	// longer waiting or unknown (the words went to the inbox), or the file
 	// was refused.
 	Note string `json:"note,omitempty"`
-	// Durable: a mail's words are in the words journal on disk.
+	// Durable: a mail's words are in the words journal on disk; Amended:
+	// they were appended to the brief.
 	Durable bool `json:"durable,omitempty"`
+	Amended bool `json:"amended,omitempty"`
 }
 
 // ServeFiles runs the file front end of ch in dir until ctx ends: it keeps
@@ -212,7 +214,7 @@ func Route(ch *Channel, r Reply) Outcome {
 		note = ch.notWaitingNote(r.ID, waiting)
 	}
 	if m, ok := ch.Send(text); ok {
-		return Outcome{Result: "mail", ID: m.ID, Answer: text, Note: note, Durable: m.Durable}
+		return Outcome{Result: "mail", ID: m.ID, Answer: text, Note: note, Durable: m.Durable, Amended: m.Amended}
 	}
 	return Outcome{Result: "ignored", Note: note}
 }

@@ -563,7 +563,7 @@ func (g *gatherer) questions() {
 			}
 		}
 	}
-	hdir := filepath.Join(r.RunDir, "human")
+	hdir := human.Dir(r.RunDir)
 	if data, ok := g.readFile(filepath.Join(hdir, human.PendingName)); ok {
 		var p human.PendingFile
 		if err := json.Unmarshal(data, &p); err != nil {
