@@ -39,7 +39,9 @@ type ClarifyOptions struct {
 //     cannot be loaded (missing or unreadable) counts as absent.
 //   - Gate: the reply parsed as a brief; an incomplete one records the
 //     missing sections under MissingKey and fails; a complete one is
-//     written to briefPath and loaded into the ctx.
+//     written to briefPath and loaded into the ctx, and the words ch
+//     appended to briefPath meanwhile (mail sent during clarify) are
+//     appended again after it and follow the brief in the ctx.
 //   - Reduce: the brief's prompt block, never the raw reply (a model adds
 //     to it).
 //   - ResumePrompt: the clarify-resume prompt, so that a clarification
@@ -93,18 +95,39 @@ func ClarifyStep(ch *human.Channel, briefPath string, prompt PromptFunc, o Clari
 				return false, fmt.Errorf("the brief is complete but cannot be written; make %s writable and run again: %w", briefPath, err)
 			}
 			hydrate(c, b)
+			// Words the human sent while the clarifier worked were appended
+			// to the file the write just replaced: put them back, and into
+			// the brief the later steps read.
+			if ch != nil {
+				kept, err := ch.KeepAmendments()
+				if err != nil {
+					return false, fmt.Errorf("the brief is written but the words sent during clarify could not be kept in it; make %s writable and run again: %w", briefPath, err)
+				}
+				if kept != "" {
+					c.Set(name+amendmentsSuffix, kept)
+					c.Set(name, b.PromptBlock(lang)+"\n\n"+kept)
+				}
+			}
 			return true, nil
 		},
 		Reduce: func(r StepResult, c *Ctx) string {
 			if v, ok := c.Get(BriefKey); ok {
 				if b, ok := v.(*doc.Brief); ok {
-					return b.PromptBlock(lang)
+					block := b.PromptBlock(lang)
+					if kept, ok := c.Get(name + amendmentsSuffix); ok {
+						block += "\n\n" + fmt.Sprint(kept)
+					}
+					return block
 				}
 			}
 			return r.Text
 		},
 	}
 }
+
+// amendmentsSuffix keys, after the clarify step's name, the words sent
+// while it ran, which follow the brief in its value.
+const amendmentsSuffix = "·amendments"
 
 // loadDoc loads a document for a When: missing or unreadable, it is
 // absent (nil). Unreadable is said (an event and the log), missing is the

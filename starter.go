@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/atomicfile"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -80,6 +83,9 @@ type starterPlace struct {
 	wb          *workbench.Workbench
 	brief, goal string
 	log         string
+	// briefAtGoal is the brief as it was when the goal was last set (in
+	// the run directory): a brief that differs from it was amended since.
+	briefAtGoal string
 }
 
 func (o StarterOptions) place() (starterPlace, error) {
@@ -109,7 +115,42 @@ func (o StarterOptions) place() (starterPlace, error) {
 	p.brief = filepath.Join(notes, or(o.BriefName, names.Brief))
 	p.goal = filepath.Join(notes, or(o.GoalName, names.GoalFile))
 	p.log = filepath.Join(notes, or(o.LogName, names.Log))
+	p.briefAtGoal = filepath.Join(runDir, BriefAtGoalName)
 	return p, nil
+}
+
+// BriefAtGoalName is the run directory's copy of the brief as it was when
+// the goal was set.
+const BriefAtGoalName = "brief-at-goal.md"
+
+// briefChange tells how the brief on disk differs from the one the goal
+// was set from: "" when it does not (or no goal was set yet), the text
+// added at its end when the old brief is its beginning (mail, a wake's
+// words, a hand edit appending), else the whole brief. A brief once
+// confirmed and now incomplete (a hand edit that broke it) is an error
+// that says what to do; nothing is overwritten.
+func (p starterPlace) briefChange(lang Lang) (string, error) {
+	old, err := os.ReadFile(p.briefAtGoal)
+	if err != nil {
+		return "", nil // no goal set from a brief yet: nothing to compare
+	}
+	now, err := os.ReadFile(p.brief)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil // no brief: clarify runs again
+	}
+	if err != nil {
+		return "", fmt.Errorf("flower: the brief %s cannot be read: %w", p.brief, err)
+	}
+	if b := doc.ParseBrief(string(now)); !b.Complete() {
+		return "", fmt.Errorf(starterTextsFor(lang).briefBroken, p.brief, strings.Join(b.Missing(lang), ", "))
+	}
+	if string(now) == string(old) {
+		return "", nil
+	}
+	if added, ok := strings.CutPrefix(string(now), string(old)); ok {
+		return strings.TrimSpace(added), nil
+	}
+	return strings.TrimSpace(string(now)), nil
 }
 
 func or(s, def string) string {
@@ -155,9 +196,15 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		return nil, fmt.Errorf("flower: the workbench: %w", err)
 	}
 	if o.New {
-		if _, err := OpenLineage(p.runDir, p.ws).Archive(filepath.Join(p.wb.Notes(), "archive"), p.brief, p.goal); err != nil {
+		if _, err := OpenLineage(p.runDir, p.ws).Archive(filepath.Join(p.wb.Notes(), "archive"), p.brief, p.goal, p.briefAtGoal); err != nil {
 			return nil, err
 		}
+	}
+	// Read before the wake's words amend it: a brief changed since the
+	// goal was set (mail during the last run, a hand edit) is amended.
+	change, err := p.briefChange(p.lang)
+	if err != nil {
+		return nil, err
 	}
 	ask = strings.TrimSpace(ask)
 	brief, _ := doc.LoadBrief(p.brief) // missing or unreadable: absent
@@ -177,6 +224,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	}
 	ch := human.New(hopts...)
 	amended := waking && ask != "" && ch.AmendOnce(ask, ch.Texts().WakeLabel)
+	amended = amended || (waking && change != "")
 
 	clarify := ClarifyStep(ch, p.brief, Text(ask), ClarifyOptions{Name: names.Clarify, Instructions: o.Instructions, Lang: p.lang})
 	wf := &Workflow{Name: StarterWorkflowName, Channel: ch, Workbench: p.wb, RunDir: p.runDir, Steps: []Step{clarify}}
@@ -185,8 +233,23 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	}
 	goal := !o.NoGoal
 	if goal {
-		wf.Steps = append(wf.Steps, GoalStep(ch, p.goal, GoalOptions{
-			Name: names.Goal, BriefKey: names.Clarify, AlwaysSet: amended, CanRun: o.JudgeCanRun, Lang: p.lang}))
+		gs := GoalStep(ch, p.goal, GoalOptions{
+			Name: names.Goal, BriefKey: names.Clarify, AlwaysSet: amended, CanRun: o.JudgeCanRun, Lang: p.lang})
+		setGoal := gs.Gate
+		gs.Gate = func(ctx context.Context, r StepResult, c *Ctx) (bool, error) {
+			ok, err := setGoal(ctx, r, c)
+			if ok && err == nil {
+				// The brief the goal was set from, to tell later whether
+				// it changed since.
+				if data, rerr := os.ReadFile(p.brief); rerr == nil {
+					if werr := atomicfile.Write(p.briefAtGoal, data, 0o600); werr != nil {
+						return false, fmt.Errorf("the goal is set but the brief it was set from cannot be kept; make %s writable and run again: %w", p.runDir, werr)
+					}
+				}
+			}
+			return ok, err
+		}
+		wf.Steps = append(wf.Steps, gs)
 	}
 	coordinator := Coordinator(names.Coordinator, "", map[string]claude.AgentDefinition{
 		names.Coder: workerFor(t, o, p.lang),
@@ -221,6 +284,9 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 			prompt := t.carryOn
 			if ask != "" && waking {
 				prompt = ask
+			}
+			if change != "" && waking {
+				prompt += fmt.Sprintf(t.briefChanged, change)
 			}
 			if g := goalPart(c); amended && g != "" {
 				prompt += fmt.Sprintf(t.rederived, g)
@@ -288,6 +354,9 @@ func WakeState(o StarterOptions) (Wake, error) {
 	w := Wake{Brief: p.brief, Goal: p.goal, Workbench: p.wb.Root(), RunDir: p.runDir, Lang: p.lang}
 	if b, err := doc.LoadBrief(p.brief); err == nil {
 		w.Waking = b.Complete()
+	}
+	if _, err := p.briefChange(p.lang); err != nil {
+		return w, err
 	}
 	if g, err := doc.LoadGoal(p.goal); err == nil && g.Complete() {
 		w.Checks = len(g.Checks)

@@ -46,6 +46,8 @@ type starterTexts struct {
 	coderDesc, coderPrompt        string
 	work, workGoal                string // brief; goal block
 	carryOn, rederived            string // -; goal block
+	briefChanged                  string // what changed in the brief
+	briefBroken                   string // brief path, missing sections
 	bequestPrompt                 string // outcome, workbench, brief, goal, manifest
 	outcomes                      [5]string
 }
@@ -90,6 +92,8 @@ func starterTextsFor(lang Lang) starterTexts {
 			workGoal:        "\n\n---\n\nHow done is judged (an independent judge checks it item by item):\n\n%s",
 			carryOn:         "Carry on. Pick up where you stopped last time; first say in one sentence what you will do first.",
 			rederived:       "\n\n---\n\nThe checklist has been derived again from these words; **this one stands**:\n\n%s",
+			briefChanged:    "\n\n---\n\nThe brief changed since the goal was set (the human's words, or their edit of the file). What changed:\n\n%s",
+			briefBroken:     "the brief %s was confirmed, but now lacks: %s (edited by hand?). Put those sections back, or run with --new to start afresh (the brief is archived, never deleted)",
 			bequestPrompt: `The run ends here (%s). Write a short hand-over for whoever works on this repository next, a person or a tool, who knows nothing of this run. flower puts it into CLAUDE.md and AGENTS.md at the workspace root.
 
 Cover, in a few dozen lines at most:
@@ -133,6 +137,8 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 		workGoal:        "\n\n---\n\n做完的判定标准(会有独立的判定者逐条对):\n\n%s",
 		carryOn:         "接着做。上次干到哪就从哪接着,先说一句你打算先动什么。",
 		rederived:       "\n\n---\n\n判定标准已经按这句话重新推导过,**以这份为准**:\n\n%s",
+		briefChanged:    "\n\n---\n\n设定目标之后,需求确认书改过了(人说的话,或人改了文件)。改动如下:\n\n%s",
+		briefBroken:     "需求确认书 %s 确认过,现在却缺了:%s(手改坏了?)。把这几段补回去,或者加 --new 重新开始(确认书会归档,不会删)",
 		bequestPrompt: `这次运行到此结束(%s)。给下一个接手这个仓库的人或工具写一份简短的交代 —— 对方对这次运行一无所知。flower 会把它放进工作区根目录的 CLAUDE.md 和 AGENTS.md。
 
 最多几十行,写清楚:
