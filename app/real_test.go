@@ -21,6 +21,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/human"
 )
 
 // binEnv is a hermetic environment for the binary against srv.
@@ -29,7 +30,7 @@ func binEnv(t *testing.T, srv *claudetest.Server, extra ...string) []string {
 	for k, v := range claudetest.Env(t, srv) {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir())
+	env = append(env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir(), human.StateDirEnv+"="+t.TempDir())
 	return append(env, extra...)
 }
 

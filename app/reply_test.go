@@ -28,6 +28,7 @@ func replyBin(t *testing.T, ws string, args ...string) (int, string) {
 }
 
 func TestReplyAnswersThePendingQuestionOrLeavesMail(t *testing.T) {
+	t.Setenv(human.StateDirEnv, t.TempDir())
 	ws := t.TempDir()
 	if code, out := replyBin(t, ws, "hello"); code != ExitFailure || !strings.Contains(out, "no flower run serves replies") {
 		t.Errorf("no run: exit %d, %q", code, out)
