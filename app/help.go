@@ -24,7 +24,10 @@ const globalFlags = `Global flags (before or after the command):
 const filesWritten = `Files written:
   <run-dir>/sessions.db, manifest.json, lineage.json, events.jsonl   the run's records
   <run-dir>/aside/                 side questions (? lines), kept apart
-  <run-dir>/human/                 pending.json and replies/ for flower reply
+  ${XDG_STATE_HOME:-~/.local/state}/flower/runs/<run-dir key>/
+                                   the human's side, outside the workspace so no agent
+                                   writes it: pending.json, replies/ (flower reply),
+                                   words/ (every typed word until a run delivered it)
   <workspace>/.flower/             the workbench: INDEX.md scripts/ artifacts/ notes/ spill/
   ${XDG_CONFIG_HOME:-~/.config}/flower/.env   credentials (flower setup, mode 0600)
 `

@@ -1,0 +1,183 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/demo"
+)
+
+// typed is one line the test typed and flower acknowledged.
+type typed struct {
+	text string
+	at   int // the fake API's request count when it was typed
+	ack  string
+}
+
+func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
+	// A whole starter flow, killed (flower and its CLIs, SIGKILL) at a
+	// random moment 20 times while lines are typed: mail, and answers to
+	// the coordinator's question of each run. Then one run to the end.
+	// Every line flower acknowledged is in a call made after it was typed
+	// or still in the pending words, and no answer is logged twice.
+	if testing.Short() {
+		t.Skip("20 runs of the starter flow")
+	}
+	ws, err := os.MkdirTemp("", "fk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(ws) })
+	texts := demo.TextsFor("en")
+	ask := claudetest.NewReply(claudetest.ToolUse("", "mcp__human__ask", map[string]any{"question": "Which colour this run?", "options": []string{"red", "blue"}}))
+	srv := wordsServer(t, ws, "en", claudetest.Script{
+		"The checklist has been derived again": {ask, claudetest.Say(texts.Woken)},
+	}, nil)
+	state := t.TempDir()
+	env := append(binEnv(t, srv), human.StateDirEnv+"="+state)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	var lines []typed
+	const kills = 20
+	for k := 0; k <= kills; k++ {
+		args := []string{"-w", ws, "--lang", "en"}
+		if k == kills {
+			args = append(args, "--timeout", "0") // the last run goes to its end
+		}
+		if k == 0 {
+			args = append(args, texts.Ask)
+		}
+		p := startPTY(t, env, args...)
+		exited := make(chan struct{})
+		go func() { p.cmd.Wait(); close(exited) }()
+		alive := func() bool {
+			select {
+			case <-exited:
+				return false
+			default:
+				return true
+			}
+		}
+		if k > 0 {
+			if !waitScreen(p, "Continue where it stopped?", exited) {
+				continue
+			}
+			io.WriteString(p.tty, "\r")
+		}
+		if k == kills {
+			select {
+			case <-exited:
+			case <-time.After(3 * time.Minute):
+				t.Fatalf("the last run did not end:\n%s", p.screen())
+			}
+			if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+				t.Fatalf("the last run: exit %d:\n%s", code, p.screen())
+			}
+			break
+		}
+		deadline := time.Now().Add(time.Duration(500+rng.IntN(9500)) * time.Millisecond)
+		for i := 0; alive() && time.Now().Before(deadline); i++ {
+			line := fmt.Sprintf("tok-%d-%d", k, i)
+			receipts := strings.Count(p.screen(), "+ Received")
+			at := srv.Count()
+			io.WriteString(p.tty, line+"\r")
+			for ack := time.Now().Add(2 * time.Second); alive() && time.Now().Before(ack) && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				s := p.screen()
+				if shown(s, "+ "+line) {
+					lines = append(lines, typed{line, at, "answered"})
+					break
+				}
+				if strings.Count(s, "+ Received") > receipts {
+					lines = append(lines, typed{line, at, "received"})
+					break
+				}
+			}
+			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+		}
+		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	if len(lines) < kills {
+		t.Fatalf("only %d lines acknowledged in %d runs: the test typed too little", len(lines), kills)
+	}
+	reqs := srv.Requests()
+	var pending []human.Word
+	if entries, err := filepath.Glob(filepath.Join(state, "runs", "*", human.WordsDir)); err == nil {
+		for _, dir := range entries {
+			w, _ := human.OpenWords(dir).List()
+			pending = append(pending, w...)
+		}
+	}
+	qa := readFileT(t, filepath.Join(ws, ".flower", "notes", "qa-log.md"))
+	answered := 0
+	for _, l := range lines {
+		if n := strings.Count(qa, "**A**[answered] "+l.text+"\n"); n > 1 {
+			t.Errorf("%s is in the Q&A log %d times", l.text, n)
+		} else if n == 1 {
+			answered++
+			continue
+		}
+		if inRequests(reqs[l.at:], l.text) {
+			continue
+		}
+		kept := false
+		for _, w := range pending {
+			kept = kept || strings.Contains(w.Text, l.text)
+		}
+		if !kept {
+			t.Errorf("%s (%s) is lost: in no call after it was typed and not in the pending words", l.text, l.ack)
+		}
+	}
+	t.Logf("%d lines acknowledged over %d killed runs (%d answers); %d requests", len(lines), kills, answered, len(reqs))
+}
+
+func inRequests(reqs []*claudetest.Request, s string) bool {
+	for _, r := range reqs {
+		if r.HasText(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitScreen waits for s on p's screen, or for p to exit (false).
+func waitScreen(p *ptyRun, s string, exited <-chan struct{}) bool {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(p.screen(), s) {
+			return true
+		}
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+	}
+	return false
+}
+
+// shown reports whether s holds line as a whole (not the start of a longer
+// token).
+func shown(s, line string) bool {
+	for i := strings.Index(s, line); i >= 0; {
+		end := i + len(line)
+		if end == len(s) || s[end] < '0' || s[end] > '9' {
+			return true
+		}
+		j := strings.Index(s[end:], line)
+		if j < 0 {
+			return false
+		}
+		i = end + j
+	}
+	return false
+}
