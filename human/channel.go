@@ -347,15 +347,18 @@ func (c *Channel) Ask(ctx context.Context, question string, options []string) (A
 	return c.settle(a, TimedOut, c.texts.Timeout), nil
 }
 
-// settle records the outcome, emits it and logs it; it returns a copy.
+// settle records the outcome, logs it and then emits it (a UI's receipt
+// never shows an outcome the log could still lose); it returns a copy.
 func (c *Channel) settle(a *Ask, state State, text string) Ask {
 	c.mu.Lock()
 	a.State, a.Answer, a.SettledAt = state, text, time.Now()
 	snap := copyAsk(a)
+	c.mu.Unlock()
+	c.logAsk(snap)
+	c.mu.Lock()
 	c.post(c.askEvent(a))
 	c.mu.Unlock()
 	c.flush()
-	c.logAsk(snap)
 	return snap
 }
 
