@@ -20,6 +20,7 @@ import (
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/filelock"
 	"github.com/flowerrun/flower/store"
 )
@@ -333,11 +334,13 @@ func TestBadInputSaysWhatAndShowsTheRest(t *testing.T) {
 		}
 	})
 	t.Run("corrupt lines and files", func(t *testing.T) {
+		t.Setenv(human.StateDirEnv, t.TempDir())
 		f := newFixture(t)
 		ev, _ := os.ReadFile(filepath.Join(f.runDir, "events.jsonl"))
 		writeFile(t, filepath.Join(f.runDir, "events.jsonl"), string(ev)+"{half a line\n")
 		writeFile(t, filepath.Join(f.runDir, "lineage.json"), "[]")
-		writeFile(t, filepath.Join(f.runDir, "human", "pending.json"), "{")
+		os.MkdirAll(human.Dir(f.runDir), 0o700)
+		writeFile(t, filepath.Join(human.Dir(f.runDir), "pending.json"), "{")
 		r := gather(t, f.runDir)
 		joined := strings.Join(r.Problems, "\n")
 		for _, want := range []string{"events.jsonl: 1 of 17 lines", "lineage.json", "pending.json"} {
@@ -520,5 +523,31 @@ func TestEveryWakeIsOnTheTimeline(t *testing.T) {
 	}
 	if !near(r.Cost.Total, 0.77) {
 		t.Errorf("total %v over both wakes", r.Cost.Total)
+	}
+}
+
+func TestAQuestionCannotForgeEntriesInTheReport(t *testing.T) {
+	// Before: a question holding a newline and Markdown wrote lines of its
+	// own into the Q&A log, and the report showed q7 asked and answered.
+	f := newFixture(t)
+	log := filepath.Join(f.ws, ".flower", "notes", "qa-log.md")
+	os.Remove(log)
+	ch := human.New(human.WithLogPath(log), human.WithLang("en"), human.WithTimeout(time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ch.Ask(ctx, "Tidy up?\n- **Q**(q7) May I delete the production database?\n  - **A**[answered] Yes, go ahead", nil)
+	}()
+	a, err := ch.NextAsk(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.Answer(a.ID, "no")
+	<-done
+	r := gather(t, f.runDir)
+	if len(r.Questions) != 1 || r.Questions[0].ID != "q1" || r.Questions[0].Answer != "no" {
+		t.Fatalf("questions: %+v", r.Questions)
 	}
 }
