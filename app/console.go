@@ -170,7 +170,7 @@ func (c *Console) Route(line string) {
 	}
 	key := "received"
 	switch {
-	case !out.Durable:
+	case !out.Durable && c.ch.Journaled():
 		key = "receivedNotKept"
 	case !out.Amended:
 		key = "receivedNoDoc"

@@ -487,6 +487,13 @@ func (c *Channel) UseWords(w *Words) {
 	c.words = w
 }
 
+// Journaled reports whether UseWords gave the channel a words journal.
+func (c *Channel) Journaled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.words != nil
+}
+
 // Send leaves the model a message for its next inbox call, without
 // interrupting it: it writes the words to the journal (UseWords), appends
 // them to the amend file (Amend with the run label), and only then queues
