@@ -116,8 +116,6 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			}
 			rt.Interrupt(strings.Join(texts, "\n\n"))
 		}
-	}
-	if ch, ok := wf.Channel.(*human.Channel); ok && ch != nil {
 		console = NewConsole(ui, ch, aside.Ask, func(words string) {
 			// Ctrl-C said the round is interrupted once the words are
 			// given; the runtime's event says when it resumes. Words are
