@@ -69,10 +69,18 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			}
 		}
 		if k > 0 {
-			if !waitScreen(p, "Continue where it stopped?", exited) {
+			// A run killed before its brief was confirmed starts afresh:
+			// it asks for the request again.
+			switch waitScreen(p, exited, "Continue where it stopped?", "What should it do?") {
+			case 0:
+				io.WriteString(p.tty, "\r")
+			case 1:
+				io.WriteString(p.tty, texts.Ask+"\r")
+			default:
+				syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
 				continue
 			}
-			io.WriteString(p.tty, "\r")
 		}
 		if k == kills {
 			select {
@@ -85,7 +93,7 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			}
 			break
 		}
-		deadline := time.Now().Add(time.Duration(500+rng.IntN(9500)) * time.Millisecond)
+		deadline := time.Now().Add(time.Duration(500+rng.IntN(7500)) * time.Millisecond)
 		for i := 0; alive() && time.Now().Before(deadline); i++ {
 			line := fmt.Sprintf("tok-%d-%d", k, i)
 			receipts := strings.Count(p.screen(), "+ Received")
@@ -150,19 +158,22 @@ func inRequests(reqs []*claudetest.Request, s string) bool {
 	return false
 }
 
-// waitScreen waits for s on p's screen, or for p to exit (false).
-func waitScreen(p *ptyRun, s string, exited <-chan struct{}) bool {
+// waitScreen waits for one of ss on p's screen and returns its index, or
+// -1 when p exits first or a minute passes.
+func waitScreen(p *ptyRun, exited <-chan struct{}, ss ...string) int {
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if strings.Contains(p.screen(), s) {
-			return true
+		for i, s := range ss {
+			if strings.Contains(p.screen(), s) {
+				return i
+			}
 		}
 		select {
 		case <-exited:
-			return false
+			return -1
 		default:
 		}
 	}
-	return false
+	return -1
 }
 
 // shown reports whether s holds line as a whole (not the start of a longer
