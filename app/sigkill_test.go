@@ -29,9 +29,6 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 	// the coordinator's question of each run. Then one run to the end.
 	// Every line flower acknowledged is in a call made after it was typed
 	// or still in the pending words, and no answer is logged twice.
-	if testing.Short() {
-		t.Skip("20 runs of the starter flow")
-	}
 	ws, err := os.MkdirTemp("", "fk")
 	if err != nil {
 		t.Fatal(err)
