@@ -90,7 +90,14 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			}
 			break
 		}
-		deadline := time.Now().Add(time.Duration(500+rng.IntN(7500)) * time.Millisecond)
+		// The moment is random, counted from the run's first call to the
+		// model (a CLI takes seconds to start on a loaded machine, and a
+		// kill before it would test only the start).
+		start := srv.Count()
+		for wait := time.Now().Add(30 * time.Second); alive() && time.Now().Before(wait) && !requestsSince(srv, start, func(r *claudetest.Request) bool { return r.MaxTokens != 16 }); {
+			time.Sleep(20 * time.Millisecond)
+		}
+		deadline := time.Now().Add(time.Duration(300+rng.IntN(7700)) * time.Millisecond)
 		for i := 0; alive() && time.Now().Before(deadline); i++ {
 			line := fmt.Sprintf("tok-%d-%d", k, i)
 			receipts := strings.Count(p.screen(), "+ Received")
