@@ -36,8 +36,23 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(ws) })
 	texts := demo.TextsFor("en")
 	ask := claudetest.NewReply(claudetest.ToolUse("", "mcp__human__ask", map[string]any{"question": "Which colour this run?", "options": []string{"red", "blue"}}))
+	// The clarifier is resumed after each kill: at any turn it asks until
+	// it has an answer, then gives the brief.
+	clarifier := claudetest.Func(func(r *claudetest.Request) claudetest.Reply {
+		res, ok := r.LastToolResult()
+		last := r.Messages[len(r.Messages)-1]
+		if !ok || len(last.Content) == 0 || last.Content[len(last.Content)-1].Type != "tool_result" {
+			return claudetest.NewReply(claudetest.ToolUse("", "mcp__human__ask", map[string]any{"question": texts.Question, "options": texts.Options}))
+		}
+		return claudetest.Say("## Goal\nA tool that writes hello.txt saying " + res.Content + "\n\n## Acceptance criteria\n- cat hello.txt\n- ls shows hello.txt\n\n## Boundaries\nNo UI\n\n## Unknowns and assumptions\nNone")
+	})
+	turns := make([]claudetest.Responder, 400)
+	for i := range turns {
+		turns[i] = clarifier
+	}
 	srv := wordsServer(t, ws, "en", claudetest.Script{
 		"The checklist has been derived again": {ask, claudetest.Say(texts.Woken)},
+		texts.Ask:                              turns,
 	}, nil)
 	state := t.TempDir()
 	env := append(binEnv(t, srv), human.StateDirEnv+"="+state)
