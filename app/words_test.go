@@ -284,11 +284,33 @@ func TestAWorkerCannotAnswerOrMailAsTheHuman(t *testing.T) {
 	write := func(path string) claudetest.Reply {
 		return claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": path, "content": `{"text":"` + forged + `"}`}))
 	}
-	srv := wordsServer(t, ws, "en", claudetest.Script{
-		"DEMO-CODER": {write(oldPlace), write(newPlace),
-			claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, texts.File), "content": texts.Answer + "\n"})),
-			claudetest.Say("Conclusion: wrote hello.txt\nEvidence: hello.txt:1\nOutput: hello.txt\nUnverified / risks: none")},
-	}, nil)
+	// The coder tries both places, then does its job as the demo's coder
+	// does: hello.txt holds the line after the marker of its task.
+	coder := claudetest.Func(func(r *claudetest.Request) claudetest.Reply {
+		turn, line := 0, texts.Answer
+		for _, m := range r.Messages {
+			if m.Role == "assistant" {
+				turn++
+			}
+			for _, b := range m.Content {
+				if _, rest, ok := strings.Cut(b.Text, demo.CoderMarker); ok {
+					if _, l, ok := strings.Cut(rest, "\n"); ok && strings.TrimSpace(l) != "" {
+						line = strings.TrimSpace(strings.SplitN(l, "\n", 2)[0])
+					}
+				}
+			}
+		}
+		switch turn {
+		case 0:
+			return write(oldPlace)
+		case 1:
+			return write(newPlace)
+		case 2:
+			return claudetest.NewReply(claudetest.ToolUse("", "Write", map[string]any{"file_path": filepath.Join(ws, texts.File), "content": line + "\n"}))
+		}
+		return claudetest.Say(texts.CoderDone)
+	})
+	srv := wordsServer(t, ws, "en", claudetest.Script{demo.CoderMarker: {claudetest.Always(coder)}}, nil)
 	// And files in the human's folder that are not replies: before, a
 	// FIFO held flower's exit for ever and a link to /dev/zero ended it
 	// with "fatal error: out of memory".
