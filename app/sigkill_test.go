@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,7 +88,7 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			case 1:
 				io.WriteString(p.tty, texts.Ask+"\r")
 			default:
-				syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+				killAll(p)
 				<-exited
 				continue
 			}
@@ -131,7 +130,7 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			}
 			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		}
-		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		killAll(p)
 		<-exited
 	}
 	if len(lines) < kills {

@@ -80,11 +80,22 @@ func startPTYCols(t *testing.T, cols uint16, env []string, args ...string) *ptyR
 	return p
 }
 
-// killGroup ends flower and its CLIs at once, as a power cut would.
+// killGroup ends flower and its CLIs at once, as a power cut would: its
+// process group, and every process of this test's environment (a CLI runs
+// in a group of its own).
 func killGroup(t *testing.T, p *ptyRun) {
 	t.Helper()
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	killAll(p)
 	p.cmd.Wait()
+}
+
+func killAll(p *ptyRun) {
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if kv := envValue(p.cmd.Env, "XDG_CONFIG_HOME"); kv != "" {
+		for _, pid := range processesWithEnv(kv) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func requestsSince(srv *claudetest.Server, n int, ok func(*claudetest.Request) bool) bool {
