@@ -246,8 +246,9 @@ func TestCtrlCSaysWhatHappensWhenItHappens(t *testing.T) {
 			})
 			resumed := map[string][2]string{"en": {"interrupted: resuming", "Nothing can be interrupted now"},
 				"zh": {"已打断,继续跑", "现在打断不了"}}[c.lang]
+			interrupting := map[string]string{"en": "! The round is interrupted when you press Enter", "zh": "! 按回车就打断这一轮"}[c.lang]
 			p.cmd.Process.Signal(os.Interrupt)
-			p.expect(t, map[string]string{"en": "! The round is interrupted when you press Enter", "zh": "! 按回车就打断这一轮"}[c.lang])
+			p.expect(t, interrupting)
 			time.Sleep(500 * time.Millisecond)
 			if strings.Contains(p.screen(), resumed[0]) {
 				t.Fatalf("the screen says interrupted before Enter:\n%s", p.screen())
@@ -261,7 +262,9 @@ func TestCtrlCSaysWhatHappensWhenItHappens(t *testing.T) {
 				return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(judgeMarkerFor(c.lang)) })
 			})
 			p.cmd.Process.Signal(os.Interrupt)
-			p.expect(t, "> ")
+			// The second Ctrl-C's line, not the prompt already on screen:
+			// words typed before it would be mail.
+			waitFor(t, "the second Ctrl-C's line", func() bool { return strings.Count(p.screen(), interrupting) == 2 })
 			io.WriteString(p.tty, words+"\r")
 			p.expect(t, resumed[1])
 			close(judging.open)
