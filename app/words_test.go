@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/demo"
@@ -68,16 +67,6 @@ func wordsServer(t *testing.T, ws, lang string, extra claudetest.Script, hold fu
 		}
 		return script.Reply(r)
 	})
-}
-
-// startPTYCols is startPTY at a width.
-func startPTYCols(t *testing.T, cols uint16, env []string, args ...string) *ptyRun {
-	t.Helper()
-	p := startPTY(t, env, args...)
-	if err := pty.Setsize(p.tty, &pty.Winsize{Rows: 40, Cols: cols}); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // killGroup ends flower and its CLIs at once, as a power cut would: its
