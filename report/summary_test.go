@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"github.com/flowerrun/flower/human"
 	"html"
 	"os"
 	"path/filepath"
@@ -334,7 +335,9 @@ func TestUntrustedTextIsEscapedAndThePolicyKept(t *testing.T) {
 	if err := os.Rename(run.RunDir, bad); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(bad, "human", "pending.json"), "{")
+	t.Setenv(human.StateDirEnv, t.TempDir())
+	os.MkdirAll(human.Dir(bad), 0o700)
+	writeFile(t, filepath.Join(human.Dir(bad), "pending.json"), "{")
 	r := gather(t, bad)
 	if len(r.Problems) == 0 || !strings.Contains(r.Problems[0], "<img") {
 		t.Fatalf("problems %q do not name the hostile path", r.Problems)
