@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,13 +193,17 @@ func TestOnceNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 func TestGoNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 	for _, sc := range screens {
 		t.Run(sc.lang, func(t *testing.T) {
-			var s *repoScene
-			s = newRepoScene(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+			// The scene's workspace reaches the handler through an atomic:
+			// the requests come from another process, which the race
+			// detector cannot see ordered after the assignment.
+			var ws atomic.Pointer[string]
+			s := newRepoScene(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 				if r.MaxTokens == 16 {
 					return claudetest.Say("hi")
 				}
-				return demo.Script(sc.lang, s.ws).Reply(r)
+				return demo.Script(sc.lang, *ws.Load()).Reply(r)
 			})
+			ws.Store(&s.ws)
 			texts := demo.TextsFor(sc.lang)
 			p := startTerm(t, s.ws, sc.cols, s.env, "-w", s.ws, "--lang", sc.lang, texts.Ask)
 			p.expect(t, sc.ignored)
