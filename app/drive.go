@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/flowerrun/flower/claude"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -30,8 +31,9 @@ func (cfg Config) RuntimeOptions(wf *flower.Workflow) []flower.Option {
 		// Runtime's default, so --no-trim passes nothing.
 		opts = append(opts, flower.WithTrim(store.TrimPolicy{}))
 	}
-	if cfg.Lang != "" {
-		opts = append(opts, flower.WithLanguage(flower.Lang(cfg.Lang)))
+	opts = append(opts, flower.WithLanguage(cfg.Lang))
+	if cfg.CLIPath != "" {
+		opts = append(opts, flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath = cfg.CLIPath }))
 	}
 	if cfg.BudgetUSD > 0 {
 		opts = append(opts, flower.WithBudget(cfg.BudgetUSD))
@@ -68,7 +70,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		} else {
 			ui.Printf("- %s", ui.T("trimOff"))
 		}
-		for _, l := range (flower.Environment{Lang: flower.Lang(ui.Lang)}).DescribeCredentials() {
+		for _, l := range (flower.Environment{Lang: ui.Lang}).DescribeCredentials() {
 			ui.Printf("- %s", l)
 		}
 	}
@@ -208,7 +210,7 @@ func looksLikeBadCredentials(s string) bool { return s != "" && badCredentials.M
 
 // StepRule is a step's header: "== <name> ====…  i/total", with the wake
 // note when the step continues its session.
-func StepRule(lang, name string, i, total int, resumed bool, woke, width int) string {
+func StepRule(lang flower.Lang, name string, i, total int, resumed bool, woke, width int) string {
 	if width <= 0 {
 		width = screen.MaxWidth
 	}
@@ -225,7 +227,7 @@ func StepRule(lang, name string, i, total int, resumed bool, woke, width int) st
 // the manifest's absolute path. A path that would make the line wider than
 // width goes on a line of its own: the screen cuts wide lines, and a cut
 // path is no use to anyone.
-func Closing(lang string, total float64, manifest string, width int) string {
+func Closing(lang flower.Lang, total float64, manifest string, width int) string {
 	if abs, err := filepath.Abs(manifest); err == nil {
 		manifest = abs
 	}
@@ -242,7 +244,7 @@ func Closing(lang string, total float64, manifest string, width int) string {
 // WakeBanner is the line a continuing run starts with: where, whether the
 // brief is confirmed, the goal's checks (when any), the work session's
 // last context (when known) and which wake this is.
-func WakeBanner(lang, workspace, home string, briefDone bool, goalChecks, workContext, wake int) string {
+func WakeBanner(lang flower.Lang, workspace, home string, briefDone bool, goalChecks, workContext, wake int) string {
 	where := workspace
 	if home != "" && (where == home || strings.HasPrefix(where, home+string(filepath.Separator))) {
 		where = "~" + strings.TrimPrefix(where, home)

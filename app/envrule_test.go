@@ -15,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
 )
@@ -197,9 +198,9 @@ func TestGoNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 				if r.MaxTokens == 16 {
 					return claudetest.Say("hi")
 				}
-				return demo.Script(sc.lang, s.ws).Reply(r)
+				return demo.Script(flower.Lang(sc.lang), s.ws).Reply(r)
 			})
-			texts := demo.TextsFor(sc.lang)
+			texts := demo.TextsFor(flower.Lang(sc.lang))
 			p := startTerm(t, s.ws, sc.cols, s.env, "-w", s.ws, "--lang", sc.lang, texts.Ask)
 			p.expect(t, sc.ignored)
 			p.expect(t, texts.Question)

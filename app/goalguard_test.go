@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
 	"github.com/flowerrun/flower/internal/screen"
@@ -55,7 +56,7 @@ func startPTYCols(t *testing.T, cols uint16, env []string, args ...string) *ptyR
 }
 
 func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
-	for _, lang := range []string{"en", "zh"} {
+	for _, lang := range []flower.Lang{"en", "zh"} {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(fmt.Sprintf("%s-%d", lang, cols), func(t *testing.T) {
 				t.Parallel()
@@ -87,7 +88,7 @@ func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
 					}
 					return script.Reply(r)
 				})
-				p := startPTYCols(t, cols, binEnv(t, srv), "-w", ws, "--lang", lang, "--rounds", "2", texts.Ask)
+				p := startPTYCols(t, cols, binEnv(t, srv), "-w", ws, "--lang", string(lang), "--rounds", "2", texts.Ask)
 				p.expect(t, texts.Question)
 				io.WriteString(p.tty, "1\r")
 				// A whole flow on the real CLI: slower than wait's minute

@@ -30,7 +30,9 @@ func binEnv(t *testing.T, srv *claudetest.Server, extra ...string) []string {
 	for k, v := range claudetest.Env(t, srv) {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir(), human.StateDirEnv+"="+t.TempDir())
+	// The tests were written against the Chinese screens; a test of the
+	// English ones passes LANG=en_US.UTF-8 in extra (the last value wins).
+	env = append(env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir(), human.StateDirEnv+"="+t.TempDir(), "LANG=zh_CN.UTF-8")
 	return append(env, extra...)
 }
 
@@ -92,14 +94,35 @@ func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
 
 func startPTYBin(t *testing.T, bin string, env []string, args ...string) *ptyRun {
 	t.Helper()
-	return startPTYSize(t, bin, env, &pty.Winsize{Rows: 40, Cols: 120}, args...)
+	return startPTYSized(t, bin, 120, env, args...)
 }
 
 // startPTYSize is startPTYBin on a terminal of the given size.
 func startPTYSize(t *testing.T, bin string, env []string, size *pty.Winsize, args ...string) *ptyRun {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env, cmd.Dir = env, t.TempDir()
+	return startCmdPTYWinsize(t, exec.Command(bin, args...), t.TempDir(), env, size)
+}
+
+// startPTYSized is startPTYBin on a terminal cols columns wide.
+func startPTYSized(t *testing.T, bin string, cols uint16, env []string, args ...string) *ptyRun {
+	t.Helper()
+	return startCmdPTYSized(t, exec.Command(bin, args...), t.TempDir(), env, cols)
+}
+
+// startCmdPTY runs cmd in dir under a 120-column pty.
+func startCmdPTY(t *testing.T, cmd *exec.Cmd, dir string, env []string) *ptyRun {
+	t.Helper()
+	return startCmdPTYSized(t, cmd, dir, env, 120)
+}
+
+func startCmdPTYSized(t *testing.T, cmd *exec.Cmd, dir string, env []string, cols uint16) *ptyRun {
+	t.Helper()
+	return startCmdPTYWinsize(t, cmd, dir, env, &pty.Winsize{Rows: 40, Cols: cols})
+}
+
+func startCmdPTYWinsize(t *testing.T, cmd *exec.Cmd, dir string, env []string, size *pty.Winsize) *ptyRun {
+	t.Helper()
+	cmd.Env, cmd.Dir = env, dir
 	tty, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +153,13 @@ func startPTYSize(t *testing.T, bin string, env []string, size *pty.Winsize, arg
 // expect waits until the output holds s.
 func (p *ptyRun) expect(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	p.expectWithin(t, s, 30*time.Second)
+}
+
+// expectWithin is expect with its own deadline.
+func (p *ptyRun) expectWithin(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		p.mu.Lock()
 		ok := strings.Contains(p.out.String(), s)
@@ -169,7 +198,7 @@ func (p *ptyRun) wait(t *testing.T) int {
 	case <-time.After(3 * time.Minute):
 		// A whole flow's rest (judges, a round, the hand-over) on a loaded
 		// machine; the bound only stops a hang.
-		t.Fatal("flower did not exit")
+		t.Fatalf("flower did not exit:\n%s", p.screen())
 	}
 	return -1
 }

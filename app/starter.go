@@ -24,7 +24,7 @@ func (cfg Config) StarterOptions() flower.StarterOptions {
 	o := flower.StarterOptions{
 		Workspace: cfg.Workspace, RunDir: cfg.RunDir, New: cfg.New, Isolate: cfg.Isolate,
 		ClarifyOnly: cfg.ClarifyOnly, NoGoal: cfg.NoGoal, Rounds: cfg.Rounds, JudgeCanRun: cfg.JudgeCanRun,
-		Lang: flower.Lang(cfg.Lang), NoBequest: cfg.NoBequest,
+		Lang: cfg.Lang, NoBequest: cfg.NoBequest,
 	}
 	if cfg.MaxAsks >= 0 {
 		n := cfg.MaxAsks

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerrun/flower"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 	"io"
 	"os"
 	"strings"
@@ -14,7 +17,7 @@ import (
 )
 
 // newUI makes the screen on stdout and says whether stdin is a terminal.
-func (m *Command) newUI(lang string) *UI {
+func (m *Command) newUI(lang flower.Lang) *UI {
 	m.lang = lang
 	ui := &UI{Stdin: m.Stdin, Lang: lang, hooks: &m.hooks}
 	if f, ok := m.Stdout.(*os.File); ok {
@@ -38,6 +41,34 @@ func (ui *UI) ReadLine(prompt string) (string, error) {
 		defer ui.Screen.SetPrompt("")
 	}
 	return ui.readLineCtx(context.Background())
+}
+
+// readLinePrompt is ReadLine that gives up when ctx ends (Ctrl-C).
+func (ui *UI) readLinePrompt(ctx context.Context, prompt string) (string, error) {
+	if ui.Interactive {
+		ui.Screen.SetPrompt(prompt)
+		defer ui.Screen.SetPrompt("")
+	}
+	return ui.readLineCtx(ctx)
+}
+
+// readSecret is readLinePrompt with the terminal's echo off, so that a key
+// never shows on the screen (or in its scrollback). Ctrl-C still signals
+// (ISIG stays on) and ends ctx; the terminal's state is restored however
+// the read ends.
+func (ui *UI) readSecret(ctx context.Context, prompt string) (string, error) {
+	if f, ok := ui.Stdin.(*os.File); ok && ui.Interactive {
+		fd := int(f.Fd())
+		if state, err := term.GetState(fd); err == nil {
+			if t, err := unix.IoctlGetTermios(fd, ioctlGetTermios); err == nil {
+				t.Lflag &^= unix.ECHO
+				if unix.IoctlSetTermios(fd, ioctlSetTermios, t) == nil {
+					defer term.Restore(fd, state)
+				}
+			}
+		}
+	}
+	return ui.readLinePrompt(ctx, prompt)
 }
 
 // readLineCtx reads one line, giving up when ctx ends.
@@ -100,6 +131,7 @@ func (ui *UI) AskRequest(ctx context.Context, waking bool) (Request, error) {
 			head = "wake"
 		}
 		ui.Screen.Line(screen.Plain, ui.T(head))
+		ui.Screen.Line(screen.Dim, ui.T("langHint"))
 		ui.Screen.SetPrompt("> ")
 		line, err := ui.readLineCtx(ctx)
 		ui.Screen.SetPrompt("")
