@@ -242,7 +242,13 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 				// The brief the goal was set from, to tell later whether
 				// it changed since.
 				if data, rerr := os.ReadFile(p.brief); rerr == nil {
-					if werr := atomicfile.Write(p.briefAtGoal, data, 0o600); werr != nil {
+					// The workflow's run directory may differ from the
+					// Runtime's, which New created, and not exist yet.
+					werr := os.MkdirAll(p.runDir, 0o700)
+					if werr == nil {
+						werr = atomicfile.Write(p.briefAtGoal, data, 0o600)
+					}
+					if werr != nil {
 						return false, fmt.Errorf("the goal is set but the brief it was set from cannot be kept; make %s writable and run again: %w", p.runDir, werr)
 					}
 				}
