@@ -130,7 +130,7 @@ func startPTYSize(t *testing.T, bin string, env []string, size *pty.Winsize, arg
 // expect waits until the output holds s.
 func (p *ptyRun) expect(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute) // a loaded machine starts a CLI slowly
 	for time.Now().Before(deadline) {
 		p.mu.Lock()
 		ok := strings.Contains(p.out.String(), s)
