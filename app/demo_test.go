@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -119,73 +118,15 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // demoRun is `flower demo` on a terminal of cols columns with the locale
 // and language of tag, the pinned real CLI, and the simulated human's
 // pause (long: the person answers).
+// demoLimit is how long a pty demo test waits for a screen: a whole
+// demo's worth, on a loaded machine.
+const demoLimit = 4 * time.Minute
+
 func demoRun(t *testing.T, tag string, cols uint16, home string, args ...string) *ptyRun {
 	t.Helper()
 	locale := map[string]string{"en": "en_US.UTF-8", "zh": "zh_CN.UTF-8"}[tag]
 	env := append(claudetest.BaseEnv(), "HOME="+home, "LANG="+locale, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "FLOWER_DEMO_PAUSE=10m")
-	cmd := exec.Command(flowerBin, append([]string{"demo", "--lang", tag}, args...)...)
-	cmd.Env, cmd.Dir = env, t.TempDir()
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: cols})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &ptyRun{cmd: cmd, tty: tty, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			p.mu.Lock()
-			p.out.Write(buf[:n])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		tty.Close()
-		<-p.done
-	})
-	return p
-}
-
-// await waits (a whole demo's worth, on a loaded machine) until the screen
-// holds s.
-func (p *ptyRun) await(t *testing.T, s string) {
-	t.Helper()
-	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if strings.Contains(p.screen(), s) {
-			return
-		}
-	}
-	t.Fatalf("never saw %q in:\n%s", s, p.screen())
-}
-
-// exitCode waits for the demo's end and returns its exit code.
-func (p *ptyRun) exitCode(t *testing.T) int {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() { errc <- p.cmd.Wait() }()
-	select {
-	case err := <-errc:
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-		}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0
-	case <-time.After(5 * time.Minute):
-		t.Fatalf("the demo did not end:\n%s", p.screen())
-	}
-	return -1
+	return startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 40, Cols: cols}, append([]string{"demo", "--lang", tag}, args...)...)
 }
 
 // demoWords are one language's words of the pty tests.
@@ -214,17 +155,17 @@ func TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords(t *testing.T) {
 			t.Parallel()
 			w, ws := demoScreens[tc.tag], t.TempDir()
 			p := demoRun(t, tc.tag, tc.cols, t.TempDir(), "-w", ws)
-			p.await(t, "2) hello, world")
+			p.expectWithin(t, "2) hello, world", demoLimit)
 			// A side question while the question waits (a Ctrl-C right
 			// after a line would flush it unread from the terminal).
 			io.WriteString(p.tty, "? what is the plan\r")
-			p.await(t, w.asked)
+			p.expectWithin(t, w.asked, demoLimit)
 			io.WriteString(p.tty, tc.answer+"\r")
-			p.await(t, w.dispatch)
+			p.expectWithin(t, w.dispatch, demoLimit)
 			p.tty.Write([]byte{3})
-			p.await(t, w.interruptAsk)
+			p.expectWithin(t, w.interruptAsk, demoLimit)
 			io.WriteString(p.tty, "make it shout\r")
-			if code := p.exitCode(t); code != 0 {
+			if code := p.exitWithin(t, 5*time.Minute); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
 			s := p.screen()
@@ -257,20 +198,20 @@ func TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten(t *testing.T) {
 			t.Parallel()
 			w, ws, home := demoScreens[tc.tag], t.TempDir(), t.TempDir()
 			p := demoRun(t, tc.tag, tc.cols, home, "-w", ws)
-			p.await(t, "2) hello, world")
+			p.expectWithin(t, "2) hello, world", demoLimit)
 			io.WriteString(p.tty, "bonjour\r")
-			p.await(t, w.dispatch)
+			p.expectWithin(t, w.dispatch, demoLimit)
 			p.tty.Write([]byte{3})
-			p.await(t, w.interruptAsk)
+			p.expectWithin(t, w.interruptAsk, demoLimit)
 			p.tty.Write([]byte{3})
-			if code := p.exitCode(t); code != ExitInterrupted {
+			if code := p.exitWithin(t, 5*time.Minute); code != ExitInterrupted {
 				t.Fatalf("exit %d, want 130:\n%s", code, p.screen())
 			}
 			if s := p.screen(); !strings.Contains(s, "flower demo -w "+ws) || strings.Contains(s, "fake:") {
 				t.Errorf("the quit does not say how to continue the demo:\n%s", s)
 			}
 			p = demoRun(t, tc.tag, tc.cols, home, "-w", ws)
-			if code := p.exitCode(t); code != 0 {
+			if code := p.exitWithin(t, 5*time.Minute); code != 0 {
 				t.Fatalf("the wake: exit %d:\n%s", code, p.screen())
 			}
 			s := p.screen()

@@ -1,15 +1,11 @@
 package app
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -73,80 +69,10 @@ func (s *repoScene) check(t *testing.T, screen string) {
 	}
 }
 
-// termRun is the binary on a terminal of a given width, started in dir.
-type termRun struct {
-	cmd  *exec.Cmd
-	tty  *os.File
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan struct{}
-}
-
-func startTerm(t *testing.T, dir string, cols uint16, env []string, args ...string) *termRun {
+// startTerm is the binary on a terminal cols wide, started in dir.
+func startTerm(t *testing.T, dir string, cols uint16, env []string, args ...string) *ptyRun {
 	t.Helper()
-	cmd := exec.Command(flowerBin, args...)
-	cmd.Env, cmd.Dir = env, dir
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: cols})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &termRun{cmd: cmd, tty: tty, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		r := bufio.NewReader(tty)
-		buf := make([]byte, 4096)
-		for {
-			n, err := r.Read(buf)
-			p.mu.Lock()
-			p.out.Write(buf[:n])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		tty.Close()
-		<-p.done
-	})
-	return p
-}
-
-func (p *termRun) screen() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-func (p *termRun) expect(t *testing.T, s string) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(p.screen(), s) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("never saw %q in:\n%s", s, p.screen())
-}
-
-func (p *termRun) exit(t *testing.T) int {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() { errc <- p.cmd.Wait() }()
-	select {
-	case <-errc:
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-		}
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("flower did not exit:\n%s", p.screen())
-	}
-	return -1
+	return startPTYIn(t, flowerBin, dir, env, &pty.Winsize{Rows: 50, Cols: cols}, args...)
 }
 
 // screens are the locales and widths a person sees the lines in.
@@ -170,7 +96,7 @@ func TestOnceNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 				return claudetest.Say("the answer is 42")
 			})
 			p := startTerm(t, s.ws, sc.cols, s.env, "-w", s.ws, "--lang", sc.lang, "once", "-t", "Read", "what is the answer?")
-			if code := p.exit(t); code != 0 {
+			if code := p.exitWithin(t, 2*time.Minute); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
 			screen := p.screen()
@@ -206,8 +132,8 @@ func TestGoNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 			ws.Store(&s.ws)
 			texts := demo.TextsFor(sc.lang)
 			p := startTerm(t, s.ws, sc.cols, s.env, "-w", s.ws, "--lang", sc.lang, texts.Ask)
-			p.expect(t, sc.ignored)
-			p.expect(t, texts.Question)
+			p.expectWithin(t, sc.ignored, 90*time.Second)
+			p.expectWithin(t, texts.Question, 90*time.Second)
 			time.Sleep(time.Second) // a notify command would have started by now
 			s.check(t, p.screen())
 			io.WriteString(p.tty, "\x03")
@@ -225,13 +151,13 @@ func TestSetupProbesOnlyWhatWasTypedAndSaysTheProtection(t *testing.T) {
 		t.Run(sc.lang, func(t *testing.T) {
 			s := newRepoScene(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply { return claudetest.Say("hi") })
 			p := startTerm(t, s.ws, sc.cols, s.env, "--lang", sc.lang, "setup")
-			p.expect(t, "> ")
+			p.expectWithin(t, "> ", 90*time.Second)
 			io.WriteString(p.tty, "sk-ant-typed-key\r")
-			p.expect(t, "2.")
+			p.expectWithin(t, "2.", 90*time.Second)
 			io.WriteString(p.tty, s.user.URL+"\r")
-			p.expect(t, "3.")
+			p.expectWithin(t, "3.", 90*time.Second)
 			io.WriteString(p.tty, "claude-test-model\r")
-			if code := p.exit(t); code != 0 {
+			if code := p.exitWithin(t, 2*time.Minute); code != 0 {
 				t.Fatalf("setup exit %d:\n%s", code, p.screen())
 			}
 			want := map[string]string{"en": "- protection: glances in a bubblewrap sandbox (read-only, offline, no key)",
@@ -249,16 +175,16 @@ func TestSetupProbesOnlyWhatWasTypedAndSaysTheProtection(t *testing.T) {
 			// Without bubblewrap.
 			env := append(s.env, "PATH="+binPathWithout(t, "bwrap"))
 			p = startTerm(t, s.ws, sc.cols, env, "--lang", sc.lang, "setup")
-			p.expect(t, "> ")
+			p.expectWithin(t, "> ", 90*time.Second)
 			wantLines := map[string][]string{
 				"en": {"- protection: the parser alone, no sandbox (bubblewrap is not installed)", "  fix: apt-get install bubblewrap"},
 				"zh": {"- 保护:只靠解析器,没有沙箱(没装 bubblewrap)", "  修法:apt-get install bubblewrap"},
 			}[sc.lang]
 			for _, w := range wantLines {
-				p.expect(t, w)
+				p.expectWithin(t, w, 90*time.Second)
 			}
 			p = startTerm(t, s.ws, sc.cols, env, "-w", s.ws, "--lang", sc.lang, "once", "-t", "Read", "what is the answer?")
-			p.exit(t)
+			p.exitWithin(t, 2*time.Minute)
 			wantLines = map[string][]string{
 				"en": {"! no glance sandbox, the parser alone: bubblewrap is not installed", "  fix: apt-get install bubblewrap"},
 				"zh": {"! 瞥一眼没有沙箱,只靠解析器:没装 bubblewrap", "  修法:apt-get install bubblewrap"},

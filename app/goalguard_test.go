@@ -5,54 +5,19 @@ package app
 // English and Chinese, at 80 and 160 columns.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
 	"github.com/flowerrun/flower/internal/screen"
 )
-
-// startPTYCols is startPTYBin on a terminal cols wide.
-func startPTYCols(t *testing.T, cols uint16, env []string, args ...string) *ptyRun {
-	t.Helper()
-	cmd := exec.Command(flowerBin, args...)
-	cmd.Env, cmd.Dir = env, t.TempDir()
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: cols})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &ptyRun{cmd: cmd, tty: tty, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		r := bufio.NewReader(tty)
-		buf := make([]byte, 4096)
-		for {
-			n, err := r.Read(buf)
-			p.mu.Lock()
-			p.out.Write(buf[:n])
-			p.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		tty.Close()
-		<-p.done
-	})
-	return p
-}
 
 func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
 	for _, lang := range []string{"en", "zh"} {

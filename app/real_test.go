@@ -98,8 +98,21 @@ func startPTYBin(t *testing.T, bin string, env []string, args ...string) *ptyRun
 // startPTYSize is startPTYBin on a terminal of the given size.
 func startPTYSize(t *testing.T, bin string, env []string, size *pty.Winsize, args ...string) *ptyRun {
 	t.Helper()
+	return startPTYIn(t, bin, t.TempDir(), env, size, args...)
+}
+
+// startPTYCols is the flower binary on a terminal cols wide.
+func startPTYCols(t *testing.T, cols uint16, env []string, args ...string) *ptyRun {
+	t.Helper()
+	return startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, args...)
+}
+
+// startPTYIn is bin started in dir on a terminal of the given size: every
+// pty test's one way to start the command.
+func startPTYIn(t *testing.T, bin, dir string, env []string, size *pty.Winsize, args ...string) *ptyRun {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env, cmd.Dir = env, t.TempDir()
+	cmd.Env, cmd.Dir = env, dir
 	tty, err := pty.StartWithSize(cmd, size)
 	if err != nil {
 		t.Fatal(err)
@@ -130,25 +143,33 @@ func startPTYSize(t *testing.T, bin string, env []string, size *pty.Winsize, arg
 // expect waits until the output holds s.
 func (p *ptyRun) expect(t *testing.T, s string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		p.mu.Lock()
-		ok := strings.Contains(p.out.String(), s)
-		p.mu.Unlock()
-		if ok {
+	p.expectWithin(t, s, 30*time.Second)
+}
+
+// expectWithin waits at most limit until the output holds s.
+func (p *ptyRun) expectWithin(t *testing.T, s string, limit time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(p.screen(), s) {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t.Fatalf("never saw %q in:\n%s", s, p.out.String())
+	t.Fatalf("never saw %q in:\n%s", s, p.screen())
 }
 
 // wait returns flower's exit code once it has exited and its last output
 // is read: the reader may still hold bytes the process wrote just before
 // it exited (its closing line).
 func (p *ptyRun) wait(t *testing.T) int {
+	t.Helper()
+	// A whole flow's rest (judges, a round, the hand-over) on a loaded
+	// machine; the bound only stops a hang.
+	return p.exitWithin(t, 3*time.Minute)
+}
+
+// exitWithin is wait bounded by limit, showing the screen when flower
+// never exits.
+func (p *ptyRun) exitWithin(t *testing.T, limit time.Duration) int {
 	t.Helper()
 	errc := make(chan error, 1)
 	go func() { errc <- p.cmd.Wait() }()
@@ -166,10 +187,8 @@ func (p *ptyRun) wait(t *testing.T) int {
 			t.Fatal(err)
 		}
 		return 0
-	case <-time.After(3 * time.Minute):
-		// A whole flow's rest (judges, a round, the hand-over) on a loaded
-		// machine; the bound only stops a hang.
-		t.Fatal("flower did not exit")
+	case <-time.After(limit):
+		t.Fatalf("flower did not exit:\n%s", p.screen())
 	}
 	return -1
 }

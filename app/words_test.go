@@ -133,7 +133,7 @@ func TestWordsTypedBeforeAKillReachTheNextRun(t *testing.T) {
 			io.WriteString(p.tty, "\r")
 			p.expect(t, map[string]string{"en": "<- 1 undelivered words of the last run go to this run:", "zh": "<- 上次没送达的 1 句话,交给这次:"}[c.lang])
 			p.expect(t, "· "+words)
-			if code := p.waitLong(t); code != 0 {
+			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
 				t.Fatalf("the wake: exit %d:\n%s", code, p.screen())
 			}
 			if !requestsSince(srv, before, func(r *claudetest.Request) bool {
@@ -145,7 +145,7 @@ func TestWordsTypedBeforeAKillReachTheNextRun(t *testing.T) {
 			p = startPTYCols(t, c.cols, env, "-w", ws)
 			p.expect(t, "> ")
 			io.WriteString(p.tty, "\r")
-			if code := p.waitLong(t); code != 0 {
+			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
 				t.Fatalf("the third run: exit %d:\n%s", code, p.screen())
 			}
 			if s := p.screen(); strings.Contains(s, words) {
@@ -183,7 +183,7 @@ func TestMailTypedWhileClarifyRunsSurvivesTheBrief(t *testing.T) {
 			io.WriteString(p.tty, words+"\r")
 			p.expect(t, map[string]string{"en": "+ Received", "zh": "+ 收到"}[c.lang])
 			close(g.open)
-			if code := p.waitLong(t); code != 0 {
+			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
 			brief := readFileT(t, ws+"/.flower/notes/"+map[string]string{"en": "brief.md", "zh": "需求.md"}[c.lang])
@@ -257,7 +257,7 @@ func TestCtrlCSaysWhatHappensWhenItHappens(t *testing.T) {
 			io.WriteString(p.tty, words+"\r")
 			p.expect(t, resumed[1])
 			close(judging.open)
-			if code := p.waitLong(t); code != 0 {
+			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
 			if !hasRequest(srv, func(r *claudetest.Request) bool {
@@ -326,7 +326,7 @@ func TestAWorkerCannotAnswerOrMailAsTheHuman(t *testing.T) {
 	p := startPTYCols(t, 80, append(binEnv(t, srv), human.StateDirEnv+"="+state), "-w", ws, "--lang", "en", "--rounds", "2", texts.Ask)
 	p.expect(t, texts.Question)
 	io.WriteString(p.tty, "1\r")
-	if code := p.waitLong(t); code != 0 {
+	if code := p.exitWithin(t, 4*time.Minute); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.screen())
 	}
 	for _, name := range []string{"0-fifo.json.bad", "0-zero.json.bad"} {
@@ -345,23 +345,4 @@ func TestAWorkerCannotAnswerOrMailAsTheHuman(t *testing.T) {
 	if strings.Contains(brief, forged) || strings.Contains(qa, forged) || strings.Contains(p.screen(), "+ "+forged) {
 		t.Errorf("the worker spoke as the human:\nbrief:\n%s\nQ&A:\n%s", brief, qa)
 	}
-}
-
-// waitLong is ptyRun.wait with room for a loaded machine (a whole starter
-// flow of five CLI sessions), showing the screen when flower never exits.
-func (p *ptyRun) waitLong(t *testing.T) int {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() { errc <- p.cmd.Wait() }()
-	select {
-	case <-errc:
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-		}
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(4 * time.Minute):
-		t.Fatalf("flower did not exit:\n%s", p.screen())
-	}
-	return -1
 }
