@@ -2,42 +2,19 @@ package flower
 
 import (
 	"errors"
+	"github.com/flowerrun/flower/internal/testenv"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 )
-
-// otherFSDir is a new folder on another file system than t.TempDir()'s
-// (tmpfs /dev/shm on Linux), for the EXDEV path; without one the test
-// cannot show anything, which under CI is a failure.
-func otherFSDir(t *testing.T) string {
-	t.Helper()
-	var a, b syscall.Stat_t
-	if err := syscall.Stat(t.TempDir(), &a); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Stat("/dev/shm", &b); err != nil || a.Dev == b.Dev {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no second file system: /dev/shm (%v) is on the temp dir's", err)
-		}
-		t.Skip("no second file system at /dev/shm")
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "flower-xdev-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 // --new moves the lineage out of a run directory that is on another file
 // system than the workbench: copied, then removed; and when a move fails,
 // everything stays where it was and no empty archive folder is left.
 func TestArchiveAcrossFileSystems(t *testing.T) {
 	t.Parallel()
-	runDir, ws := otherFSDir(t), t.TempDir()
+	runDir, ws := testenv.OtherFileSystemDir(t), t.TempDir()
 	notes := filepath.Join(ws, "notes")
 	os.MkdirAll(filepath.Join(notes, "drafts"), 0o755)
 	brief := filepath.Join(notes, "brief.md")

@@ -2,9 +2,9 @@ package app
 
 import (
 	"fmt"
+	"github.com/flowerrun/flower/internal/testenv"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/creack/pty"
@@ -13,29 +13,6 @@ import (
 	"github.com/flowerrun/flower/internal/demo"
 )
 
-// otherFSDir is a new folder on another file system than t.TempDir()'s
-// (tmpfs /dev/shm on Linux); without one the test cannot show anything,
-// which under CI is a failure.
-func otherFSDir(t *testing.T) string {
-	t.Helper()
-	var a, b syscall.Stat_t
-	if err := syscall.Stat(t.TempDir(), &a); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Stat("/dev/shm", &b); err != nil || a.Dev == b.Dev {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no second file system: /dev/shm (%v) is on the temp dir's", err)
-		}
-		t.Skip("no second file system at /dev/shm")
-	}
-	dir, err := os.MkdirTemp("/dev/shm", "flower-xdev-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 // flower --new with the run directory on another file system than the
 // workbench: the old lineage and brief are archived and a new request
 // starts, on a terminal, in English and Chinese, at 80 and 160 columns.
@@ -43,7 +20,7 @@ func TestNewArchivesAcrossFileSystemsThroughTheBinary(t *testing.T) {
 	for _, lang := range []string{"en", "zh"} {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(fmt.Sprintf("%s/%d", lang, cols), func(t *testing.T) {
-				ws, runDir := t.TempDir(), otherFSDir(t)
+				ws, runDir := t.TempDir(), testenv.OtherFileSystemDir(t)
 				names := flower.StarterNamesFor(flower.Lang(lang))
 				notes := filepath.Join(ws, ".flower", "notes")
 				if err := os.MkdirAll(notes, 0o755); err != nil {

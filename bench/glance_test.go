@@ -3,23 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
+	"github.com/flowerrun/flower/internal/testenv"
 	"strings"
 	"testing"
-
-	"github.com/flowerrun/flower/guard"
 )
 
 // TestGlanceSmallMeasuresEveryVariant runs the glance benchmark with two
 // repetitions: every glance runs in every variant and the table is
 // printed; no time is a condition.
 func TestGlanceSmallMeasuresEveryVariant(t *testing.T) {
-	if s := guard.DetectSandbox(); !s.Active() {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the glance sandbox must run in CI: %s; fix: %s", s.Problem, s.Fix)
-		}
-		t.Skipf("no glance sandbox: %s", s.Problem)
-	}
+	testenv.Sandbox(t)
 	var out bytes.Buffer
 	figs, err := glanceBench(context.Background(), glanceConfig{Reps: 2, Dir: t.TempDir(), Out: &out})
 	if err != nil {
