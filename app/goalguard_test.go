@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,11 +23,7 @@ func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(fmt.Sprintf("%s-%d", lang, cols), func(t *testing.T) {
 				t.Parallel()
-				ws, err := os.MkdirTemp("", "fg")
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.RemoveAll(ws) })
+				ws := shortTempDir(t)
 				texts := demo.TextsFor(lang)
 				verify, listed, why := "Judge this round",
 					"## Conclusion\nachieved\n\n## Reason\nclose enough\n\n## Not passed\n- run ls, see hello.txt",

@@ -95,6 +95,19 @@ func startPTYBin(t *testing.T, bin string, env []string, args ...string) *ptyRun
 	return startPTYSize(t, bin, env, &pty.Winsize{Rows: 40, Cols: 120}, args...)
 }
 
+// shortTempDir is a workspace with a short path, removed at the end: the
+// screen's banners and closing lines carry it, and a long t.TempDir()
+// path would wrap them.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // startPTYSize is startPTYBin on a terminal of the given size.
 func startPTYSize(t *testing.T, bin string, env []string, size *pty.Winsize, args ...string) *ptyRun {
 	t.Helper()

@@ -80,11 +80,7 @@ func (p *ptyRun) screen() string {
 
 func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	// A short path: the banner and the closing line are width-limited.
-	ws, err := os.MkdirTemp("", "fw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(ws) })
+	ws := shortTempDir(t)
 	texts := demo.TextsFor("en")
 	g := newGate()
 	srv := starterServer(t, ws, claudetest.Script{

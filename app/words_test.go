@@ -103,11 +103,7 @@ func TestWordsTypedBeforeAKillReachTheNextRun(t *testing.T) {
 	// the words reached no call of the next run.
 	for _, c := range wordsCases {
 		t.Run(c.name(), func(t *testing.T) {
-			ws, err := os.MkdirTemp("", "fw")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(ws) })
+			ws := shortTempDir(t)
 			texts := demo.TextsFor(c.lang)
 			words := map[string]string{"en": "also write a README", "zh": "再写一个 README"}[c.lang]
 			g := newGate()
@@ -160,11 +156,7 @@ func TestMailTypedWhileClarifyRunsSurvivesTheBrief(t *testing.T) {
 	// gate replaced the whole file; the receipt had said "appended".
 	for _, c := range wordsCases {
 		t.Run(c.name(), func(t *testing.T) {
-			ws, err := os.MkdirTemp("", "fw")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(ws) })
+			ws := shortTempDir(t)
 			texts := demo.TextsFor(c.lang)
 			words := map[string]string{"en": "use PostgreSQL", "zh": "数据库用 PostgreSQL"}[c.lang]
 			g := newGate()
@@ -212,11 +204,7 @@ func TestCtrlCSaysWhatHappensWhenItHappens(t *testing.T) {
 	// judge Interrupt reported false and nothing said the words wait.
 	for _, c := range wordsCases {
 		t.Run(c.name(), func(t *testing.T) {
-			ws, err := os.MkdirTemp("", "fw")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(ws) })
+			ws := shortTempDir(t)
 			texts := demo.TextsFor(c.lang)
 			bare := map[string]string{"en": "A human interrupted briefly", "zh": "人打断了一下"}[c.lang]
 			words := map[string]string{"en": "check the README too", "zh": "也检查一下 README"}[c.lang]
@@ -273,11 +261,7 @@ func TestAWorkerCannotAnswerOrMailAsTheHuman(t *testing.T) {
 	// Before: the reply files lived in <run_dir>/human/replies, inside the
 	// workspace, where a worker may write: its file was taken as the
 	// human's reply (an answer, or mail appended to the brief).
-	ws, err := os.MkdirTemp("", "fw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(ws) })
+	ws := shortTempDir(t)
 	state := t.TempDir()
 	t.Setenv(human.StateDirEnv, state)
 	texts := demo.TextsFor("en")

@@ -42,7 +42,9 @@ func (s *propertyScene) attacks() []string {
 	}
 }
 
-func newPropertyScene(t *testing.T, script func(cmds []string) claudetest.Script) *propertyScene {
+// newPropertyScene is the scene whose model, given scenario, runs every
+// attack as a Bash glance, one a turn, then says done.
+func newPropertyScene(t *testing.T, scenario string) *propertyScene {
 	t.Helper()
 	s := &propertyScene{ws: t.TempDir(), key: fmt.Sprintf("sk-ant-property-%d", time.Now().UnixNano()),
 		marker: fmt.Sprintf("flower-property-%d", time.Now().UnixNano()), connected: make(chan struct{}, 8)}
@@ -65,7 +67,11 @@ func newPropertyScene(t *testing.T, script func(cmds []string) claudetest.Script
 			s.connected <- struct{}{}
 		}
 	}()
-	s.srv = claudetest.NewServer(t, script(s.attacks()).Handler())
+	var turns []claudetest.Responder
+	for _, c := range s.attacks() {
+		turns = append(turns, bashTurn(c))
+	}
+	s.srv = claudetest.NewServer(t, claudetest.Script{scenario: append(turns, claudetest.Say("done"))}.Handler())
 	env := claudetest.Env(t, s.srv)
 	s.home, s.tmp = env["HOME"], env["CLAUDE_CODE_TMPDIR"]
 	env["ANTHROPIC_API_KEY"] = s.key
@@ -94,13 +100,7 @@ func TestRealSandboxHoldsWhatThePropertyNeeds(t *testing.T) {
 	requireSandbox(t)
 	acceptEveryGlance.Store(true)
 	defer acceptEveryGlance.Store(false)
-	s := newPropertyScene(t, func(cmds []string) claudetest.Script {
-		var turns []claudetest.Responder
-		for _, c := range cmds {
-			turns = append(turns, bashTurn(c))
-		}
-		return claudetest.Script{"SCENARIO:property": append(turns, claudetest.Say("done"))}
-	})
+	s := newPropertyScene(t, "SCENARIO:property")
 	wsBefore := snapshot(t, s.ws)
 	realRun(t, "SCENARIO:property", s.opts)
 	if diff := changes(wsBefore, snapshot(t, s.ws)); diff != "" {
@@ -148,13 +148,7 @@ func TestRealWithoutBubblewrapTheParserRefuses(t *testing.T) {
 	if s.Active() || !strings.Contains(s.Problem, "parser alone") || s.Fix != FixSandbox {
 		t.Fatalf("without bwrap on PATH: %+v", s)
 	}
-	scene := newPropertyScene(t, func(cmds []string) claudetest.Script {
-		var turns []claudetest.Responder
-		for _, c := range cmds {
-			turns = append(turns, bashTurn(c))
-		}
-		return claudetest.Script{"SCENARIO:fallback": append(turns, claudetest.Say("done"))}
-	})
+	scene := newPropertyScene(t, "SCENARIO:fallback")
 	wsBefore := snapshot(t, scene.ws)
 	realRun(t, "SCENARIO:fallback", scene.opts)
 	if diff := changes(wsBefore, snapshot(t, scene.ws)); diff != "" {
