@@ -284,6 +284,13 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		}
 		v, doubt := doc.ReadVerdict(vr.Text)
 		c.Set(VerdictKey, v)
+		if f := c.OnEvent(); f != nil {
+			// The round's ruling, labelled with its round, for a UI and
+			// the ending; the judge's prose came before it.
+			e := event.New(event.Verdict, strings.TrimSpace(v.Reason), map[string]any{
+				"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State)})
+			safeCall("OnEvent", func() { f(e) })
+		}
 		switch {
 		case v.Passed() && doubt == doc.NoDoubt:
 			return true, nil

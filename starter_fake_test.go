@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 )
 
@@ -685,5 +686,42 @@ func TestFakeWorkflowFinallyRunsHoweverTheStepsEnd(t *testing.T) {
 	}
 	if !slices.Equal(finals, []string{"a"}) {
 		t.Errorf("Finally ran %v; once after the failed step, never for invalid steps", finals)
+	}
+}
+
+func TestFakeGoalGuardEmitsEachVerdictWithItsRound(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	f.script(starterRules(fakeNotYet))
+	step := Step{Name: "干活", Spec: wfSpec(), Prompt: Text("照这份需求做 x")}
+	guarded := WithGoal(step, nil, GoalGuardOptions{GoalPath: filepath.Join(f.ws, "goal.md"), Rounds: 2})
+	var mu sync.Mutex
+	var verdicts, steps []Event
+	rt := f.runtime()
+	_, err := (&Workflow{NoContinuity: true, Steps: []Step{guarded}}).Run(runCtx(t), rt, func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case event.Verdict:
+			verdicts = append(verdicts, e)
+		case event.Step:
+			steps = append(steps, e)
+		}
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(steps) != 1 || steps[0].Int("rounds") != 2 {
+		t.Errorf("step events %+v: want one, with rounds 2", steps)
+	}
+	if len(verdicts) != 2 {
+		t.Fatalf("verdict events %+v: want one per round", verdicts)
+	}
+	for i, v := range verdicts {
+		if v.Int("round") != i+1 || v.Int("rounds") != 2 || v.Str("state") != "not_yet" || v.Str("step") != "干活" || v.Text == "" {
+			t.Errorf("verdict %d: %+v", i+1, v)
+		}
 	}
 }

@@ -567,7 +567,7 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Ev
 			resume, carried = c.Session(st.Name)
 		}
 		emit(st.Name, event.New(event.Step, st.Name, rt.stepPayload(map[string]any{
-			"index": i + 1, "total": len(w.Steps), "resumed": carried, "woke": woke})))
+			"index": i + 1, "total": len(w.Steps), "resumed": carried, "woke": woke, "rounds": st.Retries + 1})))
 		render := st.Prompt
 		if carried && st.ResumePrompt != nil {
 			render = st.ResumePrompt

@@ -9,13 +9,14 @@ import (
 	"time"
 )
 
-// Kind says what an Event is. There are sixteen; a UI switches on the ones it
+// Kind says what an Event is. There are seventeen; a UI switches on the ones it
 // shows and keeps a default branch for the rest (and for kinds added later).
 type Kind string
 
-// The sixteen kinds. Normalize makes Text through Unknown; the others come
+// The seventeen kinds. Normalize makes Text through Unknown; the others come
 // from the layers above: Ask from the human channel, Retry, Handoff and Loop
-// from the runtime, Step from the workflow, and Task also from the goal step.
+// from the runtime, Step from the workflow, Verdict and Task also from the
+// goal guard and the goal step.
 const (
 	// Text is the model's prose. Payload: subagent, parent_tool_use_id (for
 	// a subagent), context (when the message reported usage), model.
@@ -34,8 +35,10 @@ const (
 	// is_error, plus the message's subagent fields.
 	ToolResult Kind = "tool_result"
 	// Result ends a turn; Text is the result subtype. Payload: session_id,
-	// cost_usd, num_turns, is_error, and when set terminal_reason,
-	// api_error_status, errors, and (for an error result) result.
+	// cost_usd, num_turns, is_error, and when set tokens_in (input, cache
+	// read and cache creation tokens of the turn), tokens_out,
+	// terminal_reason, api_error_status, errors, and (for an error result)
+	// result.
 	Result Kind = "result"
 	// Error is an API error the CLI dressed up as an assistant message; Text
 	// is its prose. It is never prose of the model. Payload: synthetic (true),
@@ -63,8 +66,8 @@ const (
 	// human gave some, in words.
 	Retry Kind = "retry"
 	// Step marks a workflow step's start. Payload: index, total, resumed,
-	// woke, and the run's budget (when set), window and handoff_at (when
-	// handoffs are on).
+	// woke, rounds (the step's attempts, 1 + its retries), and the run's
+	// budget (when set), window and handoff_at (when handoffs are on).
 	Step Kind = "step"
 	// Handoff is the runtime's handoff progress; Payload phase is near,
 	// writing or done.
@@ -74,12 +77,17 @@ const (
 	// ("" for the main thread), subagent, tool, count (the loop's calls,
 	// the refused one included).
 	Loop Kind = "loop"
+	// Verdict is the goal guard's ruling on a round; Text is its reason.
+	// Payload: step (the guarded step), round, rounds (the step's total),
+	// state (achieved, not_yet, unreachable; "" when the judge gave
+	// no clear conclusion).
+	Verdict Kind = "verdict"
 )
 
-// Kinds lists the sixteen kinds in the order above.
+// Kinds lists the seventeen kinds in the order above.
 func Kinds() []Kind {
 	return []Kind{Text, Thinking, Prompt, ToolCall, ToolResult, Result, Error, Reset,
-		System, Task, Unknown, Ask, Retry, Step, Handoff, Loop}
+		System, Task, Unknown, Ask, Retry, Step, Handoff, Loop, Verdict}
 }
 
 // Event is one thing that happened, in the form a UI shows and events.jsonl

@@ -110,6 +110,11 @@ func TestNormalizeFollowsTheEventTable(t *testing.T) {
 			want: []Event{{Kind: Result, Text: "success", Payload: map[string]any{"session_id": "s1", "cost_usd": 0.01, "num_turns": 1, "is_error": false, "terminal_reason": "completed"}}},
 		},
 		{
+			name: "a result with usage carries the turn's tokens in and out",
+			line: `{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"Hi","session_id":"s1","total_cost_usd":0.02,"usage":{"input_tokens":10,"output_tokens":42,"cache_read_input_tokens":1000,"cache_creation_input_tokens":200}}`,
+			want: []Event{{Kind: Result, Text: "success", Payload: map[string]any{"session_id": "s1", "cost_usd": 0.02, "num_turns": 1, "is_error": false, "tokens_in": 1210, "tokens_out": 42}}},
+		},
+		{
 			name: "a turn-limit result lists its errors",
 			line: `{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":5,"session_id":"s1","total_cost_usd":1.5,"terminal_reason":"max_turns","errors":["max turns reached"]}`,
 			want: []Event{{Kind: Result, Text: "error_max_turns", Payload: map[string]any{"session_id": "s1", "cost_usd": 1.5, "num_turns": 5, "is_error": true, "terminal_reason": "max_turns", "errors": []string{"max turns reached"}}}},
@@ -254,8 +259,8 @@ func TestThereAreSixteenDistinctKinds(t *testing.T) {
 	for _, k := range Kinds() {
 		seen[k] = true
 	}
-	if len(Kinds()) != 16 || len(seen) != 16 {
-		t.Errorf("Kinds() = %v, want 16 distinct kinds", Kinds())
+	if len(Kinds()) != 17 || len(seen) != 17 {
+		t.Errorf("Kinds() = %v, want 17 distinct kinds", Kinds())
 	}
 }
 

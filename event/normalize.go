@@ -212,6 +212,9 @@ func resultEvent(m *claude.ResultMessage) Event {
 		"num_turns":  m.NumTurns,
 		"is_error":   m.IsError,
 	}
+	if u := m.Usage; u != nil {
+		p["tokens_in"], p["tokens_out"] = u.Context(), u.OutputTokens
+	}
 	if m.TerminalReason != "" {
 		p["terminal_reason"] = m.TerminalReason
 	}
