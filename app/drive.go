@@ -210,7 +210,7 @@ func looksLikeBadCredentials(s string) bool { return s != "" && badCredentials.M
 // note when the step continues its session.
 func StepRule(lang, name string, i, total int, resumed bool, woke, width int) string {
 	if width <= 0 {
-		width = screen.MaxWidth
+		width = screen.DefaultWidth
 	}
 	tail := fmt.Sprintf("  %d/%d", i, total)
 	if resumed {
@@ -230,7 +230,7 @@ func Closing(lang string, total float64, manifest string, width int) string {
 		manifest = abs
 	}
 	if width <= 0 {
-		width = screen.MaxWidth
+		width = screen.DefaultWidth
 	}
 	line := fmt.Sprintf(text(lang, "closing"), total, manifest)
 	if screen.Columns(line) <= width {

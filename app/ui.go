@@ -49,7 +49,11 @@ func (ui *UI) readLineCtx(ctx context.Context) (string, error) {
 		return "", err
 	}
 	ui.touched()
-	return strings.TrimRight(line, "\r\n"), nil
+	line = strings.TrimRight(line, "\r\n")
+	if ui.Interactive && err == nil {
+		ui.Screen.Echo(line)
+	}
+	return line, nil
 }
 
 // touched records that the person gave input just now.

@@ -1,8 +1,10 @@
 // Package screen is the one way flower writes to a terminal: every line is
 // sanitized (the model's and the tools' escape sequences and control bytes
-// never reach the terminal, only flower's own colours do), cut to the
+// never reach the terminal, only flower's own colours do), wrapped at the
 // terminal's width in display columns, and written under a per-terminal file
 // lock so that two flower processes sharing a terminal never mix their lines.
+// The terminal's bottom rows are a footer (a status line, the prompt) that
+// output lines never interleave with and never leave copies of.
 package screen
 
 import (
@@ -35,33 +37,54 @@ var sgr = map[Color]string{
 }
 
 const (
-	reset     = "\x1b[0m"
-	eraseLine = "\r\x1b[2K"
-	// MinWidth and MaxWidth bound the width of a terminal line: narrower
-	// terminals still get 40 columns (wrapping beats losing the text), wider
-	// ones no more than 110 (long lines are hard to read).
-	MinWidth = 40
-	MaxWidth = 110
+	reset = "\x1b[0m"
+	// eraseFooter goes to the first column and erases to the end of the
+	// screen: the footer (status line, prompt) is always at the bottom.
+	eraseFooter = "\r\x1b[J"
+	// cursorUp moves one row up, to the footer's first row.
+	cursorUp = "\x1b[1A"
+	// DefaultWidth is the width of a terminal that does not say its own.
+	DefaultWidth = 80
+	// footerMinWidth is the narrowest terminal that gets a status line: on
+	// fewer columns it would be nothing but "...".
+	footerMinWidth = 20
 )
 
 // Screen writes lines. Its methods are safe from any goroutine.
+//
+// On a terminal the bottom rows are a footer: a status line (SetStatus)
+// and the prompt (SetPrompt), each cut to one row shorter than the
+// terminal so that neither ever wraps. Every output erases the footer,
+// writes its lines (wrapped at the terminal's width) and draws the footer
+// again, so output lines and the footer never interleave and nothing of
+// an old footer is left behind, whatever the width.
 type Screen struct {
 	mu     sync.Mutex
 	w      io.Writer
 	fd     int // the terminal's descriptor; -1 when not a terminal
 	lock   *ttyLock
 	prompt string
+	status string
+	drawn  int // rows of footer on the terminal now
+	cols   func() int
 }
 
-// New returns a Screen on f. When f is a terminal, lines are coloured, cut to
-// its width and serialized with the other flower processes on it; otherwise
-// they are plain lines, sanitized but never cut (a log keeps all of a line).
+// New returns a Screen on f. When f is a terminal, lines are coloured,
+// wrapped at its width and serialized with the other flower processes on
+// it; otherwise they are plain lines, sanitized but never wrapped (a log
+// keeps a line whole).
 func New(f *os.File) *Screen {
 	s := &Screen{w: f, fd: -1}
 	fd := int(f.Fd())
 	if IsTerminal(fd) {
 		s.fd = fd
 		s.lock = openTTYLock(fd)
+		s.cols = func() int {
+			if ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
+				return int(ws.Col)
+			}
+			return 0
+		}
 	}
 	return s
 }
@@ -78,28 +101,97 @@ func IsTerminal(fd int) bool {
 // Terminal reports whether the Screen writes to a terminal.
 func (s *Screen) Terminal() bool { return s.fd >= 0 }
 
-// Width is the width lines are cut to: max(40, min(columns, 110)) on a
-// terminal, 0 (no cut) otherwise.
+// Width is the terminal's width in columns, which lines wrap at
+// (DefaultWidth when the terminal reports 0); 0 when not a terminal (no
+// wrap).
 func (s *Screen) Width() int {
 	if s.fd < 0 {
 		return 0
 	}
-	cols := 80
-	if ws, err := unix.IoctlGetWinsize(s.fd, unix.TIOCGWINSZ); err == nil && ws.Col > 0 {
-		cols = int(ws.Col)
+	if c := s.cols(); c > 0 {
+		return c
 	}
-	return max(MinWidth, min(cols, MaxWidth))
+	return DefaultWidth
 }
 
-// SetPrompt sets the prompt kept on the terminal's last line, redrawn after
-// every output ("" removes it). It is not shown when not a terminal.
+// SetPrompt sets the prompt kept on the terminal's last row, redrawn after
+// every output ("" removes it). It is not shown when not a terminal. A
+// prompt wider than the terminal loses the middle of its text, never its
+// end ("> ").
 func (s *Screen) SetPrompt(p string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.prompt = Sanitize(p)
-	if s.fd >= 0 {
-		s.lock.hold(func() { io.WriteString(s.w, eraseLine+s.prompt) })
+	s.redraw()
+}
+
+// SetStatus sets the status line kept above the prompt, redrawn after
+// every output ("" removes it). It is cut to one row; it is not shown when
+// not a terminal or on a terminal narrower than 20 columns.
+func (s *Screen) SetStatus(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status = Sanitize(text)
+	s.redraw()
+}
+
+// redraw erases the footer and draws it again; s.mu is held.
+func (s *Screen) redraw() {
+	if s.fd < 0 {
+		return
 	}
+	width := s.Width()
+	s.lock.hold(func() { io.WriteString(s.w, s.eraseLocked()+s.footerLocked(width)) })
+}
+
+// eraseLocked is the sequence that erases the footer drawn now.
+func (s *Screen) eraseLocked() string {
+	up := strings.Repeat(cursorUp, max(0, s.drawn-1))
+	s.drawn = 0
+	return up + eraseFooter
+}
+
+// footerLocked draws the footer for width columns and counts its rows.
+func (s *Screen) footerLocked(width int) string {
+	var rows []string
+	if s.status != "" && width >= footerMinWidth {
+		rows = append(rows, sgr[Dim]+Cut(s.status, width-1)+reset)
+	}
+	if s.prompt != "" {
+		rows = append(rows, cutPrompt(s.prompt, width-1))
+	}
+	s.drawn = len(rows)
+	return strings.Join(rows, "\r\n")
+}
+
+// cutPrompt fits a prompt into cols columns, keeping its last two
+// characters (the "> " the cursor waits after).
+func cutPrompt(p string, cols int) string {
+	if Columns(p) <= cols || cols < 8 {
+		return p
+	}
+	tail := ""
+	if r := []rune(p); len(r) > 2 {
+		tail = string(r[len(r)-2:])
+		p = string(r[:len(r)-2])
+	}
+	return Cut(p, cols-Columns(tail)) + tail
+}
+
+// Echo keeps a line the human typed at the prompt on the screen: the
+// terminal's own echo of the Enter moved the cursor one row below the
+// footer, so the footer is erased from one row further up, the prompt and
+// the typed line are written as an output line (sanitized: typed escape
+// sequences stay inert) and the footer is drawn again below them. Nothing
+// happens when no footer is shown.
+func (s *Screen) Echo(typed string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fd < 0 || s.drawn == 0 {
+		return
+	}
+	s.drawn++
+	s.writeLocked(Magenta, []string{s.prompt + typed})
 }
 
 // Line writes one line in colour c; text with newlines becomes several lines.
@@ -110,33 +202,42 @@ func (s *Screen) Line(c Color, text string) { s.Block(c, strings.Split(text, "\n
 func (s *Screen) Block(c Color, lines ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.writeLocked(c, lines)
+}
+
+// writeLocked writes lines as one unit; s.mu is held.
+func (s *Screen) writeLocked(c Color, lines []string) {
 	width := s.Width()
 	s.lock.hold(func() {
+		if s.fd < 0 {
+			for _, l := range lines {
+				io.WriteString(s.w, Sanitize(l)+"\n")
+			}
+			return
+		}
+		var b strings.Builder
+		b.WriteString(s.eraseLocked())
 		for _, l := range lines {
-			l = Sanitize(l)
-			if width > 0 {
-				l = Cut(l, width)
+			for _, row := range WrapRow(Sanitize(l), width) {
+				if on := sgr[c]; on != "" && row != "" {
+					row = on + row + reset
+				}
+				b.WriteString(row + "\r\n")
 			}
-			if s.fd < 0 {
-				io.WriteString(s.w, l+"\n")
-				continue
-			}
-			if on := sgr[c]; on != "" && l != "" {
-				l = on + l + reset
-			}
-			// Each line is its own write: the lock, not the size of a
-			// write, keeps a block whole.
-			io.WriteString(s.w, eraseLine+l+"\n")
 		}
-		if s.fd >= 0 && s.prompt != "" {
-			io.WriteString(s.w, s.prompt)
-		}
+		b.WriteString(s.footerLocked(width))
+		// One write: the lock keeps a block whole against other
+		// processes, one write keeps it whole against a reader.
+		io.WriteString(s.w, b.String())
 	})
 }
 
-// Close releases the terminal lock's file.
+// Close erases the footer and releases the terminal lock's file.
 func (s *Screen) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fd >= 0 && s.drawn > 0 {
+		s.lock.hold(func() { io.WriteString(s.w, s.eraseLocked()) })
+	}
 	return s.lock.close()
 }

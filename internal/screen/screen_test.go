@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/hinshun/vt10x"
 	"go.uber.org/goleak"
 )
 
@@ -45,6 +47,27 @@ func helper(mode string) {
 	case "model":
 		s.Line(Green, "model: \x1b]0;pwned\x07 title \x1b[31mred\x1b[0m \x1b[2J clear \x07bell\u009b1;1H end")
 		s.Line(Plain, strings.Repeat("中", 100))
+	case "footer":
+		// A prompt wider than 80 columns (the English idle hint), a status
+		// line changing between lines, long lines that must wrap.
+		s.SetPrompt("(type = add to the request, delivered at the next checkpoint; start with ? = a side question that does not disturb it) > ")
+		for i := range 30 {
+			if os.Getenv("SCREEN_STATUS") != "" {
+				s.SetStatus(fmt.Sprintf("- work · round 1/3 · 0:%02d · tool Bash", i))
+			}
+			if i%10 == 9 {
+				s.Line(Plain, fmt.Sprintf("line %02d %s end", i, strings.Repeat("w ", 90)))
+				continue
+			}
+			s.Line(Plain, fmt.Sprintf("line %02d", i))
+		}
+		if os.Getenv("SCREEN_STATUS") != "" {
+			s.SetStatus("- work · round 1/3 · 0:30 · tool Bash")
+		}
+		if os.Getenv("SCREEN_KEEP") != "" {
+			os.Exit(0) // the footer stays, as while a run waits for a line
+		}
+		return // Close erases the footer
 	}
 	s.SetPrompt("")
 }
@@ -93,9 +116,9 @@ func runOnPTY(t *testing.T, cols uint16, envs ...[]string) string {
 func terminalLines(raw string) []string {
 	var lines []string
 	for _, l := range strings.Split(raw, "\n") {
-		l = strings.TrimSuffix(l, "\r")
-		if i := strings.LastIndex(l, eraseLine); i >= 0 {
-			l = l[i+len(eraseLine):]
+		l = strings.TrimRight(l, "\r")
+		if i := strings.LastIndex(l, eraseFooter); i >= 0 {
+			l = l[i+len(eraseFooter):]
 		}
 		if l == "" || l == "> " {
 			continue
@@ -132,20 +155,20 @@ func TestTwoProcessesOnOneTerminalNeverMixTheirLines(t *testing.T) {
 	}
 }
 
-func TestModelEscapesArriveSanitizedAndCJKIsCutByWidth(t *testing.T) {
-	raw := runOnPTY(t, 200, []string{"SCREEN_HELPER=model"})
+func TestModelEscapesArriveSanitizedAndCJKWrapsAtTheWidth(t *testing.T) {
+	raw := runOnPTY(t, 120, []string{"SCREEN_HELPER=model"})
 	lines := terminalLines(raw)
-	if len(lines) != 2 {
-		t.Fatalf("want 2 lines, got %q", lines)
+	if len(lines) != 3 {
+		t.Fatalf("want 3 lines, got %q", lines)
 	}
 	want := "\x1b[32mmodel:  title red  clear bell end\x1b[0m"
 	if lines[0] != want {
 		t.Errorf("model line:\n got %q\nwant %q (only flower's green may pass)", lines[0], want)
 	}
-	// The terminal is 200 wide, flower's lines at most 110: 53 CJK
-	// characters (106 columns) and "...".
-	if want := strings.Repeat("中", 53) + "..."; lines[1] != want {
-		t.Errorf("CJK line cut to %d columns: %q", Columns(lines[1]), lines[1])
+	// 100 CJK characters are 200 columns: on 120 columns, 60 then 40,
+	// nothing cut.
+	if lines[1] != strings.Repeat("中", 60) || lines[2] != strings.Repeat("中", 40) {
+		t.Errorf("CJK line wrapped as %q", lines[1:])
 	}
 	if strings.Contains(raw, "pwned") || strings.Contains(raw, "\x1b[2J") || strings.Contains(raw, "\x07") {
 		t.Errorf("an escape sequence of the model reached the terminal: %q", raw)
@@ -206,6 +229,23 @@ func TestWidth(t *testing.T) {
 	if got := Cut("short", 40); got != "short" {
 		t.Errorf("Cut fitting: %q", got)
 	}
+	for _, c := range []struct {
+		s    string
+		cols int
+		want []string
+	}{
+		{"short", 10, []string{"short"}},
+		{"one two three four", 9, []string{"one two", "three", "four"}},
+		{"  | a subagent line that wraps", 12, []string{"  | a", "  | subagent", "  | line", "  | that", "  | wraps"}},
+		{"中中中中中", 4, []string{"中中", "中中", "中"}},
+		{"abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		{"中", 1, []string{"中"}},
+		{"anything", 0, []string{"anything"}},
+	} {
+		if got := WrapRow(c.s, c.cols); !slices.Equal(got, c.want) {
+			t.Errorf("WrapRow(%q, %d) = %q, want %q", c.s, c.cols, got, c.want)
+		}
+	}
 	if got := Pad("现在在做", 10); got != "现在在做  " {
 		t.Errorf("Pad: %q", got)
 	}
@@ -222,4 +262,90 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("Sanitize is not idempotent on %q", s)
 		}
 	})
+}
+
+// render plays raw into a terminal emulator of cols by rows and returns its
+// rows, trailing spaces dropped.
+func render(raw string, cols, rows int) []string {
+	term := vt10x.New(vt10x.WithSize(cols, rows))
+	term.Write([]byte(raw))
+	var out []string
+	for y := range rows {
+		var b strings.Builder
+		for x := range cols {
+			c := term.Cell(x, y).Char
+			if c == 0 {
+				c = ' '
+			}
+			b.WriteRune(c)
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	return out
+}
+
+func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
+	for _, c := range []struct{ status, keep bool }{{false, true}, {true, true}, {true, false}} {
+		for _, cols := range []int{40, 80, 160} {
+			status := c.status
+			t.Run(fmt.Sprintf("status %v, kept %v, %d columns", c.status, c.keep, cols), func(t *testing.T) {
+				env := []string{"SCREEN_HELPER=footer"}
+				if status {
+					env = append(env, "SCREEN_STATUS=1")
+				}
+				if c.keep {
+					env = append(env, "SCREEN_KEEP=1")
+				}
+				raw := runOnPTY(t, uint16(cols), env)
+				grid := render(raw, cols, 200)
+				for len(grid) > 0 && grid[len(grid)-1] == "" {
+					grid = grid[:len(grid)-1]
+				}
+				prompts, statuses := 0, 0
+				var text []string
+				for _, row := range grid {
+					switch {
+					case strings.HasPrefix(row, "(type = add"):
+						prompts++
+					case strings.HasPrefix(row, "- work · round"):
+						statuses++
+					default:
+						text = append(text, row)
+					}
+					if Columns(row) > cols-0 {
+						t.Errorf("row wider than %d: %q", cols, row)
+					}
+				}
+				wantPrompts, wantStatus := 0, 0
+				if c.keep {
+					wantPrompts = 1
+					if last := grid[len(grid)-1]; !strings.HasPrefix(last, "(type = add") || !strings.HasSuffix(last, ">") {
+						t.Errorf("the last row is not the prompt:\n%s", strings.Join(grid, "\n"))
+					}
+				}
+				if prompts != wantPrompts {
+					t.Errorf("%d prompts on the screen, want %d:\n%s", prompts, wantPrompts, strings.Join(grid, "\n"))
+				}
+				if status && c.keep {
+					wantStatus = 1
+					if above := grid[len(grid)-2]; !strings.HasPrefix(above, "- work · round 1/3 · 0:30") {
+						t.Errorf("the status line above the prompt is %q", above)
+					}
+				}
+				if statuses != wantStatus {
+					t.Errorf("%d status lines on the screen, want %d:\n%s", statuses, wantStatus, strings.Join(grid, "\n"))
+				}
+				// Every output line once, the long ones whole (wrapped).
+				joined := strings.Join(text, " ")
+				for i := range 30 {
+					if n := strings.Count(joined, fmt.Sprintf("line %02d", i)); n != 1 {
+						t.Errorf("line %02d shown %d times:\n%s", i, n, strings.Join(grid, "\n"))
+					}
+				}
+				if n := strings.Count(joined, "end"); n != 3 {
+					t.Errorf("%d long lines shown whole, want 3:\n%s", n, strings.Join(grid, "\n"))
+				}
+			})
+		}
+	}
 }

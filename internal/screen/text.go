@@ -185,3 +185,52 @@ func Wrap(s string, cols int) []string {
 	}
 	return out
 }
+
+// WrapRow breaks one screen line into rows of at most cols display columns
+// (the screen's own wrap, where Wrap is a caller's for a paragraph): at the last
+// space that fits when there is one, else at the column (CJK text has no
+// spaces); a continuation row starts with s's own indentation, so that a
+// wrapped "  | …" line still reads as its thread's. cols <= 0, or a line
+// that fits, is s alone.
+func WrapRow(s string, cols int) []string {
+	if cols <= 0 || Columns(s) <= cols {
+		return []string{s}
+	}
+	indent := s[:len(s)-len(strings.TrimLeft(s, " |"))]
+	if Columns(indent) > cols/2 {
+		indent = ""
+	}
+	var rows []string
+	for s != "" {
+		room := cols
+		if Columns(s) <= room {
+			rows = append(rows, s)
+			break
+		}
+		cut, lastSpace, n := 0, -1, 0
+		for i, r := range s {
+			w := RuneWidth(r)
+			if n+w > room {
+				break
+			}
+			n += w
+			cut = i + utf8.RuneLen(r)
+			if r == ' ' && i > len(indent) {
+				lastSpace = i
+			}
+		}
+		if cut == 0 { // a rune wider than the row: take it anyway
+			_, cut = utf8.DecodeRuneInString(s)
+		}
+		row, rest := s[:cut], s[cut:]
+		if lastSpace > 0 && rest != "" && rest[0] != ' ' {
+			row, rest = s[:lastSpace], s[lastSpace+1:]
+		}
+		rows = append(rows, strings.TrimRight(row, " "))
+		if rest = strings.TrimLeft(rest, " "); rest != "" {
+			rest = indent + rest
+		}
+		s = rest
+	}
+	return rows
+}
