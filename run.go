@@ -154,6 +154,11 @@ func (s *stepRun) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
+	if e.Kind == event.System && e.Text == "init" && e.Payload != nil {
+		// Which of flower's steps and roles this CLI session is: a UI
+		// names what runs (a judge's session looks like any other).
+		e.Payload["step"], e.Payload["role"] = s.step, s.spec.Name
+	}
 	s.publish()
 	s.rt.logEvent(s.step, e)
 	if s.ro.OnEvent == nil {

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
@@ -72,6 +75,13 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			ui.Printf("- %s", l)
 		}
 	}
+	start := time.Now()
+	var own []string
+	if wb := rt.Workbench(); wb != nil {
+		own = append(own, wb.Root())
+	}
+	started := startGit(ctx, cfg.Workspace, append(own, cfg.RunDir)...)
+	status := NewStatus(ui.Lang, cfg.BudgetUSD)
 	r := NewRenderer(ui, cfg.Verbose)
 	notifier := NewNotifier(cfg.Notify, cfg.Workspace, cfg.RunDir, func(err error) {
 		ui.Screen.Line(screen.Yellow, "! "+err.Error())
@@ -80,6 +90,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	aside := NewAside(ctx, ui, cfg, rt.Workbench())
 	var console *Console
 	sink := func(e event.Event) {
+		status.Event(e)
 		if e.Kind == event.Step {
 			ui.Screen.Line(screen.Cyan, StepRule(ui.Lang, e.Text, e.Int("index"), e.Int("total"), e.Bool("resumed"), e.Int("woke"), ui.Screen.Width()))
 			return
@@ -94,6 +105,11 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	var wg sync.WaitGroup
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		status.Show(sctx, ui.Screen)
+	}()
 	// The words journal: every word typed is on disk before its receipt,
 	// and what the last run never delivered goes to this run's first
 	// working step (the Runtime carries words given between steps).
@@ -175,17 +191,20 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			ui.Screen.Line(screen.Yellow, "! "+ferr.Error())
 		}
 	}
-	ui.Screen.Line(screen.Plain, Closing(ui.Lang, rt.TotalCost(), rt.ManifestPath(), ui.Screen.Width()))
+	end := outcomeOf(wctx, err, errors.Is(context.Cause(ctx), errQuit), ui.Lang)
+	end.Request, end.Rounds = cmp.Or(ui.request, cfg.Request), status.Rounds()
+	end.Started, end.Ended, end.CostUSD = start, time.Now(), rt.TotalCost()
+	end.TokensIn, end.TokensOut = status.Tokens()
+	end.changes = started.since(context.WithoutCancel(ctx), cfg.Workspace)
+	showEnding(ui, end, endingPlace{runDir: cfg.RunDir, workspace: cfg.Workspace, name: "flower", manifest: rt.ManifestPath()})
 	if err != nil {
 		return err
 	}
 	if step, failed := wctx.FailedAt(); failed {
 		msg := fmt.Sprintf(ui.T("aborted"), step)
 		res, _ := wctx.Result(step)
-		if why, ok := wctx.AbortedIn(step); ok {
-			msg += ": " + why
-		} else if res.Error != "" {
-			msg += ": " + firstLine(res.Error)
+		if end.Reason != "" {
+			msg += ": " + end.Reason
 		}
 		if looksLikeBadCredentials(res.Error) && ui.Interactive {
 			// One offer to reconfigure, then the same command again
@@ -219,24 +238,6 @@ func StepRule(lang, name string, i, total int, resumed bool, woke, width int) st
 	head := "== " + name + " "
 	fill := max(4, width-screen.Columns(head)-screen.Columns(tail))
 	return head + strings.Repeat("=", fill) + tail
-}
-
-// Closing is the last line of go and run: this process's total cost and
-// the manifest's absolute path. A path that would make the line wider than
-// width goes on a line of its own: the screen cuts wide lines, and a cut
-// path is no use to anyone.
-func Closing(lang string, total float64, manifest string, width int) string {
-	if abs, err := filepath.Abs(manifest); err == nil {
-		manifest = abs
-	}
-	if width <= 0 {
-		width = screen.DefaultWidth
-	}
-	line := fmt.Sprintf(text(lang, "closing"), total, manifest)
-	if screen.Columns(line) <= width {
-		return line
-	}
-	return strings.Replace(line, " · ", "\n", 1)
 }
 
 // WakeBanner is the line a continuing run starts with: where, whether the

@@ -2,7 +2,9 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,17 +23,10 @@ func TestWakeBannerInBothLanguages(t *testing.T) {
 	}
 }
 
-func TestStepRuleAndClosing(t *testing.T) {
+func TestStepRule(t *testing.T) {
 	r := StepRule("zh", "干活", 3, 3, true, 2, 60)
 	if !strings.HasPrefix(r, "== 干活 ====") || !strings.HasSuffix(r, "  3/3  <- 接上次 · 第 2 次唤醒") || screen.Columns(r) != 60 {
 		t.Errorf("rule %q (%d columns)", r, screen.Columns(r))
-	}
-	if got := Closing("zh", 1.5, "/r/manifest.json", 80); got != "总花费 $1.5000 · 清单 /r/manifest.json" {
-		t.Errorf("closing %q", got)
-	}
-	long := "/tmp/" + strings.Repeat("d", 90) + "/runs/manifest.json"
-	if got := Closing("en", 0.25, long, 110); got != "Total cost $0.2500\nmanifest "+long {
-		t.Errorf("a long manifest path must stay whole, on its own line: %q", got)
 	}
 }
 
@@ -48,7 +43,7 @@ func TestOneRendererKeepsTheRunningTotalAndClock(t *testing.T) {
 	r.Event(event.New(event.Result, "success", map[string]any{"cost_usd": 0.44, "num_turns": 2}))
 	r.Event(event.New(event.Text, "subagent prose", map[string]any{"subagent": true}))
 	out := b.String()
-	for _, want := range []string{"  working\n", "  * Bash go test ./...", "  + 完成 3 轮 · $0.5000 · 用时 1:05", "  - 上下文 36.8K · 累计 $0.50 · 1:05", "  - 上下文 36.8K · 累计 $0.94 · 1:05"} {
+	for _, want := range []string{"  working\n", "  * Bash go test ./...", "  + 完成 3 轮 · $0.5000 · 用时 1:05", "  - 上下文 36.8K tokens · 累计 $0.5000 · 1:05", "  - 上下文 36.8K tokens · 累计 $0.9400 · 1:05"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("screen lacks %q:\n%s", want, out)
 		}
@@ -93,4 +88,108 @@ func TestBadCredentialsAreRecognized(t *testing.T) {
 			t.Errorf("%q: %v, want %v", s, got, want)
 		}
 	}
+}
+
+func TestEveryVerdictIsLabelledWithItsRound(t *testing.T) {
+	for _, c := range []struct{ lang, want string }{
+		{"en", "  ! Round 1/3 verdict: not yet — nobody ran ls\n  x Round 2/3 verdict: unreachable — no macOS here\n  ! Round 2/3 verdict: no clear conclusion, taken as not yet\n  + Round 3/3 verdict: achieved\n"},
+		{"zh", "  ! 第 1/3 轮判定:未达成 —— nobody ran ls\n  x 第 2/3 轮判定:无法达成 —— no macOS here\n  ! 第 2/3 轮判定:没有明确结论,按未达成处理\n  + 第 3/3 轮判定:已达成\n"},
+	} {
+		var b bytes.Buffer
+		r := NewRenderer(&UI{Screen: screen.NewWriter(&b), Lang: c.lang}, false)
+		for _, v := range []struct {
+			round         int
+			state, reason string
+		}{{1, "not_yet", "nobody ran ls\nmore"}, {2, "unreachable", "no macOS here"}, {2, "", "ambiguous"}, {3, "achieved", "all pass"}} {
+			r.Event(event.New(event.Verdict, v.reason, map[string]any{"round": v.round, "rounds": 3, "state": v.state, "step": "work"}))
+		}
+		if b.String() != c.want {
+			t.Errorf("%s verdicts:\n%s\nwant\n%s", c.lang, b.String(), c.want)
+		}
+	}
+}
+
+func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
+	for _, c := range []struct {
+		lang string
+		want []string
+	}{
+		{"en", []string{"- work · round 2/3 · coordinator · claude-opus-5 · 1:05", "tokens 12.0K in / 800 out", "$0.5000 / $5.0000",
+			"context 36.8K of 150.0K tokens (handoff)", "now: worker coder hello.txt ("}},
+		{"zh", []string{"- work · 第 2/3 轮 · coordinator · claude-opus-5 · 1:05", "token 读 12.0K / 写 800", "$0.5000 / $5.0000",
+			"上下文 36.8K/150.0K tokens(到线交接)", "正在:派出的 coder hello.txt ("}},
+	} {
+		s := NewStatus(c.lang, 0)
+		s.start = time.Now().Add(-65 * time.Second)
+		s.Event(event.New(event.Step, "work", map[string]any{"rounds": 3, "budget": 5.0, "handoff_at": 150000}))
+		s.Event(event.New(event.System, "init", map[string]any{"model": "claude-opus-5", "role": "coordinator", "step": "work"}))
+		s.Event(event.New(event.Text, "hi", map[string]any{"context": 36800}))
+		s.Event(event.New(event.Result, "success", map[string]any{"cost_usd": 0.5, "tokens_in": 12000, "tokens_out": 800}))
+		s.Event(event.New(event.Verdict, "no", map[string]any{"round": 1, "rounds": 3, "state": "not_yet"}))
+		agent := event.New(event.ToolCall, "", map[string]any{"id": "a1", "input": map[string]any{"subagent_type": "coder", "description": "hello.txt"}})
+		agent.Tool = "Agent"
+		s.Event(agent)
+		line := s.Line()
+		for _, w := range c.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s status lacks %q: %s", c.lang, w, line)
+			}
+		}
+		// The worker's answer ends it; a question makes it wait for the human.
+		s.Event(event.New(event.ToolResult, "", map[string]any{"tool_use_id": "a1"}))
+		s.Event(event.New(event.Ask, "Which?", map[string]any{"state": "asked"}))
+		if line := s.Line(); strings.Contains(line, "coder") || !strings.Contains(line, text(c.lang, "nowHuman")) {
+			t.Errorf("%s after the worker, a question: %s", c.lang, line)
+		}
+		s.Event(event.New(event.Ask, "Which?", map[string]any{"state": "answered"}))
+		s.Event(event.New(event.Retry, "waiting", map[string]any{"reason": "usage_limit"}))
+		if line := s.Line(); !strings.Contains(line, text(c.lang, "nowUsageLimit")) {
+			t.Errorf("%s a usage-limit wait: %s", c.lang, line)
+		}
+		s.Event(event.New(event.Retry, "offline", map[string]any{"reason": "offline"}))
+		if line := s.Line(); !strings.Contains(line, text(c.lang, "nowOffline")) {
+			t.Errorf("%s a network wait: %s", c.lang, line)
+		}
+	}
+}
+
+func TestAPipedRunPrintsAHeartbeatAfterSilence(t *testing.T) {
+	old := heartbeatAfter
+	heartbeatAfter = 1500 * time.Millisecond
+	defer func() { heartbeatAfter = old }()
+	var b syncBuffer
+	sc := screen.NewWriter(&b)
+	s := NewStatus("en", 0)
+	s.Event(event.New(event.Step, "work", nil))
+	bash := event.New(event.ToolCall, "sleep 100", map[string]any{"id": "t1"})
+	bash.Tool = "Bash"
+	s.Event(bash)
+	ctx, cancel := context.WithTimeout(context.Background(), 4500*time.Millisecond)
+	defer cancel()
+	s.Show(ctx, sc)
+	out := b.String()
+	if n := strings.Count(out, "(still running)"); n < 1 || n > 3 {
+		t.Errorf("%d heartbeats in 4.5 s with one due after 1.5 s of silence:\n%s", n, out)
+	}
+	if !strings.Contains(out, "now: Bash sleep 100 (") {
+		t.Errorf("the heartbeat does not say what runs:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -1,13 +1,16 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/store"
 	"github.com/flowerrun/flower/workbench"
 )
@@ -108,8 +111,33 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	}
 	spec := flower.AgentSpec{Name: "ad-hoc", Instructions: o.instructions, AllowedTools: splitList(o.tools),
 		PermissionMode: o.mode, MaxBudgetUSD: o.budget}
+	start := time.Now()
+	started := startGit(ctx, ws, runDir, filepath.Join(runDir, "workbench"))
+	status := NewStatus(ui.Lang, o.budget)
 	r := NewRenderer(ui, o.g.verbose)
-	res, err := rt.Run(ctx, spec, o.prompt, flower.RunOptions{Resume: o.resume, Fork: o.fork, OnEvent: r.Event})
+	sctx, stop := context.WithCancel(ctx)
+	shown := make(chan struct{})
+	go func() {
+		defer close(shown)
+		status.Show(sctx, ui.Screen)
+	}()
+	status.Event(event.New(event.Step, spec.Name, nil))
+	res, err := rt.Run(ctx, spec, o.prompt, flower.RunOptions{Resume: o.resume, Fork: o.fork, OnEvent: func(e event.Event) {
+		status.Event(e)
+		r.Event(e)
+	}})
+	stop()
+	<-shown
+	end := Ending{Outcome: OutcomeDone, Request: o.prompt, Started: start, Ended: time.Now(), CostUSD: rt.TotalCost()}
+	switch {
+	case errors.Is(context.Cause(ctx), errQuit):
+		end.Outcome = OutcomeStopped
+	case err != nil:
+		end.Outcome, end.Step, end.Reason = OutcomeFailed, res.Step, firstLine(cmp.Or(res.Error, err.Error()))
+	}
+	end.TokensIn, end.TokensOut = status.Tokens()
+	end.changes = started.since(context.WithoutCancel(ctx), ws)
+	showEnding(ui, end, endingPlace{runDir: runDir, workspace: ws, name: m.name(), once: true, manifest: rt.ManifestPath()})
 	if err != nil {
 		var se *flower.StepError
 		if errors.As(err, &se) {

@@ -103,7 +103,7 @@ func (r *Renderer) Event(e event.Event) {
 		if e.Bool("is_error") {
 			s.Line(screen.Red, "  "+fmt.Sprintf(t("failed"), firstLine(firstNonEmpty(e.Str("result"), e.Text))))
 		} else {
-			s.Line(screen.Green, "  "+fmt.Sprintf(t("done"), e.Int("num_turns"), cost, r.Elapsed()))
+			s.Line(screen.Green, "  "+fmt.Sprintf(t("done"), e.Int("num_turns"), Money(cost), r.Elapsed()))
 		}
 		r.status()
 	case event.Error:
@@ -123,6 +123,28 @@ func (r *Renderer) Event(e event.Event) {
 		}
 	case event.Ask:
 		r.ask(e)
+	case event.Verdict:
+		r.verdict(e)
+	}
+}
+
+// verdict is the goal guard's ruling, labelled with its round.
+func (r *Renderer) verdict(e event.Event) {
+	t := r.ui.T
+	round, rounds := e.Int("round"), max(e.Int("round"), e.Int("rounds"))
+	reason := firstLine(e.Text)
+	if reason == "" {
+		reason = t("noReasonGiven")
+	}
+	switch e.Str("state") {
+	case "achieved":
+		r.ui.Screen.Line(screen.Green, "  "+fmt.Sprintf(t("verdictAchieved"), round, rounds))
+	case "unreachable":
+		r.ui.Screen.Line(screen.Red, "  "+fmt.Sprintf(t("verdictUnreachable"), round, rounds, reason))
+	case "":
+		r.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(t("verdictUnclear"), round, rounds))
+	default:
+		r.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(t("verdictNotYet"), round, rounds, reason))
 	}
 }
 
@@ -149,10 +171,10 @@ func (r *Renderer) guardLine(text string) {
 func (r *Renderer) status() {
 	t := r.ui.T
 	if r.ctx > 0 {
-		r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("status"), Tokens(r.ctx), r.total, r.Elapsed()))
+		r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("status"), Tokens(r.ctx), Money(r.total), r.Elapsed()))
 		return
 	}
-	r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("statusNoCtx"), r.total, r.Elapsed()))
+	r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("statusNoCtx"), Money(r.total), r.Elapsed()))
 }
 
 // ask renders the human channel's events: the question and its outcome.

@@ -50,7 +50,8 @@ const (
 	// post_tokens, micro, subtype.
 	Reset Kind = "reset"
 	// System is any other system message; Text is its subtype and Payload the
-	// message's fields. A rate_limit_event is a System event too, with
+	// message's fields. The runtime adds step (the run's label, e.g.
+	// work#round2) and role (the agent spec's name) to a session's init. A rate_limit_event is a System event too, with
 	// Payload status, resets_at (Unix seconds), rate_limit_type, utilization.
 	System Kind = "system"
 	// Task is a subagent task's lifecycle frame, with no text; Payload kind

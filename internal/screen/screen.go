@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,6 +44,9 @@ const (
 	eraseFooter = "\r\x1b[J"
 	// cursorUp moves one row up, to the footer's first row.
 	cursorUp = "\x1b[1A"
+	// saveCursor and restoreCursor (DECSC, DECRC) keep the cursor where
+	// the human types while the status row above it is rewritten.
+	saveCursor, restoreCursor = "\x1b7", "\x1b8"
 	// DefaultWidth is the width of a terminal that does not say its own.
 	DefaultWidth = 80
 	// footerMinWidth is the narrowest terminal that gets a status line: on
@@ -67,6 +71,8 @@ type Screen struct {
 	status string
 	drawn  int // rows of footer on the terminal now
 	cols   func() int
+	// wrote is when the last output line was written.
+	wrote time.Time
 }
 
 // New returns a Screen on f. When f is a terminal, lines are coloured,
@@ -74,7 +80,7 @@ type Screen struct {
 // it; otherwise they are plain lines, sanitized but never wrapped (a log
 // keeps a line whole).
 func New(f *os.File) *Screen {
-	s := &Screen{w: f, fd: -1}
+	s := &Screen{w: f, fd: -1, wrote: time.Now()}
 	fd := int(f.Fd())
 	if IsTerminal(fd) {
 		s.fd = fd
@@ -90,7 +96,15 @@ func New(f *os.File) *Screen {
 }
 
 // NewWriter returns a Screen that writes plain lines to w.
-func NewWriter(w io.Writer) *Screen { return &Screen{w: w, fd: -1} }
+func NewWriter(w io.Writer) *Screen { return &Screen{w: w, fd: -1, wrote: time.Now()} }
+
+// Quiet is how long ago the last output line was written (the footer does
+// not count).
+func (s *Screen) Quiet() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Since(s.wrote)
+}
 
 // IsTerminal reports whether fd is a terminal.
 func IsTerminal(fd int) bool {
@@ -131,7 +145,16 @@ func (s *Screen) SetPrompt(p string) {
 func (s *Screen) SetStatus(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.status = Sanitize(text)
+	text = Sanitize(text)
+	if s.fd >= 0 && text != "" && s.status != "" && s.prompt != "" && s.drawn == 2 && s.Width() >= footerMinWidth {
+		// Only the status row changes: rewrite it with the cursor saved,
+		// so that what the human is typing after the prompt stays.
+		s.status = text
+		row := sgr[Dim] + Cut(text, s.Width()-1) + reset
+		s.lock.hold(func() { io.WriteString(s.w, saveCursor+cursorUp+"\r\x1b[2K"+row+restoreCursor) })
+		return
+	}
+	s.status = text
 	s.redraw()
 }
 
@@ -210,11 +233,13 @@ func (s *Screen) writeLocked(c Color, lines []string) {
 	width := s.Width()
 	s.lock.hold(func() {
 		if s.fd < 0 {
+			s.wrote = time.Now()
 			for _, l := range lines {
 				io.WriteString(s.w, Sanitize(l)+"\n")
 			}
 			return
 		}
+		s.wrote = time.Now()
 		var b strings.Builder
 		b.WriteString(s.eraseLocked())
 		for _, l := range lines {

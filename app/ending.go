@@ -1,0 +1,353 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// Outcomes of a run, as the ending block and ending.json say them.
+const (
+	OutcomeAchieved    = "achieved"     // the judge ruled the goal achieved
+	OutcomeDone        = "done"         // every step passed, nothing judged
+	OutcomeNotAchieved = "not_achieved" // the rounds ran out
+	OutcomeUnreachable = "unreachable"  // the judge ruled it unreachable and nobody decided otherwise
+	OutcomeStopped     = "stopped"      // Ctrl-C to quit
+	OutcomeFailed      = "failed"       // a step failed or stopped; Reason says why
+)
+
+// endingFile is the last run's ending in the run directory: what bare
+// `flower` shows before it asks whether to continue.
+const endingFile = "ending.json"
+
+// Ending is how one go/run/once ended.
+type Ending struct {
+	Request string    `json:"request,omitempty"`
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason,omitempty"`
+	Step    string    `json:"step,omitempty"` // the step that stopped
+	Round   int       `json:"round,omitempty"`
+	Rounds  int       `json:"rounds,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// CostUSD and the tokens are this process's.
+	CostUSD   float64 `json:"cost_usd"`
+	TokensIn  int     `json:"tokens_in"`
+	TokensOut int     `json:"tokens_out"`
+
+	changes changes
+}
+
+// LoadEnding reads a run directory's last ending; ok false when there is
+// none (or it cannot be read: the wake then says less, nothing fails).
+func LoadEnding(runDir string) (Ending, bool) {
+	data, err := os.ReadFile(filepath.Join(runDir, endingFile))
+	if err != nil {
+		return Ending{}, false
+	}
+	var e Ending
+	if json.Unmarshal(data, &e) != nil || e.Outcome == "" {
+		return Ending{}, false
+	}
+	return e, true
+}
+
+func (e Ending) save(runDir string) error {
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(runDir, endingFile), append(data, '\n'), 0o644)
+}
+
+// outcomeOf reads how a workflow ended from its ctx and error; quit says
+// the human pressed Ctrl-C to quit.
+func outcomeOf(wctx *flower.Ctx, err error, quit bool, lang string) Ending {
+	var e Ending
+	var v *doc.Verdict
+	if wctx != nil {
+		if x, ok := wctx.Get(flower.VerdictKey); ok {
+			v, _ = x.(*doc.Verdict)
+		}
+		if x, ok := wctx.Get(flower.RoundKey); ok {
+			e.Round, _ = x.(int)
+		}
+	}
+	switch {
+	case quit:
+		e.Outcome = OutcomeStopped
+		return e
+	case err != nil:
+		e.Outcome, e.Reason = OutcomeFailed, firstLine(err.Error())
+		return e
+	}
+	step, failed := wctx.FailedAt()
+	if !failed {
+		e.Outcome = OutcomeDone
+		if v != nil && v.State == doc.Achieved {
+			e.Outcome = OutcomeAchieved
+		}
+		return e
+	}
+	e.Step = step
+	res, _ := wctx.Result(step)
+	aborted, isAbort := wctx.AbortedIn(step)
+	switch {
+	case v != nil && v.State == doc.Unreachable && isAbort:
+		e.Outcome, e.Reason = OutcomeUnreachable, strings.TrimSpace(v.Reason)
+	case v != nil && res.OK && !isAbort:
+		e.Outcome, e.Reason = OutcomeNotAchieved, strings.TrimSpace(v.Reason)
+	default:
+		e.Outcome = OutcomeFailed
+		if x, ok := wctx.Get(flower.MissingKey); ok && res.OK {
+			if missing, _ := x.([]string); len(missing) > 0 {
+				e.Reason = fmt.Sprintf(text(lang, "briefMissing"), strings.Join(missing, ", "))
+			}
+		}
+		if e.Reason == "" && isAbort {
+			e.Reason = aborted
+		}
+		if e.Reason == "" && res.Error != "" {
+			e.Reason = firstLine(res.Error)
+		}
+		if e.Reason == "" {
+			e.Reason = text(lang, "noReasonGiven")
+		}
+	}
+	return e
+}
+
+// changes is what the run changed in a git work tree: git diff --stat
+// against the commit it started from, files that are new since, and
+// commits made.
+type changes struct {
+	git       bool
+	stat      []string
+	untracked []string
+	commits   []string
+}
+
+// gitStart is the work tree's state when the run starts.
+type gitStart struct {
+	ok        bool
+	head      string // "" in a repository without commits
+	untracked map[string]bool
+	exclude   []string // flower's own folders, as pathspecs
+}
+
+// gitTimeout bounds each git command: a hung git never holds the ending.
+const gitTimeout = 10 * time.Second
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "core.quotePath=true"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+// startGit records the work tree's HEAD and untracked files; ok false
+// outside a git work tree. runDir and workbench are left out of what
+// changed: they are flower's own files.
+func startGit(ctx context.Context, workspace string, own ...string) gitStart {
+	var g gitStart
+	if out, err := git(ctx, workspace, "rev-parse", "--is-inside-work-tree"); err != nil || strings.TrimSpace(out) != "true" {
+		return g
+	}
+	g.ok = true
+	if out, err := git(ctx, workspace, "rev-parse", "--verify", "-q", "HEAD"); err == nil {
+		g.head = strings.TrimSpace(out)
+	}
+	for _, p := range own {
+		if rel, err := filepath.Rel(workspace, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			g.exclude = append(g.exclude, ":(exclude)"+filepath.ToSlash(rel))
+		}
+	}
+	g.untracked = map[string]bool{}
+	for _, f := range g.listUntracked(ctx, workspace) {
+		g.untracked[f] = true
+	}
+	return g
+}
+
+func (g gitStart) listUntracked(ctx context.Context, workspace string) []string {
+	out, err := git(ctx, workspace, append([]string{"ls-files", "--others", "--exclude-standard", "-z", "--", "."}, g.exclude...)...)
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// since is what changed from g to now.
+func (g gitStart) since(ctx context.Context, workspace string) changes {
+	c := changes{git: g.ok}
+	if !g.ok {
+		return c
+	}
+	if g.head != "" {
+		if out, err := git(ctx, workspace, append([]string{"diff", "--stat=100", g.head, "--", "."}, g.exclude...)...); err == nil {
+			c.stat = nonEmptyLines(out)
+		}
+		if out, err := git(ctx, workspace, "log", "--oneline", "--no-decorate", "-n", "10", g.head+"..HEAD"); err == nil {
+			c.commits = nonEmptyLines(out)
+		}
+	} else if out, err := git(ctx, workspace, "log", "--oneline", "--no-decorate", "-n", "10"); err == nil {
+		c.commits = nonEmptyLines(out)
+	}
+	for _, f := range g.listUntracked(ctx, workspace) {
+		if !g.untracked[f] {
+			c.untracked = append(c.untracked, f)
+		}
+	}
+	return c
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, strings.TrimRight(l, " "))
+		}
+	}
+	return out
+}
+
+// endingPlace is where the ending points: the run directory (for the
+// report) and the workspace (to continue).
+type endingPlace struct {
+	runDir, workspace string
+	// name is the command's name; once's continuation is its own.
+	name     string
+	once     bool
+	manifest string
+}
+
+// Block is the ending's lines: outcome (and what to do), rounds, files
+// changed, time, tokens, cost, the report and how to continue. Every file
+// name and reason is untrusted text; the screen sanitizes each line.
+func (e Ending) Block(lang string, p endingPlace) []string {
+	t := func(k string) string { return text(lang, k) }
+	lines := []string{t("endingHead")}
+	switch e.Outcome {
+	case OutcomeAchieved:
+		if e.Round > 0 {
+			lines = append(lines, fmt.Sprintf(t("endAchievedRound"), e.Round))
+		} else {
+			lines = append(lines, t("endAchieved"))
+		}
+	case OutcomeDone:
+		lines = append(lines, t("endDone"))
+	case OutcomeNotAchieved:
+		lines = append(lines, fmt.Sprintf(t("endNotAchieved"), e.Round, orNone(lang, e.Reason)), t("endNotAchievedDo"))
+	case OutcomeUnreachable:
+		lines = append(lines, fmt.Sprintf(t("endUnreachable"), orNone(lang, e.Reason)), t("endUnreachableDo"))
+	case OutcomeStopped:
+		lines = append(lines, t("endStopped"))
+	default:
+		what := e.Reason
+		if e.Step != "" {
+			what = fmt.Sprintf(t("aborted"), e.Step) + ": " + e.Reason
+		}
+		lines = append(lines, fmt.Sprintf(t("endFailed"), what), t("endFailedDo"))
+	}
+	if e.Rounds > 1 && e.Round > 0 {
+		lines = append(lines, fmt.Sprintf(t("endRounds"), e.Round, e.Rounds))
+	}
+	c := e.changes
+	switch {
+	case !c.git:
+		lines = append(lines, t("endNoGit"))
+	case len(c.stat) == 0 && len(c.untracked) == 0 && len(c.commits) == 0:
+		lines = append(lines, t("endNoChanges"))
+	default:
+		lines = append(lines, t("endChanged"))
+		for _, l := range c.stat {
+			lines = append(lines, "     "+l)
+		}
+		if len(c.untracked) > 0 {
+			lines = append(lines, fmt.Sprintf(t("endNew"), len(c.untracked)))
+			for i, f := range c.untracked {
+				if i == 20 {
+					lines = append(lines, fmt.Sprintf(t("endMore"), len(c.untracked)-20))
+					break
+				}
+				lines = append(lines, "     "+f)
+			}
+		}
+		if len(c.commits) > 0 {
+			lines = append(lines, fmt.Sprintf(t("endCommits"), len(c.commits)))
+			for _, l := range c.commits {
+				lines = append(lines, "     "+l)
+			}
+		}
+	}
+	lines = append(lines, fmt.Sprintf(t("endNumbers"), clock(e.Ended.Sub(e.Started)), Tokens(e.TokensIn), Tokens(e.TokensOut), Money(e.CostUSD)))
+	runDir, ws := p.runDir, p.workspace
+	if abs, err := filepath.Abs(runDir); err == nil {
+		runDir = abs
+	}
+	report := fmt.Sprintf(t("endReport"), p.name, shellQuote(runDir))
+	if p.manifest != "" {
+		if abs, err := filepath.Abs(p.manifest); err == nil {
+			report += fmt.Sprintf(t("endManifest"), abs)
+		}
+	}
+	lines = append(lines, report)
+	switch {
+	case p.once:
+	case e.Outcome == OutcomeAchieved || e.Outcome == OutcomeDone:
+		lines = append(lines, fmt.Sprintf(t("endNext"), p.name, shellQuote(ws)))
+	default:
+		lines = append(lines, fmt.Sprintf(t("endContinue"), p.name, shellQuote(ws)))
+	}
+	return lines
+}
+
+func orNone(lang, s string) string {
+	if strings.TrimSpace(s) == "" {
+		return text(lang, "noReasonGiven")
+	}
+	return firstLine(s)
+}
+
+// shellQuote quotes a path for a command a person copies, only when it
+// needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '~' || r == '+' || r == ',' || r == ':' || r == '@' ||
+			r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// showEnding prints the ending block and records it for the next wake (a
+// run directory that cannot take it is said, not fatal).
+func showEnding(ui *UI, e Ending, p endingPlace) {
+	ui.Screen.Block(screen.Plain, e.Block(ui.Lang, p)...)
+	if p.once {
+		return
+	}
+	if err := e.save(p.runDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		ui.Screen.Line(screen.Yellow, "! "+err.Error())
+	}
+}
