@@ -44,6 +44,9 @@ type Config struct {
 	Window    int
 	NoHandoff bool
 	New       bool
+	// Continue: a request given after an achieved goal adds to it instead
+	// of starting something new (--continue).
+	Continue bool
 	// ClarifyOnly stops after the brief.
 	ClarifyOnly bool
 	// Trim trims resumed sessions (on for go, off for run unless -T).

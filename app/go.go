@@ -57,6 +57,7 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	fs.IntVar(&cfg.Window, "window", 0, "")
 	fs.BoolVar(&cfg.NoHandoff, "no-handoff", false, "")
 	fs.BoolVar(&cfg.New, "new", false, "")
+	fs.BoolVar(&cfg.Continue, "continue", false, "")
 	fs.BoolVar(&cfg.ClarifyOnly, "clarify-only", false, "")
 	fs.Var(budgetValue{&cfg.BudgetUSD}, "budget", "")
 	fs.StringVar(&cfg.Notify, "notify", "", "")
@@ -76,6 +77,8 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 		return cfg, usageErrorf("--window %d: the window is a number of tokens above 0 (for example --window 200000); leave the flag out to guess it from the model", cfg.Window)
 	case cfg.Rounds < 1:
 		return cfg, usageErrorf("--rounds %d: give at least 1 round (the default is 3)", cfg.Rounds)
+	case cfg.New && cfg.Continue:
+		return cfg, usageErrorf("--new starts something else and --continue carries the last request on: give one of them")
 	case cfg.MaxAsks < -1:
 		return cfg, usageErrorf("--asks %d: give 0 (no questions), a quota N, or -1 (unlimited, the default)", cfg.MaxAsks)
 	}

@@ -78,6 +78,7 @@ Flags:
   --window N        the context window in tokens (default: from the model name)
   --no-handoff      let the CLI compact instead of handing off to a fresh session
   --new             archive the last brief, goal and lineage and start afresh
+  --continue        after an achieved goal, add the request to it instead of starting anew
   --clarify-only    stop after the brief
   --budget USD      stop cleanly when the whole run has cost this much
   --notify CMD      run CMD (sh -c) whenever a question starts waiting; also FLOWER_NOTIFY

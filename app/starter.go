@@ -1,14 +1,17 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
 	"github.com/flowerrun/flower/store"
@@ -43,9 +46,12 @@ func (cfg Config) StarterOptions() flower.StarterOptions {
 	return o
 }
 
-// starterProgram is go's path: the wake state (waking unless --new); the
-// request asked for when none was given (/new archives and asks again,
-// Enter on a waking run continues); the wake banner; the starter flow.
+// starterProgram is go's path: the wake state (waking unless --new); what
+// the last run was and how it ended, before asking; the request asked for
+// when none was given (/new archives and asks again, Enter on a waking run
+// continues, or after an achieved goal starts something new, /continue
+// then continues); a request given after an achieved goal starts anew
+// unless --continue, and says which; the wake banner; the starter flow.
 func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, error) {
 	o := cfg.StarterOptions()
 	wake, err := flower.WakeState(o)
@@ -59,28 +65,96 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		// another request (§13 #12).
 		return nil, fmt.Errorf(ui.T("clarified"), wake.Brief)
 	}
+	last, ended := LoadEnding(wake.RunDir)
+	finished := ended && (last.Outcome == OutcomeAchieved || last.Outcome == OutcomeDone)
+	if waking {
+		ui.Screen.Block(screen.Cyan, LastRun(ui.Lang, wake, last, ended, time.Now())...)
+	}
 	ask := cfg.Request
 	if ask == "" {
-		req, err := ui.AskRequest(ctx, waking)
+		mode := askStart
+		switch {
+		case waking && finished:
+			mode = askAfterAchieved
+		case waking:
+			mode = askWake
+		}
+		req, err := ui.askRequest(ctx, mode)
 		if err != nil {
 			return nil, err
 		}
 		if req.New {
 			o.New, waking = true, false
-			if req, err = ui.AskRequest(ctx, false); err != nil {
+			if req, err = ui.askRequest(ctx, askStart); err != nil {
 				return nil, err
 			}
-			if req.New {
+			if req.New || req.Continue {
 				return nil, &exitError{code: ExitFailure, err: errorText(ui.Lang, "empty")}
 			}
 		}
+		if mode == askAfterAchieved && req.Text != "" {
+			// Words typed after an achieved goal are a new request.
+			o.New, waking = true, false
+			ui.Screen.Line(screen.Yellow, ui.T("startingNew"))
+		}
 		ask = req.Text
+	} else if waking && finished && !cfg.Continue {
+		o.New, waking = true, false
+		ui.Screen.Line(screen.Yellow, ui.T("startingNewFlag"))
+	} else if waking {
+		ui.Screen.Line(screen.Cyan, ui.T("continuingWith"))
 	}
+	ui.request = ask
 	if waking {
+		if ask == "" && ended {
+			ui.request = last.Request
+		}
 		home, _ := os.UserHomeDir()
 		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace), wake.Woke+1))
 	}
 	return flower.StarterFlow(ask, o)
+}
+
+// LastRun is what a wake shows before it asks: the request, how the last
+// run ended and why, when, its cost and rounds. A run directory without an
+// ending (an older flower, a killed run) says so.
+func LastRun(lang string, wake flower.Wake, last Ending, ended bool, now time.Time) []string {
+	t := func(k string) string { return text(lang, k) }
+	request := ""
+	if ended {
+		request = last.Request
+	}
+	if request == "" {
+		if b, err := doc.LoadBrief(wake.Brief); err == nil {
+			request = b.Goal
+		}
+	}
+	lines := []string{fmt.Sprintf(t("lastRequest"), clipRunes(cmp.Or(request, t("noReasonGiven")), 160))}
+	if !ended {
+		return append(lines, t("lastUnknown"))
+	}
+	var how string
+	switch last.Outcome {
+	case OutcomeAchieved:
+		how = t("lastAchieved")
+	case OutcomeDone:
+		how = t("lastDone")
+	case OutcomeNotAchieved:
+		how = fmt.Sprintf(t("lastNotAchieved"), last.Round, orNone(lang, last.Reason))
+	case OutcomeUnreachable:
+		how = fmt.Sprintf(t("lastUnreachable"), orNone(lang, last.Reason))
+	case OutcomeStopped:
+		how = t("lastStopped")
+	default:
+		how = fmt.Sprintf(t("lastFailed"), orNone(lang, last.Reason))
+	}
+	ago := strings.TrimSuffix(max(time.Minute, now.Sub(last.Ended).Round(time.Minute)).String(), "0s")
+	when := fmt.Sprintf(t("lastWhen"), last.Ended.Local().Format("2006-01-02 15:04"), ago)
+	rounds := ""
+	if last.Round > 0 {
+		rounds = " · " + fmt.Sprintf(t("lastRounds"), last.Round, max(last.Round, last.Rounds))
+	}
+	return append(lines, fmt.Sprintf(t("lastHow"), how, when, Money(last.CostUSD), rounds))
 }
 
 // workContext is the work session's last context size for the banner, 0

@@ -91,18 +91,31 @@ type Request struct {
 // errCancelled is Ctrl-C or Ctrl-D at the start prompt: exit 1, 已取消.
 var errCancelled = errors.New("flower: cancelled at the prompt")
 
+// askMode is what the start prompt offers.
+type askMode int
+
+const (
+	askStart         askMode = iota // a new request
+	askWake                         // Enter continues, words add to it, /new starts anew
+	askAfterAchieved                // the goal was achieved: Enter or words start anew, /continue continues
+)
+
 // AskRequest asks for the request, as bare `flower` does: on a terminal
 // with the start (or, waking, the continue) header and a "> " prompt, the
 // line read as typed, no shell parsing; from a pipe the whole input is the
 // request, with no header. Ctrl-C or Ctrl-D cancels (exit 1); an empty
 // request is an error unless waking, where it means continue.
 func (ui *UI) AskRequest(ctx context.Context, waking bool) (Request, error) {
+	if waking {
+		return ui.askRequest(ctx, askWake)
+	}
+	return ui.askRequest(ctx, askStart)
+}
+
+func (ui *UI) askRequest(ctx context.Context, mode askMode) (Request, error) {
 	var text string
 	if ui.Interactive {
-		head := "start"
-		if waking {
-			head = "wake"
-		}
+		head := map[askMode]string{askStart: "start", askWake: "wake", askAfterAchieved: "wakeAchieved"}[mode]
 		ui.Screen.Line(screen.Plain, ui.T(head))
 		ui.Screen.SetPrompt("> ")
 		line, err := ui.readLineCtx(ctx)
@@ -120,10 +133,15 @@ func (ui *UI) AskRequest(ctx context.Context, waking bool) (Request, error) {
 	}
 	text = strings.TrimSpace(text)
 	switch {
-	case text == "/new":
+	case text == "/new" && mode != askStart:
 		return Request{New: true}, nil
-	case text == "" && waking:
+	case text == "/continue" && mode == askAfterAchieved:
 		return Request{Continue: true}, nil
+	case text == "" && mode == askWake:
+		return Request{Continue: true}, nil
+	case text == "" && mode == askAfterAchieved:
+		// Enter after an achieved goal starts something new.
+		return Request{New: true}, nil
 	case text == "":
 		return Request{}, &exitError{code: ExitFailure, err: errorText(ui.Lang, "empty")}
 	}
