@@ -142,6 +142,7 @@ type changes struct {
 type gitStart struct {
 	ok        bool
 	head      string // "" in a repository without commits
+	base      string // head, or the uncommitted work tree at the start
 	untracked map[string]bool
 	exclude   []string // flower's own folders, as pathspecs
 }
@@ -169,6 +170,14 @@ func startGit(ctx context.Context, workspace string, own ...string) gitStart {
 	g.ok = true
 	if out, err := git(ctx, workspace, "rev-parse", "--verify", "-q", "HEAD"); err == nil {
 		g.head = strings.TrimSpace(out)
+		g.base = g.head
+		// A work tree with uncommitted changes: its state now, as a
+		// commit object no ref points at (the work tree, the index and
+		// the stash stay as they are), so that only the run's own
+		// changes count.
+		if out, err := git(ctx, workspace, "stash", "create"); err == nil && strings.TrimSpace(out) != "" {
+			g.base = strings.TrimSpace(out)
+		}
 	}
 	for _, p := range own {
 		if rel, err := filepath.Rel(workspace, p); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
@@ -203,7 +212,7 @@ func (g gitStart) since(ctx context.Context, workspace string) changes {
 		return c
 	}
 	if g.head != "" {
-		if out, err := git(ctx, workspace, append([]string{"diff", "--stat=100", g.head, "--", "."}, g.exclude...)...); err == nil {
+		if out, err := git(ctx, workspace, append([]string{"diff", "--stat=100", g.base, "--", "."}, g.exclude...)...); err == nil {
 			c.stat = nonEmptyLines(out)
 		}
 		if out, err := git(ctx, workspace, "log", "--oneline", "--no-decorate", "-n", "10", g.head+"..HEAD"); err == nil {
