@@ -104,7 +104,7 @@ func TestCtrlCOnceResumesTheRoundWithTheTypedWords(t *testing.T) {
 		t.Fatalf("the run did not end:\n%s", screen())
 	}
 	// The pty hands the last line over after the command returned.
-	waitFor(t, "the closing line", func() bool { return strings.Contains(screen(), "总花费 $") })
+	waitFor(t, "the closing line", func() bool { return strings.Contains(screen(), "- 报告:flower report ") })
 	for _, want := range []string{"! 按回车就打断这一轮", "resumed: focus on the tests"} {
 		if !strings.Contains(screen(), want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen())

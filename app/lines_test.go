@@ -114,10 +114,10 @@ func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
 		lang string
 		want []string
 	}{
-		{"en", []string{"- work · round 2/3 · coordinator · claude-opus-5 · 1:05", "tokens 12.0K in / 800 out", "$0.5000 / $5.0000",
-			"context 36.8K of 150.0K tokens (handoff)", "now: worker coder hello.txt ("}},
-		{"zh", []string{"- work · 第 2/3 轮 · coordinator · claude-opus-5 · 1:05", "token 读 12.0K / 写 800", "$0.5000 / $5.0000",
-			"上下文 36.8K/150.0K tokens(到线交接)", "正在:派出的 coder hello.txt ("}},
+		{"en", []string{"- work · round 2/3 · 1:05 · now: worker coder hello.txt (", ") · coordinator · claude-opus-5 · $0.5000 / $5.0000",
+			"context 36.8K of 150.0K tokens (handoff)", "tokens 12.0K in / 800 out"}},
+		{"zh", []string{"- work · 第 2/3 轮 · 1:05 · 正在:派出的 coder hello.txt (", ") · coordinator · claude-opus-5 · $0.5000 / $5.0000",
+			"上下文 36.8K/150.0K tokens(到线交接)", "token 读 12.0K / 写 800"}},
 	} {
 		s := NewStatus(c.lang, 0)
 		s.start = time.Now().Add(-65 * time.Second)
@@ -134,6 +134,10 @@ func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
 			if !strings.Contains(line, w) {
 				t.Errorf("%s status lacks %q: %s", c.lang, w, line)
 			}
+		}
+		// On a narrow terminal the tail goes, where the run is stays.
+		if short := s.LineFor(50); screen.Columns(short) > 50 || !strings.HasPrefix(short, c.want[0][:30]) {
+			t.Errorf("%s status for 60 columns: %q (%d columns)", c.lang, short, screen.Columns(short))
 		}
 		// The worker's answer ends it; a question makes it wait for the human.
 		s.Event(event.New(event.ToolResult, "", map[string]any{"tool_use_id": "a1"}))

@@ -402,7 +402,7 @@ func TestAWorkflowProgramGetsTheSameCommandLine(t *testing.T) {
 	}
 	out := stdout.String()
 	manifest := filepath.Join(ws, "runs", "manifest.json")
-	for _, want := range []string{"== plan ", "  1/2", "the plan: one flag", "== build ", "  2/2", "made the change", "+ Done", "Total cost $", "manifest " + manifest} {
+	for _, want := range []string{"== plan ", "  1/2", "the plan: one flag", "== build ", "  2/2", "made the change", "+ Done", "- report: flower report ", " · manifest " + manifest} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the screen lacks %q:\n%s", want, out)
 		}
@@ -445,7 +445,7 @@ func TestBareProgramAsksForTheRequestOnATerminal(t *testing.T) {
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.out.String())
 	}
-	p.expect(t, "总花费 $")
+	p.expect(t, "- 报告:flower report ")
 	typed := false
 	for _, r := range srv.Requests() {
 		typed = typed || r.HasText("add a --json flag; keep 'quotes' and $HOME as typed")

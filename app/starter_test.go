@@ -108,7 +108,7 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	}
 	manifest := filepath.Join(ws, "runs", "manifest.json")
 	for _, want := range []string{"+ hello", "== clarify ", "## Acceptance criteria", "== goal ", "## Checklist", "== work ",
-		texts.Round1, "not yet", texts.Round2, "achieved", "Total cost $", "manifest " + manifest} {
+		texts.Round1, "not yet", texts.Round2, "achieved", "- report: flower report ", " · manifest " + manifest} {
 		if !strings.Contains(p.screen(), want) {
 			t.Errorf("the screen lacks %q:\n%s", want, p.screen())
 		}
@@ -142,11 +142,27 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 		t.Errorf("the aside runtime's manifest: %v", err)
 	}
 
-	// Again, with no --lang: the run directory's language; Enter continues.
+	// Again, with no --lang: the run directory's language. The goal was
+	// achieved: the wake says what it would continue, and Enter would
+	// start something new; /continue carries it on, and a wake with
+	// nothing new does not pay for the goal step again.
+	setGoal := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.HasText("into a goal that can be decided") {
+				n++
+			}
+		}
+		return n
+	}
+	goals := setGoal()
 	p = startPTY(t, env, "-w", ws)
-	p.expect(t, "Continue where it stopped? Enter = continue")
+	p.expect(t, "<- last request: "+texts.Ask)
+	p.expect(t, "   goal achieved · ended ")
+	p.expect(t, " · round 2 of 2")
+	p.expect(t, "The last goal was achieved. Enter = start something new; /continue = carry it on")
 	p.expect(t, "> ")
-	io.WriteString(p.tty, "\r")
+	io.WriteString(p.tty, "/continue\r")
 	p.expect(t, "<- continuing in ")
 	p.expect(t, "brief confirmed · goal: 2 checks · work context ")
 	if code := p.wait(t); code != 0 {
@@ -155,21 +171,24 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	if !strings.Contains(p.screen(), texts.Woken) {
 		t.Errorf("the wake did not carry on the work:\n%s", p.screen())
 	}
+	if n := setGoal(); n != goals {
+		t.Errorf("a wake with nothing new set the goal again (%d requests, was %d)", n, goals)
+	}
 
-	// /new archives the brief and asks again.
+	// Enter after the achieved goal asks for something new and archives.
 	p = startPTY(t, env, "-w", ws)
-	p.expect(t, "Continue where it stopped?")
+	p.expect(t, "The last goal was achieved.")
 	p.expect(t, "> ")
-	io.WriteString(p.tty, "/new\r")
+	io.WriteString(p.tty, "\r")
 	p.expect(t, "What should it do? One sentence is enough")
 	io.WriteString(p.tty, "a second hello tool\r")
 	p.expect(t, "Which one this time?")
 	io.WriteString(p.tty, "2\r")
 	if code := p.wait(t); code != 0 {
-		t.Fatalf("/new: exit %d:\n%s", code, p.screen())
+		t.Fatalf("Enter for something new: exit %d:\n%s", code, p.screen())
 	}
 	if strings.Contains(p.screen(), "<- continuing in") {
-		t.Errorf("/new showed the wake banner:\n%s", p.screen())
+		t.Errorf("something new showed the wake banner:\n%s", p.screen())
 	}
 	old, _ := filepath.Glob(filepath.Join(ws, ".flower", "notes", "archive", "*", "brief.md"))
 	if len(old) != 1 {
@@ -177,6 +196,35 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(old[0]); !strings.Contains(string(data), "writes hello.txt saying hello") {
 		t.Errorf("the archive holds another brief: %s", data)
+	}
+
+	// A request on the command line after an achieved goal starts anew
+	// and says so; with --continue it is added to the last one.
+	piped := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, flowerBin, append([]string{"-w", ws, "--timeout", "0"}, args...)...)
+		cmd.Env, cmd.Dir = env, t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("flower %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	out := piped("--continue", "also say hi")
+	if !strings.Contains(out, "<- Continuing the last request with these words") || !strings.Contains(out, "<- continuing in ") {
+		t.Errorf("--continue after an achieved goal:\n%s", out)
+	}
+	if archived, _ := filepath.Glob(filepath.Join(ws, ".flower", "notes", "archive", "*", "brief.md")); len(archived) != 1 {
+		t.Errorf("--continue archived the brief: %q", archived)
+	}
+	out = piped(texts.Ask)
+	if !strings.Contains(out, "! The last goal was achieved, so this starts something new") || strings.Contains(out, "<- continuing in ") {
+		t.Errorf("new words after an achieved goal:\n%s", out)
+	}
+	if archived, _ := filepath.Glob(filepath.Join(ws, ".flower", "notes", "archive", "*", "brief.md")); len(archived) != 2 {
+		t.Errorf("new words after an achieved goal did not archive the last brief: %q", archived)
 	}
 }
 
@@ -258,7 +306,7 @@ func TestPipedStarterFlow(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		for _, want := range []string{"! No answer", "== work ", "achieved", "Total cost $"} {
+		for _, want := range []string{"! No answer", "== work ", "achieved", "- report: flower report "} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
@@ -281,7 +329,7 @@ func TestPipedStarterFlow(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		for _, want := range []string{"Standard input is not a terminal", "--timeout 0", "The input is closed", "Total cost $"} {
+		for _, want := range []string{"Standard input is not a terminal", "--timeout 0", "The input is closed", "- report: flower report "} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
@@ -365,7 +413,7 @@ func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
 	texts := demo.TextsFor("en")
 	for _, want := range []string{"the model is simulated", texts.Question, "the simulated human answered hello", "== clarify ",
 		"== goal ", "== work ", "> dispatch coder", texts.Round1, "not yet", texts.Round2, "achieved", "## Hand-over",
-		"Total cost $", "Demo over", "- protection: glances in a bubblewrap sandbox"} {
+		"- report: flower report ", "Demo over", "- protection: glances in a bubblewrap sandbox"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}

@@ -162,11 +162,30 @@ func (s *Status) Tokens() (in, out int) {
 	return s.tokensIn, s.tokensOut
 }
 
-// Line is the status line: "- work · round 1/3 · coordinator · <model> ·
-// 1:23 · tokens 12.0K in / 800 out · $0.1200 of $5.0000 · context 36.8K of
-// 150.0K tokens · now: Bash go test (0:12)". What is not known yet is left
-// out.
-func (s *Status) Line() string {
+// Line is the status line: "- work · round 1/3 · 1:23 · now: Bash go test
+// (0:12) · coordinator · <model> · $0.1200 / $5.0000 · context 36.8K of
+// 150.0K tokens (handoff) · tokens 12.0K in / 800 out". What is not known
+// yet is left out.
+func (s *Status) Line() string { return s.LineFor(0) }
+
+// LineFor is Line fitted into cols columns (0: any): the parts at its end
+// go first, so that where the run is and what runs now stay.
+func (s *Status) LineFor(cols int) string {
+	parts := s.parts()
+	line := "- " + strings.Join(parts, " · ")
+	// Where the run is, the clock and what runs now are never dropped,
+	// only cut at the end.
+	for cols > 0 && screen.Columns(line) > cols && len(parts) > 3 {
+		parts = parts[:len(parts)-1]
+		line = "- " + strings.Join(parts, " · ")
+	}
+	if cols > 0 {
+		line = screen.Cut(line, cols)
+	}
+	return line
+}
+
+func (s *Status) parts() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := func(k string) string { return text(s.lang, k) }
@@ -178,15 +197,21 @@ func (s *Status) Line() string {
 		}
 		parts = append(parts, step)
 	}
+	parts = append(parts, clock(time.Since(s.start)))
+	switch {
+	case s.waiting != "":
+		parts = append(parts, t("now")+s.waiting+" ("+clock(time.Since(s.waitingSince))+")")
+	case len(s.running) > 0:
+		c := s.running[len(s.running)-1]
+		parts = append(parts, t("now")+c.label+" ("+clock(time.Since(c.since))+")")
+	case s.step != "":
+		parts = append(parts, t("nowModel"))
+	}
 	if s.role != "" {
 		parts = append(parts, s.role)
 	}
 	if s.model != "" {
 		parts = append(parts, s.model)
-	}
-	parts = append(parts, clock(time.Since(s.start)))
-	if s.tokensIn+s.tokensOut > 0 {
-		parts = append(parts, fmt.Sprintf(t("tokensInOut"), Tokens(s.tokensIn), Tokens(s.tokensOut)))
 	}
 	if s.budget > 0 {
 		parts = append(parts, Money(s.cost)+" / "+Money(s.budget))
@@ -200,16 +225,10 @@ func (s *Status) Line() string {
 			parts = append(parts, fmt.Sprintf(t("context"), Tokens(s.context)))
 		}
 	}
-	switch {
-	case s.waiting != "":
-		parts = append(parts, t("now")+s.waiting+" ("+clock(time.Since(s.waitingSince))+")")
-	case len(s.running) > 0:
-		c := s.running[len(s.running)-1]
-		parts = append(parts, t("now")+c.label+" ("+clock(time.Since(c.since))+")")
-	case s.step != "":
-		parts = append(parts, t("nowModel"))
+	if s.tokensIn+s.tokensOut > 0 {
+		parts = append(parts, fmt.Sprintf(t("tokensInOut"), Tokens(s.tokensIn), Tokens(s.tokensOut)))
 	}
-	return "- " + strings.Join(parts, " · ")
+	return parts
 }
 
 // Show keeps the status visible until ctx ends: on a terminal the screen's
@@ -221,7 +240,7 @@ func (s *Status) Show(ctx context.Context, sc *screen.Screen) {
 	defer tick.Stop()
 	if sc.Terminal() {
 		defer sc.SetStatus("")
-		sc.SetStatus(s.Line())
+		sc.SetStatus(s.LineFor(sc.Width() - 1))
 	}
 	for {
 		select {
@@ -230,7 +249,7 @@ func (s *Status) Show(ctx context.Context, sc *screen.Screen) {
 		case <-tick.C:
 		}
 		if sc.Terminal() {
-			sc.SetStatus(s.Line())
+			sc.SetStatus(s.LineFor(sc.Width() - 1))
 			continue
 		}
 		if sc.Quiet() >= heartbeatAfter {
