@@ -354,3 +354,28 @@ func TestStepPayloadRecordsWhatTheReportNeeds(t *testing.T) {
 		t.Errorf("no budget and no handoffs: payload %v", p)
 	}
 }
+
+func TestFakeASessionsInitNamesItsStepAndRole(t *testing.T) {
+	t.Parallel()
+	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
+		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}), fakeCLI(t, "slow-start"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var log eventLog
+	spec := testSpec()
+	spec.Name = "judge"
+	if _, err := rt.Run(runCtx(t), spec, "rule", RunOptions{StepName: "work·judge#2", OnEvent: log.add}); err != nil {
+		t.Fatal(err)
+	}
+	var inits []Event
+	for _, e := range log.of(event.System, "") {
+		if e.Text == "init" {
+			inits = append(inits, e)
+		}
+	}
+	if len(inits) != 1 || inits[0].Str("step") != "work·judge#2" || inits[0].Str("role") != "judge" {
+		t.Errorf("init events %+v: want one naming step work·judge#2 and role judge", inits)
+	}
+}

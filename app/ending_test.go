@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/internal/screen"
 )
 
@@ -135,6 +136,40 @@ func TestEveryOutcomeHasItsLines(t *testing.T) {
 		for _, w := range c.want {
 			if !strings.Contains(out, w) {
 				t.Errorf("%s ending lacks %q:\n%s", c.e.Outcome, w, out)
+			}
+		}
+	}
+}
+
+func TestAWakeSaysWhatItWouldContinue(t *testing.T) {
+	ws := t.TempDir()
+	brief := filepath.Join(ws, "brief.md")
+	write(t, brief, "## Goal\nA hello.txt writer\n\n## Acceptance criteria\n- ls\n\n## Boundaries\nnone\n\n## Unknowns and assumptions\nnone\n")
+	wake := flower.Wake{Waking: true, Brief: brief}
+	now := time.Date(2026, 12, 1, 18, 0, 0, 0, time.Local)
+	ended := time.Date(2026, 12, 1, 15, 55, 0, 0, time.Local)
+	for _, c := range []struct {
+		lang string
+		e    Ending
+		ok   bool
+		want []string
+	}{
+		{"en", Ending{Request: "build it", Outcome: OutcomeAchieved, Round: 2, Rounds: 3, CostUSD: 0.0321, Ended: ended}, true,
+			[]string{"<- last request: build it", "   goal achieved · ended 2026-12-01 15:55 (2h5m ago) · cost $0.0321 · round 2 of 3"}},
+		{"en", Ending{Outcome: OutcomeNotAchieved, Round: 3, Rounds: 3, Reason: "no tests", Ended: ended}, true,
+			[]string{"<- last request: A hello.txt writer", "   not achieved after 3 rounds: no tests · ended "}},
+		{"en", Ending{Outcome: OutcomeFailed, Reason: "API Error: 400", Ended: ended}, true, []string{"   failed: API Error: 400 · "}},
+		{"en", Ending{Outcome: OutcomeStopped, Ended: ended}, true, []string{"   stopped by you (Ctrl-C) · "}},
+		{"en", Ending{Outcome: OutcomeUnreachable, Reason: "no macOS", Ended: ended}, true, []string{"   ruled unreachable: no macOS · "}},
+		{"en", Ending{}, false, []string{"<- last request: A hello.txt writer", "   how it ended was not recorded"}},
+		{"zh", Ending{Request: "做一个", Outcome: OutcomeAchieved, Round: 1, Rounds: 3, CostUSD: 0.5, Ended: ended}, true,
+			[]string{"<- 上次的请求:做一个", "   目标已达成 · 结束于 2026-12-01 15:55(2h5m 前) · 花费 $0.5000 · 第 1/3 轮"}},
+		{"zh", Ending{}, false, []string{"   没有记录它怎么结束的"}},
+	} {
+		got := strings.Join(LastRun(c.lang, wake, c.e, c.ok, now), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s %s: lacks %q:\n%s", c.lang, c.e.Outcome, w, got)
 			}
 		}
 	}
