@@ -103,7 +103,7 @@ func (c *Console) Run(ctx context.Context) {
 	c.prompt()
 	defer c.ui.Screen.SetPrompt("")
 	for {
-		line, err := c.ui.readLineCtx(ctx)
+		line, err := c.ui.readTyped(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.inputEnded()

@@ -49,11 +49,18 @@ func (ui *UI) readLineCtx(ctx context.Context) (string, error) {
 		return "", err
 	}
 	ui.touched()
-	line = strings.TrimRight(line, "\r\n")
-	if ui.Interactive && err == nil {
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// readTyped is readLineCtx for a line typed under the screen's footer (the
+// start prompt, the run's console): the line stays on the screen above the
+// footer. Not for a secret: the wizard's ReadLine never echoes.
+func (ui *UI) readTyped(ctx context.Context) (string, error) {
+	line, err := ui.readLineCtx(ctx)
+	if err == nil && ui.Interactive {
 		ui.Screen.Echo(line)
 	}
-	return line, nil
+	return line, err
 }
 
 // touched records that the person gave input just now.
@@ -118,7 +125,7 @@ func (ui *UI) askRequest(ctx context.Context, mode askMode) (Request, error) {
 		head := map[askMode]string{askStart: "start", askWake: "wake", askAfterAchieved: "wakeAchieved"}[mode]
 		ui.Screen.Line(screen.Plain, ui.T(head))
 		ui.Screen.SetPrompt("> ")
-		line, err := ui.readLineCtx(ctx)
+		line, err := ui.readTyped(ctx)
 		ui.Screen.SetPrompt("")
 		if err != nil {
 			return Request{}, &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("cancelled"), silentWrap{errCancelled})}
