@@ -203,10 +203,10 @@ func cutPrompt(p string, cols int) string {
 
 // Echo keeps a line the human typed at the prompt on the screen: the
 // terminal's own echo of the Enter moved the cursor one row below the
-// footer, so the footer is erased from one row further up, the prompt and
-// the typed line are written as an output line (sanitized: typed escape
-// sequences stay inert) and the footer is drawn again below them. Nothing
-// happens when no footer is shown.
+// footer, so the footer is erased from one row further up, "> " and the
+// typed line are written as an output line (sanitized: typed escape
+// sequences stay inert; an empty line writes nothing) and the footer is
+// drawn again below. Nothing happens when no footer is shown.
 func (s *Screen) Echo(typed string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,7 +214,12 @@ func (s *Screen) Echo(typed string) {
 		return
 	}
 	s.drawn++
-	s.writeLocked(Magenta, []string{s.prompt + typed})
+	if typed == "" {
+		s.redraw()
+		return
+	}
+	// "> " and the words: the hint before it is no news in the history.
+	s.writeLocked(Magenta, []string{"> " + typed})
 }
 
 // Line writes one line in colour c; text with newlines becomes several lines.

@@ -47,6 +47,18 @@ func helper(mode string) {
 	case "model":
 		s.Line(Green, "model: \x1b]0;pwned\x07 title \x1b[31mred\x1b[0m \x1b[2J clear \x07bell\u009b1;1H end")
 		s.Line(Plain, strings.Repeat("中", 100))
+	case "typed":
+		// The terminal's echo of a typed line and its Enter, as the line
+		// discipline writes them, then the screen's Echo.
+		s.SetPrompt("(type = add to the request) > ")
+		s.SetStatus("- status")
+		s.Line(Plain, "before")
+		os.Stdout.WriteString("add a README\r\n")
+		s.Echo("add a README")
+		os.Stdout.WriteString("\r\n") // an empty line
+		s.Echo("")
+		s.Line(Plain, "after")
+		os.Exit(0)
 	case "footer":
 		// A prompt wider than 80 columns (the English idle hint), a status
 		// line changing between lines, long lines that must wrap.
@@ -347,5 +359,20 @@ func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestATypedLineStaysOnceAboveTheFooter(t *testing.T) {
+	raw := runOnPTY(t, 80, []string{"SCREEN_HELPER=typed"})
+	grid := render(raw, 80, 24)
+	var rows []string
+	for _, r := range grid {
+		if r != "" {
+			rows = append(rows, r)
+		}
+	}
+	want := []string{"before", "> add a README", "after", "- status", "(type = add to the request) >"}
+	if !slices.Equal(rows, want) {
+		t.Errorf("screen rows:\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 }
