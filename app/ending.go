@@ -91,6 +91,9 @@ func outcomeOf(wctx *flower.Ctx, err error, quit bool, lang string) Ending {
 	case err != nil:
 		e.Outcome, e.Reason = OutcomeFailed, firstLine(err.Error())
 		return e
+	case wctx == nil:
+		e.Outcome = OutcomeDone
+		return e
 	}
 	step, failed := wctx.FailedAt()
 	if !failed {

@@ -77,9 +77,12 @@ func slowUntil(t *testing.T, words string) *claudetest.Server {
 	})
 }
 
+// waitFor waits for ok, for minutes: a loaded machine runs a whole
+// starter flow's first steps slowly, and a wait that gives up early fails
+// for nothing.
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Minute); !ok(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("never: %s", what)
 		}

@@ -303,7 +303,7 @@ func waitExit(t *testing.T, cmd *exec.Cmd) *os.ProcessState {
 	go func() { errc <- cmd.Wait() }()
 	select {
 	case <-errc:
-	case <-time.After(60 * time.Second):
+	case <-time.After(3 * time.Minute):
 		t.Fatal("flower did not exit")
 	}
 	return cmd.ProcessState

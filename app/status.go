@@ -41,6 +41,9 @@ type Status struct {
 	// limit, the network; since when.
 	waiting      string
 	waitingSince time.Time
+	// heard is when the last event came: how long the model has been
+	// silent.
+	heard time.Time
 }
 
 type runningCall struct {
@@ -50,13 +53,14 @@ type runningCall struct {
 
 // NewStatus starts the clock; budget is the run's (0: none).
 func NewStatus(lang string, budget float64) *Status {
-	return &Status{lang: lang, start: time.Now(), budget: budget}
+	return &Status{lang: lang, start: time.Now(), budget: budget, heard: time.Now()}
 }
 
 // Event updates the status; safe from any goroutine.
 func (s *Status) Event(e event.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.heard = time.Now()
 	sub := e.Subagent()
 	switch e.Kind {
 	case event.Step:
@@ -205,7 +209,7 @@ func (s *Status) parts() []string {
 		c := s.running[len(s.running)-1]
 		parts = append(parts, t("now")+c.label+" ("+clock(time.Since(c.since))+")")
 	case s.step != "":
-		parts = append(parts, t("nowModel"))
+		parts = append(parts, t("nowModel")+" ("+clock(time.Since(s.heard))+")")
 	}
 	if s.role != "" {
 		parts = append(parts, s.role)

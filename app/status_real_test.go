@@ -186,8 +186,8 @@ func TestAPipedRunThatStallsPrintsAHeartbeat(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			want := map[string][]string{
-				"en": {"- ad-hoc · ad-hoc · ", "now: waiting for the model (still running)", "late but here", "== How it ended"},
-				"zh": {"- ad-hoc · ad-hoc · ", "正在:等模型回复(还在跑)", "late but here", "== 结果"},
+				"en": {"- ad-hoc · 1:", "now: waiting for the model (1:0", "(still running)", "late but here", "== How it ended"},
+				"zh": {"- ad-hoc · 1:", "正在:等模型回复 (1:0", "(还在跑)", "late but here", "== 结果"},
 			}[lang]
 			for _, w := range want {
 				if !strings.Contains(string(out), w) {
@@ -212,7 +212,7 @@ func gitStarterWorkspace(t *testing.T) string {
 func pipedStarter(t *testing.T, ws, lang string, handler func(context.Context, *claudetest.Request) claudetest.Reply, args ...string) (string, int) {
 	t.Helper()
 	srv := claudetest.NewServer(t, handler)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, flowerBin, append([]string{"-w", ws, "--lang", lang, "--timeout", "0"}, args...)...)
 	cmd.Env, cmd.Dir = binEnv(t, srv), t.TempDir()
