@@ -298,15 +298,15 @@ func render(raw string, cols, rows int) []string {
 
 func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
 	for _, c := range []struct{ status, keep bool }{{false, true}, {true, true}, {true, false}} {
-		for _, cols := range []int{40, 80, 160} {
-			status := c.status
+		for _, cols := range []int{10, 40, 80, 160} {
+			status := c.status && cols >= footerMinWidth
 			t.Run(fmt.Sprintf("status %v, kept %v, %d columns", c.status, c.keep, cols), func(t *testing.T) {
 				env := []string{"SCREEN_HELPER=footer"}
-				if status {
-					env = append(env, "SCREEN_STATUS=1")
-				}
 				if c.keep {
 					env = append(env, "SCREEN_KEEP=1")
+				}
+				if c.status {
+					env = append(env, "SCREEN_STATUS=1")
 				}
 				raw := runOnPTY(t, uint16(cols), env)
 				grid := render(raw, cols, 200)
@@ -317,7 +317,7 @@ func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
 				var text []string
 				for _, row := range grid {
 					switch {
-					case strings.HasPrefix(row, "(type = add"):
+					case strings.HasPrefix(row, "(typ"):
 						prompts++
 					case strings.HasPrefix(row, "- work · round"):
 						statuses++
@@ -331,7 +331,7 @@ func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
 				wantPrompts, wantStatus := 0, 0
 				if c.keep {
 					wantPrompts = 1
-					if last := grid[len(grid)-1]; !strings.HasPrefix(last, "(type = add") || !strings.HasSuffix(last, ">") {
+					if last := grid[len(grid)-1]; !strings.HasPrefix(last, "(typ") || !strings.HasSuffix(last, ">") {
 						t.Errorf("the last row is not the prompt:\n%s", strings.Join(grid, "\n"))
 					}
 				}
