@@ -293,6 +293,20 @@ func TestTheEndingSaysHowEachRunEnded(t *testing.T) {
 			if got := endingOutcome(t, ws); got != c.outcome {
 				t.Errorf("ending.json outcome %q, want %q", got, c.outcome)
 			}
+			if c.outcome != OutcomeNotAchieved {
+				return
+			}
+			// Bare flower there says what it would continue before it asks.
+			srv := claudetest.NewServer(t, demoHandler(ws, "en", nil, nil))
+			p := startPTY(t, binEnv(t, srv), "-w", ws)
+			p.expect(t, "<- last request: "+en.Ask)
+			p.expect(t, "   not achieved after 1 rounds: nobody ran ls yet · ended ")
+			p.expect(t, "Continue where it stopped? Enter = continue")
+			p.expect(t, "> ")
+			p.tty.Write([]byte{3})
+			if code := p.wait(t); code != ExitFailure {
+				t.Errorf("Ctrl-C at the wake prompt: exit %d", code)
+			}
 		})
 	}
 }
