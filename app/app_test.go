@@ -142,6 +142,7 @@ func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
 		{[]string{"--lang", "fr", "x"}, ExitUsage, "--lang en"},
 		{[]string{"-W", "x"}, ExitUsage, "drop -W"},
 		{[]string{"-T", "--no-trim", "x"}, ExitUsage, "give one"},
+		{[]string{"--new", "--continue", "x"}, ExitUsage, "give one of them"},
 		{[]string{"--isolate", "x"}, ExitFailure, "git init"},
 		{[]string{"   "}, ExitFailure, "诉求是空的"},
 		{[]string{"--lang", "en", " \t "}, ExitFailure, "The request is empty"},
