@@ -156,7 +156,7 @@ func startPTYIn(t *testing.T, bin, dir string, env []string, size *pty.Winsize, 
 // expect waits until the output holds s.
 func (p *ptyRun) expect(t *testing.T, s string) {
 	t.Helper()
-	p.expectWithin(t, s, 30*time.Second)
+	p.expectWithin(t, s, 3*time.Minute) // a loaded machine starts a CLI slowly
 }
 
 // expectWithin waits at most limit until the output holds s.
