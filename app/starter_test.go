@@ -202,7 +202,7 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	// and says so; with --continue it is added to the last one.
 	piped := func(args ...string) string {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, flowerBin, append([]string{"-w", ws, "--timeout", "0"}, args...)...)
 		cmd.Env, cmd.Dir = env, t.TempDir()
