@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -19,6 +20,12 @@ func (m *Command) newUI(lang string) *UI {
 	ui := &UI{Stdin: m.Stdin, Lang: lang, hooks: &m.hooks}
 	if f, ok := m.Stdout.(*os.File); ok {
 		ui.Screen = screen.New(f)
+		if ui.Screen.Terminal() && m.Signals {
+			// The library's log goes through the screen, warnings and
+			// worse only: a raw line on the terminal would tear the
+			// status line and the prompt.
+			slog.SetDefault(slog.New(slog.NewTextHandler(screenLog{ui.Screen}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		}
 	} else {
 		ui.Screen = screen.NewWriter(m.Stdout)
 	}
@@ -172,3 +179,11 @@ type silentWrap struct{ err error }
 
 func (s silentWrap) Error() string { return "" }
 func (s silentWrap) Unwrap() error { return s.err }
+
+// screenLog writes log records as dim screen lines.
+type screenLog struct{ s *screen.Screen }
+
+func (l screenLog) Write(p []byte) (int, error) {
+	l.s.Line(screen.Dim, strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
