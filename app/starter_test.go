@@ -144,8 +144,7 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 
 	// Again, with no --lang: the run directory's language. The goal was
 	// achieved: the wake says what it would continue, and Enter would
-	// start something new; /continue carries it on, and a wake with
-	// nothing new does not pay for the goal step again.
+	// start something new; /continue carries it on.
 	setGoal := func() int {
 		n := 0
 		for _, r := range srv.Requests() {
@@ -170,6 +169,18 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	}
 	if !strings.Contains(p.screen(), texts.Woken) {
 		t.Errorf("the wake did not carry on the work:\n%s", p.screen())
+	}
+	// That wake re-derived the goal: the line typed in the first run was
+	// appended to the brief after its goal was set. A second wake, with
+	// nothing new at all, does not pay for the goal step again.
+	goals = setGoal()
+	p = startPTY(t, env, "-w", ws)
+	p.expect(t, "The last goal was achieved.")
+	p.expect(t, "> ")
+	io.WriteString(p.tty, "/continue\r")
+	p.expect(t, "<- continuing in ")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("the second wake: exit %d:\n%s", code, p.screen())
 	}
 	if n := setGoal(); n != goals {
 		t.Errorf("a wake with nothing new set the goal again (%d requests, was %d)", n, goals)
