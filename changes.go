@@ -436,7 +436,7 @@ type changeTexts struct {
 }
 
 func changeTextsFor(lang Lang) changeTexts {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return changeTexts{
 			title:      "Computed by flower from git, not reported by the workers.\n",
 			since:      "Compared with the workspace when the goal was set (%s, commit %s):\n",

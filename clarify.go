@@ -15,7 +15,7 @@ import (
 // ClarifyOptions adjust ClarifyStep. The zero value is the seed's defaults.
 type ClarifyOptions struct {
 	// Name is the step's name; default StarterNamesFor(Lang).Clarify
-	// (确认需求).
+	// (clarify; 确认需求 in Chinese).
 	Name string
 	// Spec replaces the default Clarify(Name, ch) role.
 	Spec *AgentSpec
@@ -26,7 +26,9 @@ type ClarifyOptions struct {
 	// OnFail and Retries are the step's (default stop, no retry).
 	OnFail  OnFail
 	Retries int
-	// Lang is the language of the brief, the rules and the name.
+	// Lang is the language of the brief, the rules and the name. The zero
+	// Lang takes the language of the Runtime that runs the workflow (and
+	// gives the channel ch that language unless it chose one).
 	Lang Lang
 }
 
@@ -122,6 +124,25 @@ func ClarifyStep(ch *human.Channel, briefPath string, prompt PromptFunc, o Clari
 			}
 			return r.Text
 		},
+		relang: relangWith(o.Lang, ch, func(l Lang) Step {
+			o.Lang = l
+			return ClarifyStep(ch, briefPath, prompt, o)
+		}),
+	}
+}
+
+// relangWith is a step constructor's relang: nil when the constructor was
+// given a language, else build in the Runtime's language, after giving the
+// channel that language unless it chose its own.
+func relangWith(given Lang, ch *human.Channel, build func(Lang) Step) func(Lang) Step {
+	if given != "" {
+		return nil
+	}
+	return func(l Lang) Step {
+		if ch != nil {
+			ch.FollowLang(l)
+		}
+		return build(l)
 	}
 }
 

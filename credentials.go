@@ -41,7 +41,7 @@ type Environment struct {
 	// symlinks) is the installation's.
 	Executable string
 	// Lang is the language of the messages (CheckCredentials' error,
-	// DescribeCredentials); "" means Chinese.
+	// DescribeCredentials); "" means English.
 	Lang Lang
 }
 
@@ -457,7 +457,7 @@ func truncateRunes(s string, n int) string {
 type MissingCredentialsError struct {
 	// UserEnv is the per-user file `flower setup` writes.
 	UserEnv string
-	// Lang is the language of Error; "" means Chinese.
+	// Lang is the language of Error; "" means English.
 	Lang Lang
 }
 
@@ -467,7 +467,7 @@ func (e *MissingCredentialsError) Error() string { return e.Text(e.Lang) }
 
 // Text is the message in lang.
 func (e *MissingCredentialsError) Text(lang Lang) string {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return "Missing credentials: set ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN.\n" +
 			"Easiest: run `flower setup` once; it saves the token to " + e.UserEnv + " (set once, works everywhere).\n" +
 			"Or: create a `.env` in this directory, or export it into the environment.\n" +
@@ -532,7 +532,7 @@ type credTexts struct {
 }
 
 func credentialTexts(lang Lang) credTexts {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return credTexts{byDefault: "(default)", masked: "%s***(%d characters)"}
 	}
 	return credTexts{byDefault: "(默认)", masked: "%s***(共 %d 位)"}

@@ -315,8 +315,11 @@ func TestCheckCredentialsNamesWhatToSet(t *testing.T) {
 		"最省事:跑一次 `flower setup`,把 token 存到 /cfg/flower/.env(装一次,处处生效)。\n" +
 		"或者:在当前目录建 `.env`,或 export 进进程环境。\n" +
 		"(已试过借本机 Claude Code 的 token —— 读 ~/.claude/settings.json 的 env 块 —— 也没找到可用的。)"
-	if err.Error() != want {
-		t.Errorf("message:\n%s\nwant\n%s", err, want)
+	if got := missing.Text(Chinese); got != want {
+		t.Errorf("message:\n%s\nwant\n%s", got, want)
+	}
+	if err.Error() != missing.Text(English) {
+		t.Errorf("the zero Lang's message is not English:\n%s", err)
 	}
 	en := missing.Text(English)
 	for _, s := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "/cfg/flower/.env", "flower setup", "~/.claude/settings.json"} {
@@ -336,6 +339,7 @@ func TestDescribeCredentialsMasksSecrets(t *testing.T) {
 		"ANTHROPIC_API_KEY": "sk-ant-api03-abcdefghij", "ANTHROPIC_AUTH_TOKEN": "令牌abcdef",
 		"ANTHROPIC_MODEL": "claude-opus-5[1m]",
 	}.env("/h", "/p", "/b")
+	e.Lang = Chinese
 	want := []string{
 		"ANTHROPIC_API_KEY = sk-a***(共 23 位)",
 		"ANTHROPIC_AUTH_TOKEN = 令牌ab***(共 8 位)",

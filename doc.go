@@ -41,6 +41,8 @@
 // Package claude imports nothing of flower and is usable alone as a Go Agent
 // SDK; no package imports this one.
 //
-// Texts come in two languages, chosen by Lang: Chinese (the default, which
-// reproduces the original flower's literals) and English.
+// Texts come in two languages, chosen by Lang: English (the zero Lang) and
+// Chinese (which reproduces the original flower's literals). One setting on
+// the Runtime (WithLanguage) reaches every role, starter step and human
+// channel it runs that chose none.
 package flower

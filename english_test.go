@@ -68,8 +68,8 @@ func userTexts(t *testing.T, lang Lang) map[string]string {
 	out := map[string]string{}
 	stringsOf("runtime", reflect.ValueOf(textsFor(lang)), out)
 	stringsOf("prompts", reflect.ValueOf(PromptsFor(lang)), out)
-	stringsOf("guard", reflect.ValueOf(guard.TextsFor(string(lang))), out)
-	stringsOf("workbench", reflect.ValueOf(workbench.TextsFor(string(lang))), out)
+	stringsOf("guard", reflect.ValueOf(guard.TextsFor(lang)), out)
+	stringsOf("workbench", reflect.ValueOf(workbench.TextsFor(lang)), out)
 
 	p := HandoffPolicy{Window: 200_000}
 	out["StopReason.generations"] = p.StopReason(lang, 8, 0)
@@ -117,7 +117,7 @@ func userTexts(t *testing.T, lang Lang) map[string]string {
 	out["Goal.markdown"] = doc.ParseGoal("").ToMarkdown(lang)
 	out["Verdict.markdown"] = doc.ParseVerdict("").ToMarkdown(lang)
 
-	out["event.compaction"] = event.NormalizeIn(string(lang), mustParseMessage(t,
+	out["event.compaction"] = event.NormalizeIn(lang, mustParseMessage(t,
 		`{"type":"system","subtype":"compact_boundary","session_id":"s","compact_metadata":{"trigger":"auto","pre_tokens":9,"post_tokens":1}}`))[0].Text
 	rep := store.Report{Cleared: 1, Kept: 2, CharsSaved: 400, Expired: 1, SpillFailed: 1, APIErrorsDropped: 1,
 		InterruptsNeutralized: 1, OrphansHealed: 1, DenialsDropped: 1}

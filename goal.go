@@ -16,7 +16,8 @@ import (
 
 // GoalOptions adjust GoalStep. The zero value is the seed's defaults.
 type GoalOptions struct {
-	// Name is the step's name; default StarterNamesFor(Lang).Goal (设定目标).
+	// Name is the step's name; default StarterNamesFor(Lang).Goal (goal;
+	// 设定目标 in Chinese).
 	Name string
 	// BriefKey is the step whose value is the brief; default
 	// StarterNamesFor(Lang).Clarify.
@@ -35,7 +36,8 @@ type GoalOptions struct {
 	// OnFail and Retries are the step's (default stop, no retry).
 	OnFail  OnFail
 	Retries int
-	// Lang is the language of the goal, the rules and the name.
+	// Lang is the language of the goal, the rules and the name. The zero
+	// Lang takes the language of the Runtime that runs the workflow.
 	Lang Lang
 }
 
@@ -132,6 +134,10 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			}
 			return r.Text
 		},
+		relang: relangWith(o.Lang, ch, func(l Lang) Step {
+			o.Lang = l
+			return GoalStep(ch, goalPath, o)
+		}),
 	}
 }
 
@@ -157,7 +163,8 @@ type GoalGuardOptions struct {
 	// Name labels the judge: its runs are <Name>#<round>; default
 	// <step>·判定 (<step>·judge in English).
 	Name string
-	// Lang is the language of the judge's rules, prompts and texts.
+	// Lang is the language of the judge's rules, prompts and texts. The
+	// zero Lang takes the language of the Runtime that runs the workflow.
 	Lang Lang
 }
 
@@ -360,6 +367,19 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			}
 		}
 		return "", nil
+	}
+	// Given no language, the guard is rebuilt in the Runtime's; a step
+	// that follows the Runtime's language is rebuilt in it under the guard.
+	guarded.relang = relangWith(o.Lang, ch, func(l Lang) Step {
+		o.Lang = l
+		return WithGoal(step.inLang(l), ch, o)
+	})
+	if o.Lang != "" && step.relang != nil {
+		guarded.relang = func(l Lang) Step {
+			inner := WithGoal(step.inLang(l), ch, o)
+			inner.relang = nil
+			return inner
+		}
 	}
 	return guarded
 }

@@ -172,7 +172,7 @@ type protectTexts struct {
 }
 
 func protectTextsFor(lang Lang) protectTexts {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return protectTexts{
 			refusal: "%s belongs to the person and the judge: no worker and no coordinator may write it. " +
 				"Never change the goal, a check or a test to make it pass; if the goal itself is wrong, say so in your reply and the person decides.",

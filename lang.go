@@ -17,23 +17,20 @@ import (
 
 // Lang selects the language of the texts flower writes and feeds the model:
 // rule texts, fixed prompts, guard refusals, document headings, step names,
-// events and errors. It is doc.Lang, so the whole project shares one
-// language type. The zero value means Chinese.
+// events and errors. It is the project's one language type (doc.Lang and
+// the Lang parameters of human, guard, workbench and event are the same
+// type). The zero value means English; a Runtime's language (WithLanguage)
+// reaches every step, role and channel it runs that did not choose one.
 type Lang = doc.Lang
 
 const (
-	// Chinese reproduces the original flower's literals exactly: "zh" and
-	// its regional forms, and the zero Lang.
-	Chinese = doc.Chinese
-	// English renders every text in English: "en" and its regional forms.
-	// New refuses any tag that is neither.
+	// English renders every text in English: "en", its regional forms, and
+	// the zero Lang.
 	English = doc.English
+	// Chinese reproduces the original flower's literals exactly: "zh" and
+	// its regional forms. New refuses any tag that is neither.
+	Chinese = doc.Chinese
 )
-
-// isEnglish reports whether lang asks for English: "en" and its regional
-// forms ("en-US", "en_GB"), in any case, as guard.TextsFor and
-// workbench.TextsFor read it.
-func isEnglish(l Lang) bool { return lang.IsEnglish(string(l)) }
 
 // RunInfoName is the file in a run directory that records its language.
 const RunInfoName = "run.json"
@@ -57,18 +54,10 @@ func RunDirLanguage(runDir string) (Lang, bool, error) {
 		return "", false, fmt.Errorf("flower: read %s: %w", path, err)
 	}
 	var info runInfo
-	if err := json.Unmarshal(data, &info); err != nil || lang.Check(string(info.Language)) != nil || info.Language == "" {
+	if err := json.Unmarshal(data, &info); err != nil || lang.Check(info.Language) != nil || info.Language == "" {
 		return "", false, fmt.Errorf("flower: %s does not record a language (en or zh); fix or delete it: %q", path, data)
 	}
-	return canonicalLang(info.Language), true, nil
-}
-
-// canonicalLang is English or Chinese.
-func canonicalLang(l Lang) Lang {
-	if isEnglish(l) {
-		return English
-	}
-	return Chinese
+	return info.Language.Canonical(), true, nil
 }
 
 // recordLanguage records want in runDir unless a language is recorded
@@ -83,7 +72,7 @@ func recordLanguage(runDir string, want Lang) (Lang, error) {
 			got = l
 			return err
 		}
-		got = canonicalLang(want)
+		got = want.Canonical()
 		data, err := json.Marshal(runInfo{Language: got})
 		if err != nil {
 			return err

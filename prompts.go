@@ -126,7 +126,7 @@ func mustLoadPrompts(dir string) Prompts {
 // zero Lang included. The result is a copy: changing it changes nothing
 // else.
 func PromptsFor(lang Lang) Prompts {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return englishPrompts
 	}
 	return chinesePrompts

@@ -74,7 +74,7 @@ func TestPromptsForPicksTheLanguage(t *testing.T) {
 	for _, c := range []struct {
 		lang Lang
 		want Prompts
-	}{{"", zh}, {"zh", zh}, {"ko", zh}, {"en", en}, {"en-US", en}, {"EN_gb", en}} {
+	}{{"", en}, {"zh", zh}, {"zh-TW", zh}, {"en", en}, {"en-US", en}, {"EN_gb", en}} {
 		if got := PromptsFor(c.lang); got != c.want {
 			t.Errorf("PromptsFor(%q) is not the expected language", c.lang)
 		}

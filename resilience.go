@@ -88,7 +88,7 @@ type Resilience struct {
 	// minutes; negative turns the watch off.
 	StallTimeout time.Duration
 	// Lang is the language of the notices and the offline note. "" means
-	// Chinese; a Runtime sets its own language when this is "".
+	// English; a Runtime sets its own language when this is "".
 	Lang Lang
 
 	// Probe replaces Reachable (tests; other probes). nil means Reachable

@@ -30,7 +30,7 @@ func TestZeroResilienceBehavesAsTheDefaults(t *testing.T) {
 	if !r.Enabled() || !r.ShouldRetry(ErrorUnknown) {
 		t.Error("the zero policy must be on and retry unknown errors")
 	}
-	if r.ResumePromptFor("") != "上一轮在中途被打断,没有跑完。检查一下工作台里已经落盘的东西,从中断处接着做,不要重头来过。" {
+	if r.ResumePromptFor("zh") != "上一轮在中途被打断,没有跑完。检查一下工作台里已经落盘的东西,从中断处接着做,不要重头来过。" {
 		t.Errorf("default resume prompt = %q", r.ResumePromptFor(""))
 	}
 	if got := DefaultResilience(); got.MaxAttempts != 6 || got.HumanWait() != r.HumanWait() {
@@ -340,7 +340,7 @@ func TestWaitOnlineNotifiesOnceDownAndOnceBack(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:18610")
 	fp := &scriptedProbe{script: []bool{false, false, true}}
-	r := Resilience{Probe: fp.probe, ProbeInterval: time.Millisecond}
+	r := Resilience{Probe: fp.probe, ProbeInterval: time.Millisecond, Lang: Chinese}
 	var notes []string
 	if err := r.WaitOnline(context.Background(), func(s string) { notes = append(notes, s) }); err != nil {
 		t.Fatalf("WaitOnline: %v", err)
@@ -364,7 +364,7 @@ func TestWaitOnlineSaysNothingWhenOnline(t *testing.T) {
 
 func TestWaitOnlineGivesUpAfterTheMaximum(t *testing.T) {
 	fp := &scriptedProbe{script: make([]bool, 1000)}
-	r := Resilience{Probe: fp.probe, ProbeInterval: 5 * time.Millisecond, MaxOfflineWait: 30 * time.Millisecond}
+	r := Resilience{Probe: fp.probe, ProbeInterval: 5 * time.Millisecond, MaxOfflineWait: 30 * time.Millisecond, Lang: Chinese}
 	var notes []string
 	err := r.waitOnline(context.Background(), "gw", 8443, func(s string) { notes = append(notes, s) })
 	var off *OfflineError
@@ -436,7 +436,7 @@ func TestOfflineNoteSaysTheWait(t *testing.T) {
 		{90 * time.Minute, "网络在 90 分钟 内未恢复"},
 	}
 	for _, tt := range tests {
-		if got := (Resilience{MaxOfflineWait: tt.wait}).OfflineNote(); got != tt.want {
+		if got := (Resilience{MaxOfflineWait: tt.wait, Lang: Chinese}).OfflineNote(); got != tt.want {
 			t.Errorf("OfflineNote(%v) = %q, want %q", tt.wait, got, tt.want)
 		}
 	}

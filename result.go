@@ -246,7 +246,7 @@ func MessageSessionID(m claude.Message) string {
 // before it passes each message to Observe, and calls Finish at the end.
 type Attempt struct {
 	// Lang is the language of the texts the attempt writes itself (the
-	// fallback error); "" means Chinese.
+	// fallback error); "" means English.
 	Lang Lang
 
 	r         *StepResult
@@ -284,7 +284,7 @@ func (a *Attempt) Observe(m claude.Message) []Event {
 			a.r.Errors = append(a.r.Errors, MirrorLossText(m.MirrorError))
 		}
 	}
-	evs := event.NormalizeIn(string(a.Lang), m)
+	evs := event.NormalizeIn(a.Lang, m)
 	for _, e := range evs {
 		a.Fold(e)
 	}

@@ -139,7 +139,7 @@ func TestAFailedAttemptSaysWhy(t *testing.T) {
 		{"then this attempt's last API error", nil, []string{lineSynthetic, `{"type":"result","subtype":"success","is_error":true,"num_turns":0,"session_id":"s1"}`}, "API Error: Can't reach the API server (ENOTFOUND)"},
 		{"then the error result's text", nil, []string{lineFailed}, "API Error: 500 fake error."},
 		{"then a subagent's API error", nil, []string{`{"type":"assistant","message":{"model":"<synthetic>","content":[{"type":"text","text":"sub API Error"}]},"parent_tool_use_id":"toolu_a","session_id":"s1","error":"server_error"}`, `{"type":"result","subtype":"success","is_error":true,"num_turns":0,"session_id":"s1"}`}, "sub API Error"},
-		{"else a generic line, in the run's language", nil, nil, "claude: 返回了错误结果"},
+		{"else a generic line, in the run's language (the zero Lang: English)", nil, nil, "claude: error result"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

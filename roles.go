@@ -3,6 +3,7 @@ package flower
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/flowerrun/flower/claude"
 )
@@ -32,7 +33,7 @@ const (
 
 // OracleName returns the oracle's default name in lang.
 func OracleName(lang Lang) string {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return OracleNameEnglish
 	}
 	return OracleNameChinese
@@ -90,7 +91,9 @@ func (c roleConfig) rulesOr(def string) string {
 }
 
 // WithLang chooses the language of the role's rule text and of the
-// oracle's default name (all roles). The zero Lang means Chinese.
+// oracle's default name (all roles). Without it (or with the zero Lang)
+// the role takes the language of the Runtime that runs it: English until
+// then, the Runtime's (WithLanguage) when it runs.
 func WithLang(lang Lang) RoleOption { return func(c *roleConfig) { c.lang = lang } }
 
 // WithChannel gives the coordinator a human channel: both its tools
@@ -184,6 +187,7 @@ func Coordinator(name, instructions string, workers map[string]claude.AgentDefin
 		}
 	}
 	return AgentSpec{
+		followLang:     c.follows(coordinatorRole),
 		Name:           name,
 		Instructions:   paragraphs(c.rulesOr(PromptsFor(c.lang).CoordinatorRules), instructions),
 		AllowedTools:   tools,
@@ -240,6 +244,7 @@ func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
 		tools = append(tools, readTools...)
 	}
 	return AgentSpec{
+		followLang:   c.follows(clarifyRole),
 		Name:         name,
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).ClarifierRules), c.instructions),
 		AllowedTools: tools,
@@ -263,6 +268,7 @@ func Judge(name string, ch Channel, opts ...RoleOption) AgentSpec {
 		tools = append(tools, "Bash")
 	}
 	return AgentSpec{
+		followLang:   c.follows(judgeRole),
 		Name:         name,
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).JudgeRules), c.instructions),
 		AllowedTools: tools,
@@ -284,12 +290,82 @@ func Oracle(name string, opts ...RoleOption) AgentSpec {
 		name = OracleName(c.lang)
 	}
 	return AgentSpec{
+		followLang:   c.follows(oracleRole),
 		Name:         name,
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).OracleRules), c.instructions),
 		AllowedTools: DefaultAllowedTools(),
 		MaxTurns:     OracleMaxTurns,
 		MaxBudgetUSD: OracleMaxBudgetUSD,
 	}
+}
+
+// ruleRole names the role whose default rule text, in English, opens a
+// spec's Instructions while the role follows the Runtime's language (no
+// WithLang, no WithRules): Runtime.Run swaps it for its own language's.
+type ruleRole int
+
+const (
+	noRole ruleRole = iota
+	coordinatorRole
+	clarifyRole
+	judgeRole
+	oracleRole
+)
+
+// follows is role when the role takes the Runtime's language, else noRole.
+func (c roleConfig) follows(role ruleRole) ruleRole {
+	if c.lang != "" || c.rules != nil {
+		return noRole
+	}
+	return role
+}
+
+// rules is the role's rule text in p.
+func (r ruleRole) rules(p Prompts) string {
+	switch r {
+	case coordinatorRole:
+		return p.CoordinatorRules
+	case clarifyRole:
+		return p.ClarifierRules
+	case judgeRole:
+		return p.JudgeRules
+	case oracleRole:
+		return p.OracleRules
+	}
+	return ""
+}
+
+// inLang is the spec as it runs on a Runtime speaking l: a role that
+// follows the Runtime's language gets its rule text (and the oracle its
+// default name) in l, and a coordinator's workers whose prompts end with
+// the English worker rules (a Worker without WithLang) get l's. Whatever
+// the caller changed in the text is kept; a spec that does not follow is
+// returned as it is.
+func (s AgentSpec) inLang(l Lang) AgentSpec {
+	role := s.followLang
+	s.followLang = noRole
+	if role == noRole || l.IsEnglish() {
+		return s
+	}
+	en, to := PromptsFor(English), PromptsFor(l)
+	if rest, ok := strings.CutPrefix(s.Instructions, strings.TrimSpace(role.rules(en))); ok {
+		s.Instructions = strings.TrimSpace(role.rules(to)) + rest
+	}
+	if role == oracleRole && s.Name == OracleNameEnglish {
+		s.Name = OracleName(l)
+	}
+	if role == coordinatorRole && len(s.Agents) > 0 {
+		enWorker, toWorker := strings.TrimSpace(en.WorkerRules), strings.TrimSpace(to.WorkerRules)
+		agents := maps.Clone(s.Agents)
+		for name, def := range agents {
+			if head, ok := strings.CutSuffix(def.Prompt, enWorker); ok {
+				def.Prompt = head + toWorker
+				agents[name] = def
+			}
+		}
+		s.Agents = agents
+	}
+	return s
 }
 
 // isolation is the definition's isolation for the Isolate option.

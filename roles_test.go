@@ -79,15 +79,15 @@ func TestCoordinatorChannelServersAndInstructions(t *testing.T) {
 	if _, ok := s.MCPServers[ChannelServer]; !ok || len(s.MCPServers) != 1 {
 		t.Errorf("MCPServers = %v", s.MCPServers)
 	}
-	rules := PromptsFor(Chinese).CoordinatorRules
+	rules := PromptsFor(English).CoordinatorRules
 	if s.Instructions != rules+"\n\nbuild the thing" {
 		t.Errorf("Instructions = %q", s.Instructions)
 	}
 	if got := Coordinator("c", "", nil).Instructions; got != rules {
 		t.Errorf("empty instructions give %q", got)
 	}
-	if got := Coordinator("c", "", nil, WithLang(English)).Instructions; got != PromptsFor(English).CoordinatorRules {
-		t.Errorf("English coordinator instructions %q", got)
+	if got := Coordinator("c", "", nil, WithLang(Chinese)).Instructions; got != PromptsFor(Chinese).CoordinatorRules {
+		t.Errorf("Chinese coordinator instructions %q", got)
 	}
 	if got := Coordinator("c", "mine", nil, WithRules("MY RULES")).Instructions; got != "MY RULES\n\nmine" {
 		t.Errorf("WithRules: %q", got)
@@ -108,11 +108,11 @@ func TestWorker(t *testing.T) {
 		!slices.Equal(w.Tools, []string{"Read", "Write", "Edit", "Bash", "Glob", "Grep", "WebFetch", "WebSearch"}) {
 		t.Errorf("Tools = %v", w.Tools)
 	}
-	if w.Prompt != "implement it\n\n"+PromptsFor(Chinese).WorkerRules {
+	if w.Prompt != "implement it\n\n"+PromptsFor(English).WorkerRules {
 		t.Errorf("Prompt = %q", w.Prompt)
 	}
-	if got := Worker("d", "p", WithLang(English)).Prompt; got != "p\n\n"+PromptsFor(English).WorkerRules {
-		t.Errorf("English prompt %q", got)
+	if got := Worker("d", "p", WithLang(Chinese)).Prompt; got != "p\n\n"+PromptsFor(Chinese).WorkerRules {
+		t.Errorf("Chinese prompt %q", got)
 	}
 	if got := Worker("d", "p", NoDiscipline()).Prompt; got != "p" {
 		t.Errorf("NoDiscipline prompt %q", got)
@@ -181,18 +181,18 @@ func TestJudge(t *testing.T) {
 	if got := Judge("j", nil).AllowedTools; !slices.Equal(got, []string{"Read", "Glob", "Grep"}) {
 		t.Errorf("no channel: %v", got)
 	}
-	if got := Judge("j", nil, WithInstructions("strict")).Instructions; got != PromptsFor(Chinese).JudgeRules+"\n\nstrict" {
+	if got := Judge("j", nil, WithInstructions("strict")).Instructions; got != PromptsFor(English).JudgeRules+"\n\nstrict" {
 		t.Errorf("Instructions = %q", got)
 	}
 }
 
 func TestOracle(t *testing.T) {
 	s := Oracle("")
-	if s.Name != "旁路问答" || s.Name != OracleName(Chinese) {
+	if s.Name != "aside" || s.Name != OracleName(English) {
 		t.Errorf("Name = %q", s.Name)
 	}
-	if en := Oracle("", WithLang(English)); en.Name != OracleNameEnglish || !strings.HasPrefix(en.Instructions, PromptsFor(English).OracleRules) {
-		t.Errorf("English oracle %+v", en)
+	if zh := Oracle("", WithLang(Chinese)); zh.Name != "旁路问答" || !strings.HasPrefix(zh.Instructions, PromptsFor(Chinese).OracleRules) {
+		t.Errorf("Chinese oracle %+v", zh)
 	}
 	if !slices.Equal(s.AllowedTools, []string{"Read", "Glob", "Grep"}) || s.MCPServers != nil {
 		t.Errorf("tools %v servers %v", s.AllowedTools, s.MCPServers)
@@ -200,7 +200,7 @@ func TestOracle(t *testing.T) {
 	if s.MaxTurns != 12 || s.MaxBudgetUSD != 0.5 || s.NoWorkbench || s.DelegateOnly || s.PermissionMode != "" {
 		t.Errorf("spec %+v", s)
 	}
-	if s.Instructions != PromptsFor(Chinese).OracleRules {
+	if s.Instructions != PromptsFor(English).OracleRules {
 		t.Errorf("Instructions = %q", s.Instructions)
 	}
 	if got := Oracle("side").Name; got != "side" {
@@ -247,5 +247,48 @@ func TestOnlyTheClarifierGetsTheChannelThatNamesTheBriefsSections(t *testing.T) 
 		if server(s) != general {
 			t.Errorf("%s gets the clarifier's server", s.Name)
 		}
+	}
+}
+
+// A role given no language speaks the language of the Runtime that runs
+// it (Runtime.Run renders it through inLang); one given a language, or its
+// own rules, keeps them.
+func TestRolesWithoutALanguageFollowTheRuntime(t *testing.T) {
+	zh, en := PromptsFor(Chinese), PromptsFor(English)
+	workers := map[string]claude.AgentDefinition{"coder": Worker("d", "p"), "fixed": Worker("d", "q", WithRules("OWN"))}
+	c := Coordinator("c", "build it", workers).inLang(Chinese)
+	if c.Instructions != zh.CoordinatorRules+"\n\nbuild it" {
+		t.Errorf("coordinator in a Chinese runtime: %q", c.Instructions)
+	}
+	if got := c.Agents["coder"].Prompt; got != "p\n\n"+zh.WorkerRules {
+		t.Errorf("worker in a Chinese runtime: %q", got)
+	}
+	if got := c.Agents["fixed"].Prompt; got != "q\n\nOWN" {
+		t.Errorf("a worker with its own rules changed: %q", got)
+	}
+	if workers["coder"].Prompt != "p\n\n"+en.WorkerRules {
+		t.Error("inLang changed the caller's workers map")
+	}
+	for name, s := range map[string]AgentSpec{
+		"clarify": Clarify("x", nil, WithInstructions("ask")), "judge": Judge("x", nil), "oracle": Oracle(""),
+	} {
+		got := s.inLang(Chinese)
+		if got.Instructions == s.Instructions || !strings.HasPrefix(got.Instructions, "#") || strings.Contains(got.Instructions, "You ") {
+			t.Errorf("%s in a Chinese runtime: %q", name, got.Instructions)
+		}
+	}
+	if got := Oracle("").inLang(Chinese).Name; got != OracleNameChinese {
+		t.Errorf("oracle name in a Chinese runtime: %q", got)
+	}
+	for name, s := range map[string]AgentSpec{
+		"English chosen": Coordinator("c", "x", nil, WithLang(English)),
+		"own rules":      Coordinator("c", "x", nil, WithRules("MINE")),
+	} {
+		if got := s.inLang(Chinese); got.Instructions != s.Instructions {
+			t.Errorf("%s: changed in a Chinese runtime: %q", name, got.Instructions)
+		}
+	}
+	if got := Coordinator("c", "x", nil).inLang(English); got.Instructions != en.CoordinatorRules+"\n\nx" {
+		t.Errorf("English runtime: %q", got.Instructions)
 	}
 }

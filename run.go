@@ -69,6 +69,7 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 			return StepResult{}, err
 		}
 	}
+	spec = spec.inLang(rt.lang)
 	step := ro.StepName
 	if step == "" {
 		step = spec.Name

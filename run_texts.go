@@ -115,7 +115,7 @@ var enTexts = runtimeTexts{
 
 // textsFor is the runtime's texts in lang.
 func textsFor(lang Lang) runtimeTexts {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return enTexts
 	}
 	return zhTexts

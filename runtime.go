@@ -111,9 +111,11 @@ func WithRunDir(dir string) Option { return func(c *config) { c.runDir = dir } }
 func DefaultRunDir(workspace string) string { return filepath.Join(workspace, "runs") }
 
 // WithLanguage chooses the runtime's language: prompts, documents, file
-// names, events and errors (roles take theirs from WithLang). Default
-// Chinese, the original's. "en…" means English, "" and "zh…" Chinese; New
-// refuses any other tag. A run directory keeps the language of its first
+// names, events and errors, and everything it runs that chose no language
+// of its own: roles without WithLang, a Workflow's ClarifyStep, GoalStep
+// and WithGoal without Lang (their step names too) and its human channel
+// without human.WithLang. Default English (the zero Lang); "zh…" means
+// Chinese, the original's literals; New refuses any other tag. A run directory keeps the language of its first
 // run (see RunDirLanguage): a later Runtime on it speaks that language,
 // whatever it asks for, so its step and file names do not change.
 func WithLanguage(l Lang) Option { return func(c *config) { c.lang, c.langSet = l, true } }
@@ -237,12 +239,12 @@ func sweepResumeDirs() {
 // CredentialKeys only, the env blocks of ~/.claude/settings.json and
 // settings.local.json.
 func New(workspace string, opts ...Option) (*Runtime, error) {
-	c := config{lang: Chinese, env: map[string]string{}, trim: store.TrimPolicy{Disabled: true},
+	c := config{env: map[string]string{}, trim: store.TrimPolicy{Disabled: true},
 		spill: guard.DefaultSpillThreshold}
 	for _, o := range opts {
 		o(&c)
 	}
-	if err := lang.Check(string(c.lang)); err != nil {
+	if err := lang.Check(c.lang); err != nil {
 		return nil, fmt.Errorf("flower: WithLanguage: %w", err)
 	}
 	ws, err := filepath.Abs(workspace)
@@ -277,7 +279,7 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.langSet && isEnglish(runLang) != isEnglish(c.lang) {
+	if c.langSet && runLang.IsEnglish() != c.lang.IsEnglish() {
 		slog.Warn("flower: the run directory keeps the language of its first run", "dir", runDir, "asked", c.lang, "kept", runLang)
 	}
 	c.lang = runLang
@@ -322,7 +324,7 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	}
 	if wb != nil {
 		if wb.Texts == (workbench.Texts{}) {
-			wb.Texts = workbench.TextsFor(string(c.lang))
+			wb.Texts = workbench.TextsFor(c.lang)
 		}
 		if err := wb.CheckWritable(); err != nil {
 			return nil, fmt.Errorf("flower: the workbench cannot be used (give a folder you can write, or none): %w", err)

@@ -132,7 +132,7 @@ func fakeCLI(t *testing.T, scenario string, env ...string) Option {
 
 func TestFakeASlowStartIsNoStall(t *testing.T) {
 	t.Parallel()
-	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
+	rt, err := New(t.TempDir(), WithLanguage(Chinese), WithRunDir(t.TempDir()),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		WithResilience(Resilience{MaxAttempts: 1, StallTimeout: 3 * time.Second, Probe: fastResilience.Probe}),
 		fakeCLI(t, "slow-start"))
@@ -151,7 +151,7 @@ func TestFakeASlowStartIsNoStall(t *testing.T) {
 
 func TestFakeUsageLimitWaitsForTheResetWithoutSpendingAnAttempt(t *testing.T) {
 	t.Parallel()
-	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
+	rt, err := New(t.TempDir(), WithLanguage(Chinese), WithRunDir(t.TempDir()),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		WithResilience(Resilience{MaxAttempts: 1, UsageLimitMargin: -1, Probe: fastResilience.Probe}),
 		fakeCLI(t, "1"))
@@ -238,7 +238,7 @@ func fakeHandoffBlipCLI() {
 func TestFakeRetryAfterAHandoffRerunsTheSuccessorsOpening(t *testing.T) {
 	t.Parallel()
 	calls := t.TempDir()
-	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()),
+	rt, err := New(t.TempDir(), WithLanguage(Chinese), WithRunDir(t.TempDir()),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		WithResilience(fastResilience),
 		fakeCLI(t, "handoff-blip", "FLOWER_FAKE_DIR="+calls))
@@ -296,7 +296,7 @@ func (refusingStore) Append(context.Context, claude.SessionKey, []json.RawMessag
 
 func TestFakeStoreLossIsRecordedInTheResultTheManifestAndTheEvents(t *testing.T) {
 	t.Parallel()
-	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithStore(refusingStore{}),
+	rt, err := New(t.TempDir(), WithLanguage(Chinese), WithRunDir(t.TempDir()), WithStore(refusingStore{}),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		fakeCLI(t, "mirror", "CLAUDE_CONFIG_DIR="+t.TempDir()))
 	if err != nil {
@@ -327,7 +327,7 @@ func TestFakeFlowerClaudeFromTheRuntimeEnvironmentNamesTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := New(t.TempDir(), WithRunDir(t.TempDir()), WithStore(refusingStore{}),
+	rt, err := New(t.TempDir(), WithLanguage(Chinese), WithRunDir(t.TempDir()), WithStore(refusingStore{}),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake", "FLOWER_CLAUDE": exe,
 			"FLOWER_FAKE_CLI": "mirror", "CLAUDE_CONFIG_DIR": t.TempDir()}))
 	if err != nil {

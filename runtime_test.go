@@ -39,6 +39,9 @@ func newTestRuntimeIn(t *testing.T, ws string, srv *claudetest.Server, opts ...O
 	t.Helper()
 	cli := claudetest.CLIPath(t)
 	base := []Option{
+		// The tests were written against the original's Chinese; the
+		// English default has tests of its own (english_test.go).
+		WithLanguage(Chinese),
 		WithRunDir(t.TempDir()),
 		WithEnv(claudetest.Env(t, srv)),
 		WithResilience(fastResilience),

@@ -36,6 +36,10 @@ func DefaultAllowedTools() []string { return []string{"Read", "Glob", "Grep"} }
 // and Grep approved, the CLI's model and permission mode, no limits, the
 // workbench index injected, the wall (whitelist refusals) installed.
 type AgentSpec struct {
+	// followLang is set by a role factory that was given no language: the
+	// Runtime that runs the spec renders its rules in its own (inLang).
+	followLang ruleRole
+
 	// Name labels the agent: its step, its refusals ("<name> has no
 	// Write"). Required.
 	Name string
@@ -321,6 +325,8 @@ type BuildConfig struct {
 // and an error naming the folder for a plugin folder that exists but
 // cannot be read. The options share no map or slice with spec or cfg.
 func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
+	// A role given no language speaks the session's.
+	spec = spec.inLang(cfg.Lang)
 	if err := spec.validate(); err != nil {
 		return claude.Options{}, err
 	}
@@ -536,7 +542,7 @@ func glanceWall(spec AgentSpec, cfg BuildConfig) guard.Wall {
 // spec turns it off; the workbench guards (isolate when an agent is whose Isolation is a worktree, then index
 // and spill with a workbench). Events left without a matcher are dropped.
 func buildHooks(spec AgentSpec, cfg BuildConfig) map[string][]claude.HookMatcher {
-	texts := guard.TextsFor(string(cfg.Lang))
+	texts := guard.TextsFor(cfg.Lang)
 	spill := max(cfg.SpillThreshold, 0) // 0: no spill guard
 	hooks := guard.MergeHooks(
 		spec.Hooks,

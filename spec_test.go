@@ -130,7 +130,7 @@ func TestGuardMatrix(t *testing.T) {
 							"plain": Worker("reads", "read"),
 						},
 					}
-					o := build(t, spec, BuildConfig{Workbench: wb, SpillThreshold: guard.DefaultSpillThreshold})
+					o := build(t, spec, BuildConfig{Workbench: wb, SpillThreshold: guard.DefaultSpillThreshold, Lang: Chinese})
 
 					// Matchers per event: delegate or whitelist, loop,
 					// isolate; loop, then index and spill with a workbench.
@@ -346,7 +346,7 @@ func TestBuildOptionsForEveryRole(t *testing.T) {
 					// The whitelist refuses the hands-on tools the role
 					// lacks, in the role's name and language; subagents pass.
 					d := denials(answers(t, o.Hooks, claude.PreToolUse, toolCall("", "Write", map[string]any{"file_path": "a"})))
-					want := guard.TextsFor(string(lang)).WhitelistDeny
+					want := guard.TextsFor(lang).WhitelistDeny
 					if len(d) != 1 || d[0] != fmt.Sprintf(want, c.spec.Name, "Write") {
 						t.Errorf("main-thread Write: %q", d)
 					}
@@ -586,7 +586,7 @@ func TestSpecHooksComeFirst(t *testing.T) {
 		claude.PreToolUse: {{Matcher: "Write", Hooks: []claude.HookFunc{mine}}},
 		claude.Stop:       nil,
 	}
-	o := build(t, spec, BuildConfig{})
+	o := build(t, spec, BuildConfig{Lang: Chinese})
 	d := denials(answers(t, o.Hooks, claude.PreToolUse, toolCall("", "Write", map[string]any{"file_path": "a"})))
 	if len(d) != 2 || d[0] != "mine" || !strings.Contains(d[1], delegateZh) {
 		t.Errorf("refusals in order %q", d)
@@ -701,7 +701,7 @@ func TestRealCoordinatorOptions(t *testing.T) {
 	wb := newWorkbench(t, false)
 	spec := Coordinator("协调者", "", map[string]claude.AgentDefinition{"coder": Worker("writes code", "implement")})
 	store := claudetest.NewMemoryStore()
-	o := build(t, spec, BuildConfig{Cwd: wb.Workspace, Workbench: wb, Store: store, Handoff: true})
+	o := build(t, spec, BuildConfig{Cwd: wb.Workspace, Workbench: wb, Store: store, Handoff: true, Lang: Chinese})
 	o.CLIPath = cli
 	o.BaseEnv = claudetest.BaseEnv()
 	maps.Copy(o.Env, claudetest.Env(t, srv))

@@ -104,13 +104,13 @@ func (o StarterOptions) place() (starterPlace, error) {
 	if runDir, err = filepath.Abs(runDir); err != nil {
 		return starterPlace{}, fmt.Errorf("flower: run directory %s: %w", o.RunDir, err)
 	}
-	lang := canonicalLang(o.Lang)
+	lang := o.Lang.Canonical()
 	if l, ok, err := RunDirLanguage(runDir); err == nil && ok {
 		lang = l
 	}
 	names := StarterNamesFor(lang)
 	p := starterPlace{ws: ws, runDir: runDir, lang: lang, names: names, wb: workbench.At(ws, o.Isolate)}
-	p.wb.Texts = workbench.TextsFor(string(lang))
+	p.wb.Texts = workbench.TextsFor(lang)
 	notes := p.wb.Notes()
 	p.brief = filepath.Join(notes, or(o.BriefName, names.Brief))
 	p.goal = filepath.Join(notes, or(o.GoalName, names.GoalFile))
@@ -212,7 +212,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	if !waking && ask == "" {
 		return nil, errors.New(t.emptyAsk)
 	}
-	hopts := []human.Option{human.WithLogPath(p.log), human.WithAmendPath(p.brief), human.WithLang(string(p.lang))}
+	hopts := []human.Option{human.WithLogPath(p.log), human.WithAmendPath(p.brief), human.WithLang(p.lang)}
 	if o.MaxAsks != nil {
 		hopts = append(hopts, human.WithMaxAsks(*o.MaxAsks))
 	}

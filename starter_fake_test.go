@@ -61,7 +61,7 @@ func (f *fakeFlow) script(rules []fakeRule) {
 }
 
 func (f *fakeFlow) options() StarterOptions {
-	return StarterOptions{Workspace: f.ws, RunDir: f.runDir}
+	return StarterOptions{Lang: Chinese, Workspace: f.ws, RunDir: f.runDir}
 }
 
 // runStarter builds the starter flow and runs it on a new Runtime (one
@@ -209,7 +209,7 @@ func TestFakeStarterWakeWithNewWordsThenNew(t *testing.T) {
 	}
 
 	// New: moved into notes/archive/<timestamp>/, then a fresh start.
-	wf, err := StarterFlow("", StarterOptions{Workspace: f.ws, RunDir: f.runDir, New: true})
+	wf, err := StarterFlow("", StarterOptions{Lang: Chinese, Workspace: f.ws, RunDir: f.runDir, New: true})
 	if wf != nil || err == nil || err.Error() != "要给一句诉求,例如 flower '帮我做一个 X'" {
 		t.Fatalf("new without an ask: %v, %v", wf, err)
 	}
@@ -356,7 +356,7 @@ func TestFakeGoalGuardRoundsAreTotalRoundsAndTheStepIsCopied(t *testing.T) {
 	f := newFakeFlow(t)
 	f.script(starterRules(fakeNotYet))
 	step := Step{Name: "干活", Spec: wfSpec(), Prompt: Text("照这份需求做 x"), ResumePrompt: Text("resume")}
-	guarded := WithGoal(step, nil, GoalGuardOptions{GoalPath: filepath.Join(f.ws, "goal.md"), Rounds: 2})
+	guarded := WithGoal(step, nil, GoalGuardOptions{GoalPath: filepath.Join(f.ws, "goal.md"), Rounds: 2, Lang: Chinese})
 	if guarded.Retries != 1 || guarded.ResumePrompt == nil || step.Gate != nil || step.Retries != 0 {
 		t.Fatalf("WithGoal: retries %d, resume prompt kept %v, original changed %v", guarded.Retries, guarded.ResumePrompt != nil, step.Gate != nil)
 	}
@@ -377,7 +377,7 @@ func TestFakeGoalGuardRoundsAreTotalRoundsAndTheStepIsCopied(t *testing.T) {
 }
 
 func TestGoalGuardWithoutARuntimeAborts(t *testing.T) {
-	guarded := WithGoal(Step{Name: "w", Spec: wfSpec(), Prompt: Text("x")}, nil, GoalGuardOptions{})
+	guarded := WithGoal(Step{Name: "w", Spec: wfSpec(), Prompt: Text("x")}, nil, GoalGuardOptions{Lang: Chinese})
 	ok, err := guarded.Gate(context.Background(), StepResult{OK: true}, NewCtx())
 	var abort *StepAbort
 	if ok || !errors.As(err, &abort) || abort.Reason != "拿不到 Runtime,无法判定目标(ctx['_runtime'] 缺失)" {
@@ -476,7 +476,7 @@ func TestFakeStarterInboxMessageReachesTheBrief(t *testing.T) {
 func TestStarterFlowRefusals(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
-	_, err := StarterFlow("x", StarterOptions{Workspace: ws, Isolate: true})
+	_, err := StarterFlow("x", StarterOptions{Lang: Chinese, Workspace: ws, Isolate: true})
 	want := "--isolate 要求 " + ws + " 是 git 仓库(每个 subagent 要分一份 worktree)。先 git init,或者去掉 --isolate。"
 	if err == nil || err.Error() != want {
 		t.Errorf("isolate outside git: %v", err)
@@ -485,10 +485,10 @@ func TestStarterFlowRefusals(t *testing.T) {
 	if sibling, _ := filepath.Glob(filepath.Join(filepath.Dir(ws), ".flower-"+filepath.Base(ws))); len(entries) != 0 || len(sibling) != 0 {
 		t.Errorf("isolate outside git wrote %v %v", entries, sibling)
 	}
-	if _, err := StarterFlow("  ", StarterOptions{Workspace: t.TempDir()}); err == nil || err.Error() != "要给一句诉求,例如 flower '帮我做一个 X'" {
+	if _, err := StarterFlow("  ", StarterOptions{Lang: Chinese, Workspace: t.TempDir()}); err == nil || err.Error() != "要给一句诉求,例如 flower '帮我做一个 X'" {
 		t.Errorf("empty ask: %v", err)
 	}
-	if _, err := StarterFlow("x", StarterOptions{Workspace: t.TempDir(), Rounds: -1}); err == nil {
+	if _, err := StarterFlow("x", StarterOptions{Lang: Chinese, Workspace: t.TempDir(), Rounds: -1}); err == nil {
 		t.Error("negative rounds accepted")
 	}
 	if _, err := StarterFlow("", StarterOptions{Workspace: t.TempDir(), Lang: English}); err == nil || err.Error() != "give a one-line request, e.g. flower 'build me an X'" {
@@ -505,7 +505,7 @@ func TestStarterFlowIsolateInGitUsesTheWorkbenchBesideIt(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	wf, err := StarterFlow("x", StarterOptions{Workspace: ws, Isolate: true})
+	wf, err := StarterFlow("x", StarterOptions{Lang: Chinese, Workspace: ws, Isolate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +513,7 @@ func TestStarterFlowIsolateInGitUsesTheWorkbenchBesideIt(t *testing.T) {
 	if wf.Workbench.Root() != want {
 		t.Errorf("workbench %s, want %s", wf.Workbench.Root(), want)
 	}
-	if w, _ := WakeState(StarterOptions{Workspace: ws, Isolate: true}); w.Workbench != want || w.Brief != filepath.Join(want, "notes", "需求.md") {
+	if w, _ := WakeState(StarterOptions{Lang: Chinese, Workspace: ws, Isolate: true}); w.Workbench != want || w.Brief != filepath.Join(want, "notes", "需求.md") {
 		t.Errorf("WakeState disagrees: %+v", w)
 	}
 	coder := wf.Steps[len(wf.Steps)-1].Spec.Agents["coder"]
@@ -578,11 +578,11 @@ func TestDocumentsThatCannotBeLoadedCountAsAbsent(t *testing.T) {
 		step Step
 		said bool
 	}{
-		{"brief: unreadable", ClarifyStep(nil, unreadable, Text("x"), ClarifyOptions{}), true},
-		{"brief: missing", ClarifyStep(nil, filepath.Join(dir, "none.md"), Text("x"), ClarifyOptions{}), false},
-		{"brief: edited into an incomplete one", ClarifyStep(nil, incomplete, Text("x"), ClarifyOptions{}), false},
-		{"goal: unreadable", GoalStep(nil, unreadable, GoalOptions{}), true},
-		{"goal: incomplete", GoalStep(nil, incomplete, GoalOptions{}), false},
+		{"brief: unreadable", ClarifyStep(nil, unreadable, Text("x"), ClarifyOptions{Lang: Chinese}), true},
+		{"brief: missing", ClarifyStep(nil, filepath.Join(dir, "none.md"), Text("x"), ClarifyOptions{Lang: Chinese}), false},
+		{"brief: edited into an incomplete one", ClarifyStep(nil, incomplete, Text("x"), ClarifyOptions{Lang: Chinese}), false},
+		{"goal: unreadable", GoalStep(nil, unreadable, GoalOptions{Lang: Chinese}), true},
+		{"goal: incomplete", GoalStep(nil, incomplete, GoalOptions{Lang: Chinese}), false},
 	} {
 		c := NewCtx()
 		var events []Event

@@ -62,7 +62,7 @@ func TestRealStarterFlowWakeAndNew(t *testing.T) {
 	ws, runDir := t.TempDir(), t.TempDir()
 	texts := demo.TextsFor("zh")
 	srv := claudetest.NewServer(t, demo.Script("zh", ws).Handler())
-	o := StarterOptions{Workspace: ws, RunDir: runDir}
+	o := StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir}
 	const mail = "记得给 hello.txt 加换行"
 	wf, rt, c := realStarter(t, srv, texts.Ask, o, []string{texts.Answer}, func(ch *human.Channel, e Event) {
 		if e.Kind == "step" && e.Text == "干活" {
@@ -161,7 +161,7 @@ func TestRealStarterFlowWakeAndNew(t *testing.T) {
 	}
 
 	// New: archived, and an empty ask is refused.
-	if _, err := StarterFlow("", StarterOptions{Workspace: ws, RunDir: runDir, New: true}); err == nil {
+	if _, err := StarterFlow("", StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir, New: true}); err == nil {
 		t.Error("new with no ask must be refused")
 	}
 	if _, err := os.Stat(filepath.Join(notes, "需求.md")); err == nil {
@@ -197,7 +197,7 @@ func TestRealStarterUnreachableAnswers(t *testing.T) {
 				return claudetest.Say("## 结论\n无法达成\n\n## 理由\n这里没有 macOS\n\n## 未通过\n- 在 macOS 上运行")
 			})}
 			srv := claudetest.NewServer(t, script.Handler())
-			_, rt, c := realStarter(t, srv, texts.Ask, StarterOptions{Workspace: ws, RunDir: runDir}, tc.answers, nil)
+			_, rt, c := realStarter(t, srv, texts.Ask, StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir}, tc.answers, nil)
 			rows, _ := ReadManifest(rt.ManifestPath())
 			rounds := 0
 			for _, r := range rows {
@@ -228,7 +228,7 @@ func TestRealStarterIsolateOutsideGitMakesNoRequest(t *testing.T) {
 	t.Parallel()
 	ws := t.TempDir()
 	srv := claudetest.NewServer(t, demo.Script("zh", ws).Handler())
-	_, err := StarterFlow(demo.TextsFor("zh").Ask, StarterOptions{Workspace: ws, Isolate: true})
+	_, err := StarterFlow(demo.TextsFor("zh").Ask, StarterOptions{Lang: Chinese, Workspace: ws, Isolate: true})
 	if err == nil || !strings.HasPrefix(err.Error(), "--isolate 要求 ") {
 		t.Fatalf("err = %v", err)
 	}
@@ -295,10 +295,10 @@ func TestRealStarterAKilledProcessResumesTheWorkSession(t *testing.T) {
 	<-exited
 	once.Do(func() { close(release) })
 
-	if w, _ := WakeState(StarterOptions{Workspace: ws, RunDir: runDir}); !w.Waking || w.Steps["干活"] != sid {
+	if w, _ := WakeState(StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir}); !w.Waking || w.Steps["干活"] != sid {
 		t.Fatalf("wake state after the kill: %+v", w)
 	}
-	_, rt, c := realStarter(t, srv, "", StarterOptions{Workspace: ws, RunDir: runDir}, nil, nil)
+	_, rt, c := realStarter(t, srv, "", StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir}, nil, nil)
 	if at, failed := c.FailedAt(); failed {
 		t.Fatalf("failed at %s", at)
 	}

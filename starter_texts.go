@@ -20,7 +20,7 @@ type StarterNames struct {
 // StarterNamesFor returns the starter flow's names in lang: the original's
 // Chinese literals, or their English equivalents.
 func StarterNamesFor(lang Lang) StarterNames {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return StarterNames{Clarify: "clarify", Goal: "goal", Work: "work", Coordinator: "coordinator", Coder: "coder",
 			Judge: "·judge", Bequest: "·bequest", Brief: "brief.md", GoalFile: "goal.md", Log: "qa-log.md"}
 	}
@@ -62,7 +62,7 @@ const (
 )
 
 func starterTextsFor(lang Lang) starterTexts {
-	if isEnglish(lang) {
+	if lang.IsEnglish() {
 		return starterTexts{
 			noBrief:         "(no brief)",
 			noGoal:          "(no goal)",
@@ -155,7 +155,7 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 
 // langPick is en in English, zh otherwise.
 func langPick(l Lang, zh, en string) string {
-	if isEnglish(l) {
+	if l.IsEnglish() {
 		return en
 	}
 	return zh

@@ -225,7 +225,7 @@ type wallScene struct {
 }
 
 func (s *wallScene) options(t *testing.T) claude.Options {
-	o, err := BuildOptions(s.spec, BuildConfig{Cwd: s.ws, Handoff: true})
+	o, err := BuildOptions(s.spec, BuildConfig{Cwd: s.ws, Handoff: true, Lang: Chinese})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,9 +110,17 @@ func (c *Ctx) Keys() []string {
 
 // Output is step's value. A step that wrote none is an error wrapping
 // ErrNoOutput, never an empty string: a prompt built on a skipped step
-// fails loudly instead of sending a hole to the model.
+// fails loudly instead of sending a hole to the model. The starter steps
+// answer to their names in every language ("clarify" finds 确认需求 and
+// the other way round), so a program reads them whatever language its
+// Runtime speaks.
 func (c *Ctx) Output(step string) (string, error) {
 	v, ok := c.Get(step)
+	if !ok {
+		if other := otherStarterName(step); other != "" {
+			v, ok = c.Get(other)
+		}
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: %q (skipped by its When, failed with OnFail skip, or not run yet; use OnFail continue to carry a failed step's text)", ErrNoOutput, step)
 	}
@@ -121,6 +129,20 @@ func (c *Ctx) Output(step string) (string, error) {
 		return "", fmt.Errorf("flower: ctx[%q] holds a %T, not a step's output", step, v)
 	}
 	return s, nil
+}
+
+// otherStarterName is the starter step's name in the other language, or "".
+func otherStarterName(step string) string {
+	en, zh := StarterNamesFor(English), StarterNamesFor(Chinese)
+	for _, pair := range [][2]string{{en.Clarify, zh.Clarify}, {en.Goal, zh.Goal}, {en.Work, zh.Work}} {
+		switch step {
+		case pair[0]:
+			return pair[1]
+		case pair[1]:
+			return pair[0]
+		}
+	}
+	return ""
 }
 
 // Session is the session step last used in this ctx (this run's, or one
@@ -340,6 +362,25 @@ type Step struct {
 	// Reduce gives the ctx value of a step that passed; by default the
 	// result's text. It must not block.
 	Reduce func(r StepResult, c *Ctx) string
+
+	// relang, set by ClarifyStep, GoalStep and WithGoal given no Lang,
+	// rebuilds the step in the language of the Runtime that runs it.
+	relang func(Lang) Step
+}
+
+// inLang is the step as a Runtime speaking l runs it: rebuilt in l when
+// its constructor was given no language, else the step itself.
+func (s Step) inLang(l Lang) Step {
+	if s.relang == nil || l.IsEnglish() {
+		return s
+	}
+	return s.relang(l)
+}
+
+// languageFollower is a channel that takes a Runtime's language unless it
+// chose its own (the *human.Channel: FollowLang).
+type languageFollower interface {
+	FollowLang(l Lang) bool
 }
 
 // Label is the manifest label of attempt (0 first): Name, then
@@ -436,9 +477,9 @@ func (w *Workflow) name() string {
 	return w.Name
 }
 
-func (w *Workflow) check() error {
+func checkSteps(steps []Step) error {
 	seen := map[string]bool{}
-	for _, s := range w.Steps {
+	for _, s := range steps {
 		if err := s.check(); err != nil {
 			return err
 		}
@@ -480,10 +521,17 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 	if rt == nil {
 		return c, fmt.Errorf("flower: %s: no Runtime given", w.name())
 	}
-	if err := w.check(); err != nil {
+	if f, ok := w.Channel.(languageFollower); ok {
+		f.FollowLang(rt.Language())
+	}
+	steps := make([]Step, len(w.Steps))
+	for i, st := range w.Steps {
+		steps[i] = st.inLang(rt.Language())
+	}
+	if err := checkSteps(steps); err != nil {
 		return c, fmt.Errorf("flower: %s: %w", w.name(), err)
 	}
-	c, err := w.run(ctx, rt, c, onEvent, onStep)
+	c, err := w.run(ctx, rt, c, steps, onEvent, onStep)
 	if w.Finally != nil {
 		safeCall("Finally", func() { w.Finally(ctx, rt, c) })
 	}
@@ -497,7 +545,7 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 	return c, err
 }
 
-func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Event), onStep func(Step, StepResult)) (*Ctx, error) {
+func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, steps []Step, onEvent func(Event), onStep func(Step, StepResult)) (*Ctx, error) {
 	c.Set(KeyRuntime, rt)
 	// A reused ctx keeps the earlier runs' keys: this run's sink (or none)
 	// replaces the last run's, and the last run's abort and failure are
@@ -542,7 +590,7 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Ev
 	}
 	c.Set(KeyWoke, woke)
 
-	for i, st := range w.Steps {
+	for i, st := range steps {
 		if err := ctx.Err(); err != nil {
 			return c, fmt.Errorf("flower: %s stopped before step %s: %w", w.name(), st.Name, context.Cause(ctx))
 		}
@@ -567,7 +615,7 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, onEvent func(Ev
 			resume, carried = c.Session(st.Name)
 		}
 		emit(st.Name, event.New(event.Step, st.Name, rt.stepPayload(map[string]any{
-			"index": i + 1, "total": len(w.Steps), "resumed": carried, "woke": woke, "rounds": st.Retries + 1})))
+			"index": i + 1, "total": len(steps), "resumed": carried, "woke": woke, "rounds": st.Retries + 1})))
 		render := st.Prompt
 		if carried && st.ResumePrompt != nil {
 			render = st.ResumePrompt
@@ -653,7 +701,7 @@ type lineageTexts struct {
 }
 
 func lineageTextsFor(l Lang) lineageTexts {
-	if isEnglish(l) {
+	if l.IsEnglish() {
 		return lineageTexts{
 			workbench: "the workflow's workbench %s is not the Runtime's: give the Runtime the same one (WithWorkbench), or what the steps write there is not what the agents' index shows",
 			runDir:    "the workflow's run directory %s is not the Runtime's (%s): give the Runtime the same one (WithRunDir), or the lineage and the manifest are not where the workflow keeps its documents and a later --new archives nothing",

@@ -270,6 +270,7 @@ func (f *fakeFlow) runtime(opts ...Option) *Runtime {
 		f.t.Fatal(err)
 	}
 	base := []Option{
+		WithLanguage(Chinese), // the original's texts, which the tests compare
 		WithRunDir(f.runDir),
 		WithEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-fake"}),
 		// One attempt per Run: the step's own retries are under test.
@@ -964,4 +965,63 @@ func workbenchNotices(l *eventLog) []Event {
 		}
 	}
 	return out
+}
+
+// One setting on the Runtime reaches everything it runs: a ClarifyStep,
+// a role and a channel given no language take the Chinese Runtime's (step
+// names, brief block, rule text, channel texts), and Ctx.Output("clarify")
+// finds the step under its Chinese name.
+func TestFakeWorkflowStepsWithoutALanguageFollowTheRuntime(t *testing.T) {
+	t.Parallel()
+	f := newFakeFlow(t)
+	rt := f.runtime() // Chinese
+	brief := filepath.Join(f.ws, "brief.md")
+	if err := os.WriteFile(brief, []byte("## Goal\ng\n## Acceptance criteria\na\n## Boundaries\nb\n## Unknowns and assumptions\nu\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch := human.New()
+	wf := &Workflow{NoContinuity: true, Channel: ch, Steps: []Step{
+		ClarifyStep(ch, brief, Text("x"), ClarifyOptions{}),
+		{Name: "use", Spec: Judge("j", nil), Prompt: func(c *Ctx) (string, error) {
+			b, err := c.Output("clarify")
+			return "brief: " + b, err
+		}},
+	}}
+	if wf.Steps[0].Name != "clarify" {
+		t.Fatalf("built name %q: the zero Lang is English until a Runtime runs it", wf.Steps[0].Name)
+	}
+	c, err := wf.Run(runCtx(t), rt, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Get("确认需求"); !ok {
+		t.Errorf("the clarify step did not run under its Chinese name: %v", c.Keys())
+	}
+	if ch.Lang() != Chinese || ch.Texts() != human.ChineseTexts {
+		t.Errorf("the channel speaks %q", ch.Lang())
+	}
+	call := f.call(1)
+	if !strings.Contains(call.Prompt, "brief: ## 目标") {
+		t.Errorf("the prompt did not get the Chinese brief block through Output(\"clarify\"): %q", call.Prompt)
+	}
+	if args := strings.Join(call.Args, "\n"); !strings.Contains(args, strings.TrimSpace(PromptsFor(Chinese).JudgeRules)[:40]) {
+		t.Errorf("the judge's rules are not the Chinese ones: %.300s", args)
+	}
+	if wf.Steps[0].Name != "clarify" {
+		t.Error("Run changed the workflow's steps")
+	}
+}
+
+func TestCtxOutputFindsStarterStepsInEitherLanguage(t *testing.T) {
+	c := NewCtx()
+	c.Set("确认需求", "zh brief")
+	c.Set("goal", "en goal")
+	for name, want := range map[string]string{"clarify": "zh brief", "确认需求": "zh brief", "设定目标": "en goal", "goal": "en goal"} {
+		if got, err := c.Output(name); err != nil || got != want {
+			t.Errorf("Output(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := c.Output("work"); !errors.Is(err, ErrNoOutput) {
+		t.Errorf("Output(work) with neither name set: %v", err)
+	}
 }

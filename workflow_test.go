@@ -124,7 +124,7 @@ func workflowHelper(spec string) error {
 	var opts []Option
 	if cfg.Starter != "" {
 		var err error
-		if wf, err = StarterFlow(cfg.Starter, StarterOptions{Workspace: cfg.WS, RunDir: cfg.RunDir, Timeout: -1}); err != nil {
+		if wf, err = StarterFlow(cfg.Starter, StarterOptions{Lang: Chinese, Workspace: cfg.WS, RunDir: cfg.RunDir, Timeout: -1}); err != nil {
 			return err
 		}
 		opts = append(opts, WithWorkbench(wf.Workbench))

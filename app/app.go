@@ -52,7 +52,7 @@ type UI struct {
 	// Interactive says stdin is a terminal: a human can answer.
 	Interactive bool
 	// Lang is the language of flower's own lines.
-	Lang string
+	Lang flower.Lang
 
 	// answerer: something other than the input answers the questions
 	// (the demo's simulated human), so no warning that nobody can.
@@ -105,7 +105,12 @@ type Command struct {
 	Signals bool
 
 	hooks hooks
-	lang  string // the subcommand's --lang, for the last words
+	lang  flower.Lang // the subcommand's language, for the last words
+	// typedGo says the command line named go itself: its one-word request
+	// is no typo of a subcommand.
+	typedGo bool
+	// flags are the global flags the subcommand parsed.
+	flags globals
 	// quitHint, when set, replaces the line a quit by Ctrl-C ends with
 	// (the demo continues with its own command, not bare flower).
 	quitHint string
@@ -141,6 +146,7 @@ func isSubcommand(s string) bool {
 // Run dispatches args (without the program name) and returns the exit code.
 // Every error is printed once, on stderr, without a trace.
 func (m *Command) Run(ctx context.Context, args []string) int {
+	m.typedGo = nextNonGlobal(args) == "go"
 	args = rewrite(args)
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 && isSubcommand(args[1]) && args[1] != "help" {
@@ -156,6 +162,22 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 		defer cancel(nil)
 		defer m.watchSignals(cancel)()
 	}
+	err := m.dispatch(ctx, args)
+	if errors.Is(context.Cause(ctx), errQuit) && !errors.Is(err, errCancelled) {
+		// Quit by Ctrl-C: whatever the command returned, the step in
+		// flight is rescued and the exit says so in one line.
+		m.hooks.runRescue()
+		hint := text(m.lang, "quit")
+		if m.quitHint != "" {
+			hint = m.quitHint
+		}
+		err = &exitError{code: ExitInterrupted, err: errors.New(hint)}
+	}
+	return m.exit(err)
+}
+
+// dispatch runs the subcommand args[0] names (args as rewrite left them).
+func (m *Command) dispatch(ctx context.Context, args []string) error {
 	var err error
 	switch args[0] {
 	case "go":
@@ -175,17 +197,7 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 	default:
 		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
 	}
-	if errors.Is(context.Cause(ctx), errQuit) && !errors.Is(err, errCancelled) {
-		// Quit by Ctrl-C: whatever the command returned, the step in
-		// flight is rescued and the exit says so in one line.
-		m.hooks.runRescue()
-		hint := text(m.lang, "quit")
-		if m.quitHint != "" {
-			hint = m.quitHint
-		}
-		err = &exitError{code: ExitInterrupted, err: errors.New(hint)}
-	}
-	return m.exit(err)
+	return err
 }
 
 // exit prints err and maps it to its exit code.
@@ -197,7 +209,9 @@ func (m *Command) exit(err error) int {
 	if errors.As(err, &code) && code.silent {
 		return code.code
 	}
-	msg := err.Error()
+	// An error may carry anything a model or a file wrote (a verdict's
+	// reason, a file name): it reaches the terminal only sanitized.
+	msg := screen.SanitizeLines(err.Error())
 	if !strings.HasSuffix(msg, "\n") {
 		msg += "\n"
 	}

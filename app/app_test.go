@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/flowerrun/flower/claude"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,7 +145,7 @@ func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
 		{[]string{"-T", "--no-trim", "x"}, ExitUsage, "give one"},
 		{[]string{"--new", "--continue", "x"}, ExitUsage, "give one of them"},
 		{[]string{"--isolate", "x"}, ExitFailure, "git init"},
-		{[]string{"   "}, ExitFailure, "诉求是空的"},
+		{[]string{"--lang", "zh", "   "}, ExitFailure, "诉求是空的"},
 		{[]string{"--lang", "en", " \t "}, ExitFailure, "The request is empty"},
 		{[]string{"once", "-p", "yolo", "hi"}, ExitUsage, "acceptEdits"},
 		{[]string{"once", "  "}, ExitUsage, "needs a prompt"},
@@ -196,7 +197,7 @@ func TestMissingCredentialsWithoutATerminalSaysWhatToSet(t *testing.T) {
 	home := t.TempDir()
 	for _, args := range [][]string{{"build X"}, {"once", "hi"}, {"--lang", "en", "once", "hi"}} {
 		cmd := exec.Command(flowerBin, append([]string{"-w", t.TempDir()}, args...)...)
-		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + filepath.Join(home, "cfg")}
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + filepath.Join(home, "cfg"), "FLOWER_CLAUDE=" + stubCLI(t)}
 		cmd.Dir = t.TempDir()
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -223,6 +224,7 @@ func TestAProgramGetsTheParsedCommandLine(t *testing.T) {
 	}
 	t.Setenv("ANTHROPIC_API_KEY", "sk-x")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1") // the probe fails as a network problem: run anyway
+	t.Setenv("FLOWER_CLAUDE", stubCLI(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if code := m.Run(ctx, []string{"-w", t.TempDir(), "build X", "--rounds", "2"}); code != ExitFailure || !called {
@@ -258,4 +260,16 @@ func TestStarterOptionsFromTheFlags(t *testing.T) {
 			t.Errorf("%+v:\n got %+v (asks %d)\nwant %+v (asks %d)", c.cfg, got, gotAsks, c.want, wantAsks)
 		}
 	}
+}
+
+// stubCLI is an executable that reports the pinned CLI version and does
+// nothing else: enough for the command's CLI lookup, for tests that stop
+// before a session starts.
+func stubCLI(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho '"+claude.NewestTestedCLIVersion+" (Claude Code)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

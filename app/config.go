@@ -1,17 +1,20 @@
 package app
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/flowerrun/flower"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
-	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/lang"
 )
@@ -26,8 +29,10 @@ type Config struct {
 	Workspace string
 	RunDir    string
 	Verbose   bool
-	// Lang is "zh" or "en" ("" = the run directory's, else Chinese).
-	Lang string
+	// Lang is the command's language: --lang, else the run directory's
+	// recorded one, else the locale's (LC_ALL, LC_MESSAGES, LANG: zh* is
+	// Chinese, anything else English).
+	Lang flower.Lang
 
 	// MaxAsks is the question quota; -1 means unlimited.
 	MaxAsks int
@@ -58,6 +63,10 @@ type Config struct {
 	BudgetUSD float64
 	// Notify is a shell command run whenever a question starts waiting.
 	Notify string
+	// CLIPath is the claude binary the command found (FLOWER_CLAUDE,
+	// flower's pinned copy in the user's cache, PATH) or installed; ""
+	// leaves the choice to the Runtime (FLOWER_CLAUDE, then PATH).
+	CLIPath string
 	// NoBequest turns off the end-of-run hand-over.
 	NoBequest bool
 }
@@ -67,6 +76,9 @@ type globals struct {
 	workspace, runDir, lang string
 	verbose, workbench      bool
 	trim, noTrim            bool
+	// yes installs the CLI without asking; create makes a missing -w
+	// directory.
+	yes, create bool
 }
 
 type globalSpec struct {
@@ -78,6 +90,7 @@ var globalSpecs = []globalSpec{
 	{[]string{"w", "workspace"}, true}, {[]string{"r", "run-dir"}, true},
 	{[]string{"v", "verbose"}, false}, {[]string{"W", "workbench"}, false},
 	{[]string{"T", "trim"}, false}, {[]string{"no-trim"}, false}, {[]string{"lang"}, true},
+	{[]string{"yes"}, false}, {[]string{"create"}, false},
 }
 
 // globalFlag reports whether a is a global flag (-w, --workspace=x …).
@@ -110,9 +123,12 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.BoolVar(&g.trim, "trim", false, "")
 	fs.BoolVar(&g.noTrim, "no-trim", false, "")
 	fs.StringVar(&g.lang, "lang", "", "")
+	fs.BoolVar(&g.yes, "yes", false, "")
+	fs.BoolVar(&g.create, "create", false, "")
 }
 
-// resolve makes the paths absolute: the workspace is created; the run
+// resolve makes the paths absolute; it creates nothing (checkWorkspace
+// and makeWorkspace do, once the command's checks have passed). The run
 // directory defaults to <workspace>/runs (the original's CWD-relative
 // default split a run from its workbench), an explicit relative one is
 // relative to the current directory, as every path typed in a shell is.
@@ -120,9 +136,6 @@ func (g *globals) resolve() (ws, runDir string, err error) {
 	ws, err = filepath.Abs(g.workspace)
 	if err != nil {
 		return "", "", fmt.Errorf("workspace %s: %w", g.workspace, err)
-	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return "", "", fmt.Errorf("cannot create the workspace %s: %w\nchoose a writable one with -w DIR", ws, err)
 	}
 	runDir = flower.DefaultRunDir(ws)
 	if g.runDir != "" {
@@ -135,10 +148,25 @@ func (g *globals) resolve() (ws, runDir string, err error) {
 
 // checkLang validates --lang.
 func (g *globals) checkLang() error {
-	if err := lang.Check(g.lang); err != nil {
-		return usageErrorf("--lang %q: flower speaks zh (Chinese, the default) and en; try --lang en", g.lang)
+	if err := lang.Check(flower.Lang(g.lang)); err != nil {
+		return usageErrorf("--lang %q: flower speaks en (English) and zh (Chinese); try --lang en", g.lang)
 	}
 	return nil
+}
+
+// language is the command's language: --lang when given, else the
+// language runDir recorded on its first run ("" for none), else the
+// locale's. It never returns the zero Lang.
+func (m *Command) language(g *globals, runDir string) flower.Lang {
+	if g.lang != "" {
+		return flower.Lang(g.lang).Canonical()
+	}
+	if runDir != "" {
+		if l, ok, err := flower.RunDirLanguage(runDir); err == nil && ok {
+			return l
+		}
+	}
+	return lang.FromLocale(m.getenv)
 }
 
 // trimFor resolves -T/--trim and --no-trim with the path's default.
@@ -278,4 +306,116 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// checkWorkspace decides about a workspace that does not exist: --create
+// makes it, a person on a terminal is asked (default no), anything else is
+// a usage error that names the closest existing sibling ("did you mean").
+// It reports whether makeWorkspace must create it; it creates nothing.
+func (m *Command) checkWorkspace(ui *UI, g *globals, ws string) (bool, error) {
+	fi, err := os.Stat(ws)
+	switch {
+	case err == nil && fi.IsDir():
+		return false, nil
+	case err == nil:
+		return false, usageErrorf("-w %s is a file, not a directory; give a directory", ws)
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("workspace %s: %w\nchoose another with -w DIR", ws, err)
+	case g.create:
+		return true, nil
+	}
+	hint := ""
+	if near := closestSibling(ws); near != "" {
+		hint = fmt.Sprintf(ui.T("wsHint"), near)
+	}
+	if ui.Interactive {
+		line, err := ui.ReadLine(fmt.Sprintf(ui.T("wsAsk"), ws, hint))
+		if err == nil && isYes(line) && strings.TrimSpace(line) != "" {
+			return true, nil
+		}
+		return false, &exitError{code: ExitFailure, err: errorText(ui.Lang, "cancelled")}
+	}
+	return false, usageErrorf(ui.T("wsMissing"), ws, hint)
+}
+
+// makeWorkspace creates the workspace when checkWorkspace said so.
+func makeWorkspace(ws string, create bool) error {
+	if !create {
+		return nil
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return fmt.Errorf("cannot create the workspace %s: %w\nchoose a writable one with -w DIR", ws, err)
+	}
+	return nil
+}
+
+// closestSibling is the existing directory beside path whose name is
+// nearest to path's (a typo away), or "".
+func closestSibling(path string) string {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return ""
+	}
+	base, best, bestD := filepath.Base(path), "", 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if d := editDistance(base, e.Name()); d <= typoDistance(base) && (best == "" || d < bestD) {
+			best, bestD = filepath.Join(filepath.Dir(path), e.Name()), d
+		}
+	}
+	return best
+}
+
+// typoDistance is how many edits still read as a typo of a word this long.
+func typoDistance(word string) int {
+	if len([]rune(word)) <= 4 {
+		return 1
+	}
+	return 2
+}
+
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and transpositions of neighbours (reprot is one
+// edit from report).
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// typoOf is the subcommand word is a typo of, or "": a one-word request
+// within typoDistance of a subcommand's name.
+func typoOf(request string) string {
+	if request == "" || strings.ContainsFunc(request, unicode.IsSpace) {
+		return ""
+	}
+	word := strings.ToLower(request)
+	best, bestD := "", 0
+	for _, c := range subcommands {
+		if d := editDistance(word, c); d > 0 && d <= typoDistance(c) && d < len([]rune(c)) && (best == "" || d < bestD) {
+			best, bestD = c, d
+		}
+	}
+	return best
 }

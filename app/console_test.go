@@ -151,7 +151,7 @@ func TestAsideAnswersApartFromTheRun(t *testing.T) {
 	ws := t.TempDir()
 	out := &lockedBuffer{}
 	ui := &UI{Screen: screen.NewWriter(out), Lang: "zh"}
-	cfg := Config{Workspace: ws, RunDir: filepath.Join(ws, "runs")}
+	cfg := Config{Workspace: ws, RunDir: filepath.Join(ws, "runs"), Lang: "zh"}
 	a := NewAside(context.Background(), ui, cfg, nil)
 	call := event.New(event.ToolCall, "go test ./...", nil)
 	call.Tool = "Bash"

@@ -25,7 +25,7 @@ import (
 // what to set; then one probe request, and one reconfiguration at most
 // when the gateway rejects the credentials.
 func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
-	env := flower.Environment{Lang: flower.Lang(ui.Lang)}
+	env := flower.Environment{Lang: ui.Lang}
 	rep, _ := env.LoadDotenv()
 	for _, w := range rep.Warnings {
 		ui.Screen.Line(screen.Yellow, "! "+w)
@@ -182,23 +182,49 @@ func Probe(ctx context.Context, baseURL, apiKey, token, model string) ProbeResul
 var modelMissing = regexp.MustCompile(`(?i)model`)
 
 // wizard asks for key, gateway and model on the terminal and writes them
-// to the per-user .env (0600). With check, the values are probed before
-// anything is written, and rejected ones leave the file as it was.
+// to the per-user .env (0600). It first shows what the file holds now,
+// masked; the key is read without echo. Ctrl-C (ctx ending) or Ctrl-D at
+// any prompt, or during the probe, leaves at once and writes nothing. With
+// check, the values are probed before anything is written: rejected ones
+// leave the file as it was, and a probe that could not decide (no answer)
+// saves only when the person says so after being told why.
 func wizard(ctx context.Context, ui *UI, reason string, check bool) error {
 	path := flower.UserEnvPath()
+	unchanged := func() error {
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf(ui.T("setupLeft")+"%w", path, silentWrap{errCancelled})}
+	}
 	ui.Screen.Line(screen.Cyan, screen.Cut(ui.T("wizardHead")+strings.Repeat("=", 60), max(40, ui.Screen.Width())))
 	ui.Printf("%s", reason)
+	ui.Screen.Line(screen.Dim, ui.T("langHint"))
 	ui.Printf(ui.T("wizardWhere"), path)
+	if now := configuredNow(ui.Lang, path); len(now) > 0 {
+		ui.Printf("%s", ui.T("setupNow"))
+		for _, l := range now {
+			ui.Printf("   %s", l)
+		}
+	}
 	var vals [3]string
 	for i, q := range []string{"wizardKey", "wizardBase", "wizardModel"} {
 		ui.Printf("%s", ui.T(q))
-		line, err := ui.ReadLine("   > ")
+		var line string
+		var err error
+		if i == 0 {
+			line, err = ui.readSecret(ctx, "   > ")
+		} else {
+			line, err = ui.readLinePrompt(ctx, "   > ")
+		}
+		if ctx.Err() != nil {
+			return unchanged()
+		}
 		if err != nil {
-			return errorText(ui.Lang, "cancelled")
+			return &exitError{code: ExitFailure, err: fmt.Errorf(ui.T("setupLeft")+"%w", path, silentWrap{errCancelled})}
 		}
 		vals[i] = strings.TrimSpace(line)
 		if i == 0 && vals[0] == "" {
-			return errorText(ui.Lang, "noToken")
+			return fmt.Errorf("%s %s", ui.T("noToken"), fmt.Sprintf(ui.T("setupUnchanged"), path))
+		}
+		if i == 0 {
+			ui.Screen.Line(screen.Dim, "   "+maskLine(ui.Lang, vals[0]))
 		}
 	}
 	kv := map[string]string{}
@@ -221,12 +247,23 @@ func wizard(ctx context.Context, ui *UI, reason string, check bool) error {
 		// environment: the old one is what setup replaces.
 		probe := map[string]string{"ANTHROPIC_API_KEY": kv["ANTHROPIC_API_KEY"], "ANTHROPIC_AUTH_TOKEN": kv["ANTHROPIC_AUTH_TOKEN"],
 			"ANTHROPIC_BASE_URL": kv["ANTHROPIC_BASE_URL"], "ANTHROPIC_MODEL": kv["ANTHROPIC_MODEL"]}
-		switch v := probeEnv(ctx, probe); v.Verdict {
+		v := probeEnv(ctx, probe)
+		if ctx.Err() != nil {
+			return unchanged() // a cancelled probe is no network failure
+		}
+		switch v.Verdict {
 		case VerdictAuth, VerdictConfig:
 			key := map[Verdict]string{VerdictAuth: "probeAuth", VerdictConfig: "probeConfig"}[v.Verdict]
 			return fmt.Errorf("%s\n%s", fmt.Sprintf(ui.T(key), clipRunes(v.Detail, 160)), fmt.Sprintf(ui.T("notSaved"), path))
 		case VerdictNet:
-			ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("probeNet"), clipRunes(v.Detail, 80)))
+			ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("probeUnsure"), clipRunes(v.Detail, 160)))
+			line, err := ui.readLinePrompt(ctx, ui.T("saveAnyway"))
+			if ctx.Err() != nil {
+				return unchanged()
+			}
+			if a := strings.ToLower(strings.TrimSpace(line)); err != nil || (a != "y" && a != "yes" && a != "是") {
+				return &exitError{code: ExitFailure, err: fmt.Errorf(ui.T("setupUnchanged"), path)}
+			}
 		}
 	}
 	if err := writeUserEnv(path, ui.T("envHeader"), kv); err != nil {
@@ -238,6 +275,42 @@ func wizard(ctx context.Context, ui *UI, reason string, check bool) error {
 	}
 	ui.Screen.Line(screen.Green, fmt.Sprintf(ui.T("saved"), path))
 	return nil
+}
+
+// configuredNow describes what the per-user .env at path holds, secrets
+// masked; nothing when there is no such file.
+func configuredNow(l flower.Lang, path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	entries, _ := flower.ParseDotenv(path, data)
+	vals := map[string]string{}
+	for _, e := range entries {
+		vals[e.Key] = e.Value
+	}
+	env := flower.Environment{Lang: l, LookupEnv: func(k string) (string, bool) { v, ok := vals[k]; return v, ok }}
+	var out []string
+	for _, line := range env.DescribeCredentials() {
+		if k, _, _ := strings.Cut(line, " "); vals[k] != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// maskLine is how a typed secret is acknowledged: its first characters
+// and its length, as DescribeCredentials masks it.
+func maskLine(l flower.Lang, secret string) string {
+	env := flower.Environment{Lang: l, LookupEnv: func(k string) (string, bool) {
+		return secret, k == "ANTHROPIC_API_KEY"
+	}}
+	for _, line := range env.DescribeCredentials() {
+		if v, ok := strings.CutPrefix(line, "ANTHROPIC_API_KEY = "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // writeUserEnv replaces the per-user .env whole, readable by its owner only.

@@ -35,11 +35,12 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	if err := g.checkLang(); err != nil {
 		return err
 	}
-	cli, err := m.demoCLI()
+	explicit := isSet(fs, "w") || isSet(fs, "workspace")
+	cli, create, err := m.demoPreflight(ctx, &g, explicit)
 	if err != nil {
 		return err
 	}
-	if g.workspace == "." && !isSet(fs, "w") && !isSet(fs, "workspace") {
+	if g.workspace == "." && !explicit {
 		// The demo's files go to a fresh folder, never into the
 		// directory it was started in.
 		if g.workspace, err = os.MkdirTemp("", "flower-demo-"); err != nil {
@@ -50,10 +51,14 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := Config{MaxAsks: -1, Rounds: 2, AskTimeout: time.Minute, Lang: g.lang, Verbose: g.verbose, Trim: true}
+	cfg := Config{MaxAsks: -1, Rounds: 2, AskTimeout: time.Minute, Verbose: g.verbose, Trim: true}
 	if cfg.Workspace, cfg.RunDir, err = g.resolve(); err != nil {
 		return err
 	}
+	if err := makeWorkspace(cfg.Workspace, create); err != nil {
+		return err
+	}
+	cfg.Lang = m.language(&g, cfg.RunDir)
 	texts := demo.TextsFor(cfg.Lang)
 	srv, err := fakeapi.Start(demo.Handler(cfg.Lang, cfg.Workspace))
 	if err != nil {
@@ -101,6 +106,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	m.quitHint = fmt.Sprintf(ui.T("demoQuit"), m.name(), shellWord(cfg.Workspace))
 	ui.Screen.Line(screen.Yellow, ui.T("demoSimulated"))
 	ui.Screen.Line(screen.Dim, protectionLine(ui))
+	ui.Screen.Line(screen.Dim, ui.T("langHint"))
 	ui.Printf(ui.T("demoWhere"), cfg.Workspace, texts.Ask)
 	if ui.Interactive {
 		ui.Screen.Line(screen.Dim, ui.T("demoTry"))
@@ -214,42 +220,23 @@ func shellWord(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// demoCLI finds the pinned real CLI: FLOWER_CLAUDE, else the one
-// tools/claude-cli/install.sh puts under the module, looked for above the
-// current directory and above the flower executable.
-func (m *Command) demoCLI() (string, error) {
-	if p := m.getenv("FLOWER_CLAUDE"); p != "" {
-		if isExecutableFile(p) {
-			return p, nil
+// demoPreflight runs the checks that come before the demo writes
+// anything: a -w directory that does not exist (explicit), then the one
+// CLI lookup every subcommand shares (findCLI). It reports the CLI and
+// whether the workspace is to be created.
+func (m *Command) demoPreflight(ctx context.Context, g *globals, explicit bool) (string, bool, error) {
+	ui := m.newUI(m.language(g, ""))
+	defer ui.Screen.Close()
+	create := false
+	if explicit {
+		ws, _, err := g.resolve()
+		if err != nil {
+			return "", false, err
 		}
-		return "", fmt.Errorf("flower demo: FLOWER_CLAUDE=%s is not an executable file; point it at the claude binary, or unset it and run tools/claude-cli/install.sh", p)
-	}
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		if exe, err = filepath.EvalSymlinks(exe); err == nil {
-			starts = append(starts, filepath.Dir(exe))
+		if create, err = m.checkWorkspace(ui, g, ws); err != nil {
+			return "", false, err
 		}
 	}
-	for _, dir := range starts {
-		for {
-			p := filepath.Join(dir, fakeapi.PinnedCLI)
-			if isExecutableFile(p) {
-				return p, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", fmt.Errorf("flower demo needs the pinned Claude Code CLI and found none (looked for %s above %v)\nrun tools/claude-cli/install.sh in flower's source tree (it needs npm), or set FLOWER_CLAUDE to a claude binary", fakeapi.PinnedCLI, starts)
-}
-
-func isExecutableFile(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+	cli, err := m.findCLI(ctx, ui, g.yes)
+	return cli, create, err
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerrun/flower/claude"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -33,8 +34,9 @@ func (cfg Config) RuntimeOptions(wf *flower.Workflow) []flower.Option {
 		// Runtime's default, so --no-trim passes nothing.
 		opts = append(opts, flower.WithTrim(store.TrimPolicy{}))
 	}
-	if cfg.Lang != "" {
-		opts = append(opts, flower.WithLanguage(flower.Lang(cfg.Lang)))
+	opts = append(opts, flower.WithLanguage(cfg.Lang))
+	if cfg.CLIPath != "" {
+		opts = append(opts, flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath = cfg.CLIPath }))
 	}
 	if cfg.BudgetUSD > 0 {
 		opts = append(opts, flower.WithBudget(cfg.BudgetUSD))
@@ -71,7 +73,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		} else {
 			ui.Printf("- %s", ui.T("trimOff"))
 		}
-		for _, l := range (flower.Environment{Lang: flower.Lang(ui.Lang)}).DescribeCredentials() {
+		for _, l := range (flower.Environment{Lang: ui.Lang}).DescribeCredentials() {
 			ui.Printf("- %s", l)
 		}
 	}
@@ -227,7 +229,7 @@ func looksLikeBadCredentials(s string) bool { return s != "" && badCredentials.M
 
 // StepRule is a step's header: "== <name> ====…  i/total", with the wake
 // note when the step continues its session.
-func StepRule(lang, name string, i, total int, resumed bool, woke, width int) string {
+func StepRule(lang flower.Lang, name string, i, total int, resumed bool, woke, width int) string {
 	if width <= 0 {
 		width = screen.DefaultWidth
 	}
@@ -243,7 +245,7 @@ func StepRule(lang, name string, i, total int, resumed bool, woke, width int) st
 // WakeBanner is the line a continuing run starts with: where, whether the
 // brief is confirmed, the goal's checks (when any), the work session's
 // last context (when known) and which wake this is.
-func WakeBanner(lang, workspace, home string, briefDone bool, goalChecks, workContext, wake int) string {
+func WakeBanner(lang flower.Lang, workspace, home string, briefDone bool, goalChecks, workContext, wake int) string {
 	where := workspace
 	if home != "" && (where == home || strings.HasPrefix(where, home+string(filepath.Separator))) {
 		where = "~" + strings.TrimPrefix(where, home)

@@ -73,7 +73,7 @@ func (e Ending) save(runDir string) error {
 
 // outcomeOf reads how a workflow ended from its ctx and error; quit says
 // the human pressed Ctrl-C to quit.
-func outcomeOf(wctx *flower.Ctx, err error, quit bool, lang string) Ending {
+func outcomeOf(wctx *flower.Ctx, err error, quit bool, lang flower.Lang) Ending {
 	var e Ending
 	var v *doc.Verdict
 	if wctx != nil {
@@ -255,7 +255,7 @@ type endingPlace struct {
 // Block is the ending's lines: outcome (and what to do), rounds, files
 // changed, time, tokens, cost, the report and how to continue. Every file
 // name and reason is untrusted text; the screen sanitizes each line.
-func (e Ending) Block(lang string, p endingPlace) []string {
+func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 	t := func(k string) string { return text(lang, k) }
 	lines := []string{t("endingHead")}
 	switch e.Outcome {
@@ -333,7 +333,7 @@ func (e Ending) Block(lang string, p endingPlace) []string {
 	return lines
 }
 
-func orNone(lang, s string) string {
+func orNone(lang flower.Lang, s string) string {
 	if strings.TrimSpace(s) == "" {
 		return text(lang, "noReasonGiven")
 	}

@@ -95,7 +95,7 @@ func TestTheEndingCountsOnlyTheRunsOwnChanges(t *testing.T) {
 			CostUSD: 0.0123, TokensIn: 12000, TokensOut: 800, changes: c}
 		var b bytes.Buffer
 		sc := screen.NewWriter(&b)
-		sc.Block(screen.Plain, e.Block(lang, endingPlace{runDir: runDir, workspace: ws, name: "flower", manifest: filepath.Join(runDir, "manifest.json")})...)
+		sc.Block(screen.Plain, e.Block(flower.Lang(lang), endingPlace{runDir: runDir, workspace: ws, name: "flower", manifest: filepath.Join(runDir, "manifest.json")})...)
 		out := b.String()
 		if strings.ContainsAny(out, "\x1b\x07") || !strings.Contains(out, "     evil.txt\n") {
 			t.Errorf("%s: an escape of a file name reached the screen: %q", lang, out)
@@ -166,7 +166,7 @@ func TestAWakeSaysWhatItWouldContinue(t *testing.T) {
 			[]string{"<- 上次的请求:做一个", "   目标已达成 · 结束于 2026-12-01 15:55(2h5m 前) · 花费 $0.5000 · 第 1/3 轮"}},
 		{"zh", Ending{}, false, []string{"   没有记录它怎么结束的"}},
 	} {
-		got := strings.Join(LastRun(c.lang, wake, c.e, c.ok, now), "\n")
+		got := strings.Join(LastRun(flower.Lang(c.lang), wake, c.e, c.ok, now), "\n")
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s %s: lacks %q:\n%s", c.lang, c.e.Outcome, w, got)

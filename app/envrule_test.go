@@ -12,6 +12,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
 )
@@ -127,10 +128,10 @@ func TestGoNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 				if r.MaxTokens == 16 {
 					return claudetest.Say("hi")
 				}
-				return demo.Script(sc.lang, *ws.Load()).Reply(r)
+				return demo.Script(flower.Lang(sc.lang), *ws.Load()).Reply(r)
 			})
 			ws.Store(&s.ws)
-			texts := demo.TextsFor(sc.lang)
+			texts := demo.TextsFor(flower.Lang(sc.lang))
 			p := startTerm(t, s.ws, sc.cols, s.env, "-w", s.ws, "--lang", sc.lang, texts.Ask)
 			p.expectWithin(t, sc.ignored, 90*time.Second)
 			p.expectWithin(t, texts.Question, 90*time.Second)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 
-	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/human"
 )
 
@@ -21,15 +21,33 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.Lang == "" {
-		// A continuing run speaks the language its run directory
-		// recorded: flower's lines and the flow's agree.
-		if l, ok, err := flower.RunDirLanguage(cfg.RunDir); err == nil && ok {
-			cfg.Lang = string(l)
-		}
-	}
 	ui := m.newUI(cfg.Lang)
 	defer ui.Screen.Close()
+	if sub := typoOf(cfg.Request); sub != "" && !own && !m.typedGo {
+		// A typo costs nothing: a paid run of the word "reprot" is never
+		// what was meant.
+		if !ui.Interactive {
+			return usageErrorf(ui.T("typoNoTTY"), cfg.Request, sub)
+		}
+		if line, err := ui.ReadLine(fmt.Sprintf(ui.T("typoAsk"), sub, cfg.Request)); err != nil {
+			return &exitError{code: ExitFailure, err: errorText(ui.Lang, "cancelled")}
+		} else if isYes(line) {
+			ui.Screen.Close()
+			return m.dispatch(ctx, rewrite(replaceArg(args, cfg.Request, sub)))
+		}
+	}
+	create, err := m.checkWorkspace(ui, &m.flags, cfg.Workspace)
+	if err != nil {
+		return err
+	}
+	// Nothing is written before the CLI is there: a run that cannot start
+	// leaves no run directory behind.
+	if cfg.CLIPath, err = m.findCLI(ctx, ui, m.flags.yes); err != nil {
+		return err
+	}
+	if err := makeWorkspace(cfg.Workspace, create); err != nil {
+		return err
+	}
 	if err := m.ensureCredentials(ctx, ui); err != nil {
 		return err
 	}
@@ -89,20 +107,36 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	if cfg.Notify == "" {
 		cfg.Notify = strings.TrimSpace(m.getenv(NotifyEnv))
 	}
-	cfg.Verbose, cfg.Lang = g.verbose, g.lang
+	cfg.Verbose = g.verbose
+	m.flags = g
 	if len(pos) > 0 {
 		cfg.Request = strings.TrimSpace(strings.Join(pos, " "))
 		if cfg.Request == "" {
-			return cfg, &exitError{code: ExitFailure, err: errorText(cfg.Lang, "empty")}
+			return cfg, &exitError{code: ExitFailure, err: errorText(m.language(&g, ""), "empty")}
 		}
 	}
 	if cfg.Workspace, cfg.RunDir, err = g.resolve(); err != nil {
 		return cfg, err
 	}
+	// A continuing run speaks the language its run directory recorded:
+	// flower's lines and the flow's agree.
+	cfg.Lang = m.language(&g, cfg.RunDir)
 	if cfg.Isolate {
 		if out, err := exec.Command("git", "-C", cfg.Workspace, "rev-parse", "--git-dir").CombinedOutput(); err != nil {
 			return cfg, fmt.Errorf("--isolate gives each worker a git worktree, and %s is not in a git repository (%s)\nrun `git init` there, or drop --isolate", cfg.Workspace, strings.TrimSpace(string(out)))
 		}
 	}
 	return cfg, nil
+}
+
+// replaceArg is args with the first argument equal to old replaced by new.
+func replaceArg(args []string, old, new string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if strings.TrimSpace(a) == old {
+			out[i] = new
+			break
+		}
+	}
+	return out
 }

@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
 	"github.com/flowerrun/flower/internal/screen"
 )
 
 func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
-	for _, lang := range []string{"en", "zh"} {
+	for _, lang := range []flower.Lang{"en", "zh"} {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(fmt.Sprintf("%s-%d", lang, cols), func(t *testing.T) {
 				t.Parallel()
@@ -47,7 +48,7 @@ func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
 					}
 					return script.Reply(r)
 				})
-				p := startPTYCols(t, cols, binEnv(t, srv), "-w", ws, "--lang", lang, "--rounds", "2", texts.Ask)
+				p := startPTYCols(t, cols, binEnv(t, srv), "-w", ws, "--lang", string(lang), "--rounds", "2", texts.Ask)
 				p.expect(t, texts.Question)
 				io.WriteString(p.tty, "1\r")
 				// A whole flow on the real CLI: slower than wait's minute

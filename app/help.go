@@ -12,13 +12,23 @@ const exitCodes = `Exit codes:
 `
 
 const globalFlags = `Global flags (before or after the command):
-  -w, --workspace DIR   the repository to work in (default ., created if missing)
+  -w, --workspace DIR   the repository to work in (default .); a DIR that does not
+      --create          exist is refused (on a terminal: asked) unless --create
   -r, --run-dir DIR     run records (default <workspace>/runs; a relative DIR is from here)
   -v, --verbose         also subagent prose, tool output, prompts, the credentials in use
   -W, --workbench       run/once: a workbench in <run-dir>/workbench (go always has one)
   -T, --trim            trim old tool results when a session resumes (default on for go,
       --no-trim         off for run and once)
-      --lang zh|en      flower's language (default: the run directory's, else zh)
+      --lang en|zh      flower's language (default: the run directory's, else the
+                        locale's: LC_ALL, LC_MESSAGES, LANG; zh* is Chinese, else English)
+      --yes             install the pinned Claude Code CLI with npm without asking
+
+The Claude Code CLI: FLOWER_CLAUDE=/path/to/claude, else flower's pinned copy in
+${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/<version>, else claude on PATH (with a
+warning outside the tested versions); with none, go, run, once and demo install the
+pinned version there with npm (one question on a terminal; --yes for scripts).
+A one-word request a typo away from a command is asked about ("did you mean …?");
+off a terminal it is refused (exit 2): flower go WORD sends it anyway.
 `
 
 const filesWritten = `Files written:
@@ -30,6 +40,7 @@ const filesWritten = `Files written:
                                    words/ (every typed word until a run delivered it)
   <workspace>/.flower/             the workbench: INDEX.md scripts/ artifacts/ notes/ spill/
   ${XDG_CONFIG_HOME:-~/.config}/flower/.env   credentials (flower setup, mode 0600)
+  ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/   the pinned Claude Code CLI (npm)
 `
 
 func (m *Command) usage() string {
@@ -136,8 +147,10 @@ what you typed; a simulated human answers only after you had 15 s and stopped
 typing), ask a side question with a line starting with ?, press Ctrl-C once to
 interrupt with a few words, twice to quit; `+"`flower demo -w DIR`"+` continues it.
 
-Needs the pinned CLI: tools/claude-cli/install.sh in flower's source tree, or
-FLOWER_CLAUDE=/path/to/claude.
+
+Finds the Claude Code CLI as every command does (FLOWER_CLAUDE, flower's pinned copy
+in the cache, PATH) and, with none, installs the pinned version with npm (--yes: without
+asking). Its language follows the locale; --lang en or --lang zh chooses.
 
 `+exitCodes, "flower", m.name())
 }
@@ -147,8 +160,11 @@ func (m *Command) setupUsage() string {
 
 Asks for the API key (or a gateway's token), the gateway address and the model, sends
 one small probe request, and saves them to ${XDG_CONFIG_HOME:-~/.config}/flower/.env
-(mode 0600), read by every flower run. Credentials the gateway rejects are not saved:
-the old file stays as it was (exit 1). Needs a terminal.
+(mode 0600), read by every flower run. It first shows what the file holds now (keys
+masked); the key is read without echo. Credentials the gateway rejects are not saved:
+the old file stays as it was (exit 1); a probe that gets no answer says why and saves
+only when you answer y. Ctrl-C at any point leaves at once and writes nothing (exit
+130). Needs a terminal.
 
 Without a terminal, write the file yourself or export the variables:
   ANTHROPIC_API_KEY=sk-ant-…     (or ANTHROPIC_AUTH_TOKEN=… for a gateway)

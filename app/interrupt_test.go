@@ -27,6 +27,10 @@ func terminalCommand(t *testing.T, srv *claudetest.Server, ws string) (run func(
 		t.Setenv(k, v)
 	}
 	t.Setenv("FLOWER_CLAUDE", claudetest.CLIPath(t))
+	// The tests read the Chinese screens: the locale says Chinese.
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_MESSAGES", "")
+	t.Setenv("LANG", "zh_CN.UTF-8")
 	m, s, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)

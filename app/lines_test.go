@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/internal/screen"
 )
@@ -96,7 +97,7 @@ func TestEveryVerdictIsLabelledWithItsRound(t *testing.T) {
 		{"zh", "  ! 第 1/3 轮判定:未达成 —— nobody ran ls\n  x 第 2/3 轮判定:无法达成 —— no macOS here\n  ! 第 2/3 轮判定:没有明确结论,按未达成处理\n  + 第 3/3 轮判定:已达成\n"},
 	} {
 		var b bytes.Buffer
-		r := NewRenderer(&UI{Screen: screen.NewWriter(&b), Lang: c.lang}, false)
+		r := NewRenderer(&UI{Screen: screen.NewWriter(&b), Lang: flower.Lang(c.lang)}, false)
 		for _, v := range []struct {
 			round         int
 			state, reason string
@@ -119,7 +120,7 @@ func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
 		{"zh", []string{"- work · 第 2/3 轮 · 1:05 · 正在:派出的 coder hello.txt (", ") · coordinator · claude-opus-5 · $0.5000 / $5.0000",
 			"上下文 36.8K/150.0K tokens(到线交接)", "token 读 12.0K / 写 800"}},
 	} {
-		s := NewStatus(c.lang, 0)
+		s := NewStatus(flower.Lang(c.lang), 0)
 		s.start = time.Now().Add(-65 * time.Second)
 		s.Event(event.New(event.Step, "work", map[string]any{"rounds": 3, "budget": 5.0, "handoff_at": 150000}))
 		s.Event(event.New(event.System, "init", map[string]any{"model": "claude-opus-5", "role": "coordinator", "step": "work"}))
@@ -142,16 +143,16 @@ func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
 		// The worker's answer ends it; a question makes it wait for the human.
 		s.Event(event.New(event.ToolResult, "", map[string]any{"tool_use_id": "a1"}))
 		s.Event(event.New(event.Ask, "Which?", map[string]any{"state": "asked"}))
-		if line := s.Line(); strings.Contains(line, "coder") || !strings.Contains(line, text(c.lang, "nowHuman")) {
+		if line := s.Line(); strings.Contains(line, "coder") || !strings.Contains(line, text(flower.Lang(c.lang), "nowHuman")) {
 			t.Errorf("%s after the worker, a question: %s", c.lang, line)
 		}
 		s.Event(event.New(event.Ask, "Which?", map[string]any{"state": "answered"}))
 		s.Event(event.New(event.Retry, "waiting", map[string]any{"reason": "usage_limit"}))
-		if line := s.Line(); !strings.Contains(line, text(c.lang, "nowUsageLimit")) {
+		if line := s.Line(); !strings.Contains(line, text(flower.Lang(c.lang), "nowUsageLimit")) {
 			t.Errorf("%s a usage-limit wait: %s", c.lang, line)
 		}
 		s.Event(event.New(event.Retry, "offline", map[string]any{"reason": "offline"}))
-		if line := s.Line(); !strings.Contains(line, text(c.lang, "nowOffline")) {
+		if line := s.Line(); !strings.Contains(line, text(flower.Lang(c.lang), "nowOffline")) {
 			t.Errorf("%s a network wait: %s", c.lang, line)
 		}
 	}

@@ -35,7 +35,7 @@ func TestNewArchivesAcrossFileSystemsThroughTheBinary(t *testing.T) {
 				}
 				srv := starterServer(t, ws, claudetest.Script{}, nil)
 				p := startPTYSize(t, flowerBin, binEnv(t, srv), &pty.Winsize{Rows: 40, Cols: cols},
-					"-w", ws, "-r", runDir, "--lang", lang, "--timeout", "0", "--new", demo.TextsFor(lang).Ask)
+					"-w", ws, "-r", runDir, "--lang", lang, "--timeout", "0", "--new", demo.TextsFor(flower.Lang(lang)).Ask)
 				// The clarify step's rule: the archive is done and the new
 				// request has started.
 				p.expect(t, "== "+names.Clarify+" ")

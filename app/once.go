@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerrun/flower/claude"
 	"path/filepath"
 	"strings"
 	"time"
@@ -82,20 +83,29 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ui := m.newUI(o.g.lang)
+	ui := m.newUI(m.language(&o.g, runDir))
 	defer ui.Screen.Close()
+	create, err := m.checkWorkspace(ui, &o.g, ws)
+	if err != nil {
+		return err
+	}
+	cli, err := m.findCLI(ctx, ui, o.g.yes)
+	if err != nil {
+		return err
+	}
+	if err := makeWorkspace(ws, create); err != nil {
+		return err
+	}
 	if err := m.ensureCredentials(ctx, ui); err != nil {
 		return err
 	}
-	opts := []flower.Option{flower.WithRunDir(runDir)}
-	if o.g.lang != "" {
-		opts = append(opts, flower.WithLanguage(flower.Lang(o.g.lang)))
-	}
+	opts := []flower.Option{flower.WithRunDir(runDir), flower.WithLanguage(ui.Lang),
+		flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath = cli })}
 	if trim {
 		opts = append(opts, flower.WithTrim(store.TrimPolicy{}))
 	}
 	if o.g.workbench {
-		opts = append(opts, flower.WithWorkbench(&workbench.Workbench{Workspace: ws, Home: filepath.Join(runDir, "workbench"), Texts: workbench.TextsFor(o.g.lang)}))
+		opts = append(opts, flower.WithWorkbench(&workbench.Workbench{Workspace: ws, Home: filepath.Join(runDir, "workbench"), Texts: workbench.TextsFor(ui.Lang)}))
 	}
 	rt, err := flower.New(ws, opts...)
 	if err != nil {
@@ -105,7 +115,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	ui.OnRescue(rt.Rescue)
 	if o.g.verbose {
 		ui.Printf("- workspace %s · run dir %s", ws, runDir)
-		for _, l := range (flower.Environment{Lang: flower.Lang(ui.Lang)}).DescribeCredentials() {
+		for _, l := range (flower.Environment{Lang: ui.Lang}).DescribeCredentials() {
 			ui.Printf("- %s", l)
 		}
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/flowerrun/flower/claude"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -113,8 +114,9 @@ func (a *Aside) answer(q string) {
 		a.ui.Screen.Line(screen.Red, fmt.Sprintf(map[bool]string{false: "# 旁路问答失败:%T: %v", true: "# side question failed: %T: %v"}[en], err, err))
 	}
 	opts := []flower.Option{flower.WithRunDir(filepath.Join(a.cfg.RunDir, "aside")), flower.WithResilience(flower.Resilience{Disabled: true})}
-	if a.cfg.Lang != "" {
-		opts = append(opts, flower.WithLanguage(flower.Lang(a.cfg.Lang)))
+	opts = append(opts, flower.WithLanguage(a.cfg.Lang))
+	if a.cfg.CLIPath != "" {
+		opts = append(opts, flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath = a.cfg.CLIPath }))
 	}
 	if a.wb != nil {
 		opts = append(opts, flower.WithWorkbench(a.wb))
@@ -125,7 +127,7 @@ func (a *Aside) answer(q string) {
 		return
 	}
 	defer rt.Close()
-	spec := flower.Oracle("", flower.WithLang(flower.Lang(a.cfg.Lang)))
+	spec := flower.Oracle("", flower.WithLang(a.cfg.Lang))
 	res, err := rt.Run(a.ctx, spec, a.Prompt(q), flower.RunOptions{})
 	if err != nil && res.Text == "" {
 		fail(err)

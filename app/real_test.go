@@ -30,7 +30,9 @@ func binEnv(t *testing.T, srv *claudetest.Server, extra ...string) []string {
 	for k, v := range claudetest.Env(t, srv) {
 		env = append(env, k+"="+v)
 	}
-	env = append(env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir(), human.StateDirEnv+"="+t.TempDir())
+	// The tests were written against the Chinese screens; a test of the
+	// English ones passes LANG=en_US.UTF-8 in extra (the last value wins).
+	env = append(env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir(), human.StateDirEnv+"="+t.TempDir(), "LANG=zh_CN.UTF-8")
 	return append(env, extra...)
 }
 
@@ -120,11 +122,22 @@ func startPTYCols(t *testing.T, cols uint16, env []string, args ...string) *ptyR
 	return startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, args...)
 }
 
-// startPTYIn is bin started in dir on a terminal of the given size: every
-// pty test's one way to start the command.
+// startPTYIn is bin started in dir on a terminal of the given size.
 func startPTYIn(t *testing.T, bin, dir string, env []string, size *pty.Winsize, args ...string) *ptyRun {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return startCmdPTYWinsize(t, exec.Command(bin, args...), dir, env, size)
+}
+
+// startCmdPTY runs cmd in dir under a 120-column pty.
+func startCmdPTY(t *testing.T, cmd *exec.Cmd, dir string, env []string) *ptyRun {
+	t.Helper()
+	return startCmdPTYWinsize(t, cmd, dir, env, &pty.Winsize{Rows: 40, Cols: 120})
+}
+
+// startCmdPTYWinsize runs cmd in dir on a terminal of the given size:
+// every pty test's one way to start a command.
+func startCmdPTYWinsize(t *testing.T, cmd *exec.Cmd, dir string, env []string, size *pty.Winsize) *ptyRun {
+	t.Helper()
 	cmd.Env, cmd.Dir = env, dir
 	tty, err := pty.StartWithSize(cmd, size)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerrun/flower/internal/screen"
 	"io/fs"
 	"strings"
 	"time"
@@ -69,30 +70,36 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w\ncheck that %s is writable", err, dir)
 	}
 	if wait == 0 {
-		fmt.Fprintf(m.Stdout, "+ queued in %s\n", dir)
+		m.say("+ queued in %s", dir)
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	out, err := human.WaitOutcome(wctx, dir, name)
 	if err != nil {
-		fmt.Fprintf(m.Stdout, "+ queued: the run has not picked it up within %s (is it still running?); it will when it next looks\n", wait)
+		m.say("+ queued: the run has not picked it up within %s (is it still running?); it will when it next looks", wait)
 		return nil
 	}
 	switch out.Result {
 	case "answered":
-		fmt.Fprintf(m.Stdout, "+ answered %s: %s\n", out.ID, out.Answer)
+		m.say("+ answered %s: %s", out.ID, out.Answer)
 	case "declined":
-		fmt.Fprintf(m.Stdout, ". skipped %s: it judges for itself\n", out.ID)
+		m.say(". skipped %s: it judges for itself", out.ID)
 	case "mail":
 		if out.Note != "" {
-			fmt.Fprintf(m.Stdout, "! %s\n", out.Note)
+			m.say("! %s", out.Note)
 		}
-		fmt.Fprintf(m.Stdout, "+ left in the inbox (%s): it sees it at its next inbox check\n", out.ID)
+		m.say("+ left in the inbox (%s): it sees it at its next inbox check", out.ID)
 	case "refused":
 		return fmt.Errorf("the run refused the reply: %s\nwrite it with `%s reply \"your words\"`", out.Note, m.name())
 	default:
 		return fmt.Errorf("the run ignored the reply (%s)", out.Result)
 	}
 	return nil
+}
+
+// say prints one line of a command that has no Screen to stdout,
+// sanitized: its arguments may hold what a model wrote (an option, an id).
+func (m *Command) say(format string, a ...any) {
+	fmt.Fprintln(m.Stdout, screen.SanitizeLines(fmt.Sprintf(format, a...)))
 }

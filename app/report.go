@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/flowerrun/flower/internal/screen"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +62,7 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 		return fmt.Errorf("flower report: %w", err)
 	}
 	for _, p := range rep.Problems {
-		fmt.Fprintln(m.Stderr, "flower report: "+p)
+		fmt.Fprintln(m.Stderr, screen.SanitizeLines("flower report: "+p))
 	}
 	if asJSON {
 		enc := json.NewEncoder(m.Stdout)

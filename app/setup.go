@@ -3,10 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"github.com/flowerrun/flower/internal/screen"
 	"os"
 
 	"github.com/flowerrun/flower"
-	"github.com/flowerrun/flower/internal/screen"
 )
 
 // runSetup is `flower setup`: the interactive configuration, probed before
@@ -25,7 +25,7 @@ func (m *Command) runSetup(ctx context.Context, args []string) error {
 	if err := g.checkLang(); err != nil {
 		return err
 	}
-	ui := m.newUI(g.lang)
+	ui := m.newUI(m.language(&g, ""))
 	defer ui.Screen.Close()
 	path := flower.UserEnvPath()
 	ui.Screen.Line(screen.Dim, protectionLine(ui))
@@ -36,5 +36,9 @@ func (m *Command) runSetup(ctx context.Context, args []string) error {
 	if _, err := os.Stat(path); err == nil {
 		reason = ui.T("setupAgain")
 	}
-	return wizard(ctx, ui, reason, true)
+	if err := wizard(ctx, ui, reason, true); err != nil {
+		return err
+	}
+	ui.Screen.Line(screen.Plain, ui.T("setupReady"))
+	return nil
 }

@@ -27,7 +27,7 @@ func (cfg Config) StarterOptions() flower.StarterOptions {
 	o := flower.StarterOptions{
 		Workspace: cfg.Workspace, RunDir: cfg.RunDir, New: cfg.New, Isolate: cfg.Isolate,
 		ClarifyOnly: cfg.ClarifyOnly, NoGoal: cfg.NoGoal, Rounds: cfg.Rounds, JudgeCanRun: cfg.JudgeCanRun,
-		Lang: flower.Lang(cfg.Lang), NoBequest: cfg.NoBequest,
+		Lang: cfg.Lang, NoBequest: cfg.NoBequest,
 	}
 	if cfg.MaxAsks >= 0 {
 		n := cfg.MaxAsks
@@ -118,7 +118,7 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 // LastRun is what a wake shows before it asks: the request, how the last
 // run ended and why, when, its cost and rounds. A run directory without an
 // ending (an older flower, a killed run) says so.
-func LastRun(lang string, wake flower.Wake, last Ending, ended bool, now time.Time) []string {
+func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now time.Time) []string {
 	t := func(k string) string { return text(lang, k) }
 	request := ""
 	if ended {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/flowerrun/flower/claude"
 	"io"
 	"os"
 	"os/exec"
@@ -400,18 +401,17 @@ func TestClarifyOnlyOnAClarifiedDirectorySaysSo(t *testing.T) {
 }
 
 func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
-	// A clone after tools/claude-cli/install.sh: the pinned CLI under the
-	// tree, found from a folder inside it, with no FLOWER_CLAUDE.
-	clone := t.TempDir()
-	pinned := filepath.Join(clone, claudetest.PinnedCLI)
+	// A machine where flower installed its pinned CLI before: the CLI in
+	// the user's cache, found with no FLOWER_CLAUDE and none on PATH.
+	cache := t.TempDir()
+	pinned := filepath.Join(cache, "flower", "claude-cli", claude.NewestTestedCLIVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
 	os.MkdirAll(filepath.Dir(pinned), 0o755)
 	if err := os.Symlink(claudetest.CLIPath(t), pinned); err != nil {
 		t.Fatal(err)
 	}
-	inside := filepath.Join(clone, "examples")
-	os.Mkdir(inside, 0o755)
+	inside := t.TempDir()
 	// Off a terminal the simulated human answers, after its pause.
-	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "FLOWER_DEMO_PAUSE=1s")
+	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "XDG_CACHE_HOME="+cache, "FLOWER_DEMO_PAUSE=1s")
 	ws := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -436,11 +436,11 @@ func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
 		t.Errorf("%s: %q %v", texts.File, data, err)
 	}
 
-	// Without the pinned CLI it says how to get it.
+	// Without a CLI anywhere, off a terminal, it says how to get one.
 	missing := exec.Command(flowerBin, "demo")
 	missing.Env, missing.Dir = append(claudetest.BaseEnv(), "HOME="+t.TempDir()), t.TempDir()
 	out, _ = missing.CombinedOutput()
-	if missing.ProcessState.ExitCode() != ExitFailure || !strings.Contains(string(out), "tools/claude-cli/install.sh") {
+	if missing.ProcessState.ExitCode() != ExitFailure || !strings.Contains(string(out), "--yes") || !strings.Contains(string(out), "FLOWER_CLAUDE=") {
 		t.Errorf("no CLI: exit %d %s", missing.ProcessState.ExitCode(), out)
 	}
 }

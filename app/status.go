@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
@@ -23,7 +24,7 @@ var heartbeatAfter = 60 * time.Second
 // is the screen's status line, refreshed every second; off a terminal it
 // is a heartbeat after every heartbeatAfter of silence.
 type Status struct {
-	lang  string
+	lang  flower.Lang
 	start time.Time
 
 	mu                  sync.Mutex
@@ -52,7 +53,7 @@ type runningCall struct {
 }
 
 // NewStatus starts the clock; budget is the run's (0: none).
-func NewStatus(lang string, budget float64) *Status {
+func NewStatus(lang flower.Lang, budget float64) *Status {
 	return &Status{lang: lang, start: time.Now(), budget: budget, heard: time.Now()}
 }
 

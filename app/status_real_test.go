@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
 	"github.com/hinshun/vt10x"
@@ -61,8 +62,8 @@ func TestTheStatusLineRefreshesAndLeavesNothingBehind(t *testing.T) {
 			t.Run(fmt.Sprintf("%s %d columns", lang, cols), func(t *testing.T) {
 				t.Parallel()
 				ws := t.TempDir()
-				texts := demo.TextsFor(lang)
-				script := demo.Script(lang, ws)
+				texts := demo.TextsFor(flower.Lang(lang))
+				script := demo.Script(flower.Lang(lang), ws)
 				release := make(chan struct{})
 				srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 					if r.MaxTokens == 16 {
@@ -225,7 +226,7 @@ func pipedStarter(t *testing.T, ws, lang string, handler func(context.Context, *
 // demoHandler plays the demo's script with extra rules; fault, when it
 // returns true, answers with a 400 instead.
 func demoHandler(ws, lang string, extra claudetest.Script, fault func(*claudetest.Request) bool) func(context.Context, *claudetest.Request) claudetest.Reply {
-	script := demo.Script(lang, ws)
+	script := demo.Script(flower.Lang(lang), ws)
 	for k, v := range extra {
 		script[k] = v
 	}

@@ -2,13 +2,35 @@ package app
 
 import (
 	"errors"
-
-	"github.com/flowerrun/flower/internal/lang"
+	"github.com/flowerrun/flower"
 )
 
 // texts are flower's own fixed words on screen and in messages, in the
 // original's Chinese and in English.
 var texts = map[string][2]string{
+	"setupNow":       {"现在配的是:", "Configured now:"},
+	"setupLeft":      {"已退出设置,什么都没写:%s 保持原样。", "Left setup; nothing was written: %s is unchanged."},
+	"setupUnchanged": {"什么都没写:%s 保持原样。", "Nothing was written: %s is unchanged."},
+	"probeUnsure":    {"! 没验成:%s。key 可能是对的,只是这次没连上(网络、代理、网关宕机)。", "! Could not check the credentials: %s. The key may be right and the gateway just unreachable (network, proxy, gateway down)."},
+	"saveAnyway":     {"   没验过也存下来? [y/N] ", "   Save them unchecked anyway? [y/N] "},
+	"setupReady":     {"+ 配好了。到项目目录里跑 flower \"你的请求\";先看看效果:flower demo。", "+ Ready. In a project directory run flower \"your request\"; to see it first: flower demo."},
+	"langHint":       {"(按你的 locale 说中文;加 --lang en 换成英文)", "(English, following your locale; --lang zh switches to Chinese)"},
+	"wsHint":         {"(是不是 %s?)", " (did you mean %s?)"},
+	"wsAsk":          {"%s 不存在%s。新建它? [y/N] ", "%s does not exist%s. Create it? [y/N] "},
+	"wsMissing":      {"-w %s:没有这个目录%s。检查一下路径,或者加 --create 新建它。", "-w %s: no such directory%s. Check the path, or add --create to make it."},
+	"typoAsk":        {"是不是想跑 `flower %s`? [Y/n](n = 把 %q 当成请求交给 agent) ", "Did you mean `flower %s`? [Y/n] (n = send %q to the agent as a request) "},
+	"typoNoTTY": {"%[1]q 像是命令 `flower %[2]s` 打错了:是不是想跑 `flower %[2]s`?真要把它当请求:flower go %[1]s",
+		"%[1]q looks like a typo of the command `flower %[2]s`: did you mean `flower %[2]s`? To send it as a request anyway: flower go %[1]s"},
+	"cliNone": {"- 没找到 Claude Code CLI:没设 FLOWER_CLAUDE,%s 里没有 flower 自带的固定版本,PATH 上也没有 claude。",
+		"- No Claude Code CLI found: FLOWER_CLAUDE is not set, %s holds no pinned copy of flower's, and no claude is on PATH."},
+	"cliAsk": {"用 npm 把 Claude Code CLI %s 装进上面这个缓存目录(约 200 MB,只装一次)? [Y/n] ",
+		"Install the Claude Code CLI %s into that cache directory with npm (about 200 MB, once)? [Y/n] "},
+	"cliNoTTY": {"flower 需要 Claude Code CLI,但没找到。加 --yes 再跑一次,让 flower 用 npm 把 %s 装进 %s;或者设 FLOWER_CLAUDE=/path/to/claude。",
+		"flower needs the Claude Code CLI and found none. Run again with --yes to let flower install %s with npm into %s, or set FLOWER_CLAUDE=/path/to/claude."},
+	"cliDeclined": {"没装 Claude Code CLI,什么也没做。要用自己的:设 FLOWER_CLAUDE=/path/to/claude;要 flower 装:再跑一次并回答 y(或加 --yes)。",
+		"The Claude Code CLI was not installed and nothing was done. To use your own: set FLOWER_CLAUDE=/path/to/claude; to let flower install it: run again and answer y (or add --yes)."},
+	"cliUntested": {"! %s 的版本是 %s,不在测过的范围 %s..%s 里;出了怪事就设 FLOWER_CLAUDE 指向范围内的 claude。",
+		"! %s is version %s, outside the tested range %s..%s; if something breaks, set FLOWER_CLAUDE to a claude in that range."},
 	"empty": {"诉求是空的。直接 `flower` 然后按提示输入,或者 flower \"帮我做一个 X\"。",
 		"The request is empty. Run `flower` alone and type it at the prompt, or flower \"build me an X\"."},
 	"cancelled": {"已取消", "Cancelled"},
@@ -151,10 +173,10 @@ var texts = map[string][2]string{
 	"setupNoTTY": {"`flower setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`flower setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
 }
 
-func isEn(tag string) bool { return lang.IsEnglish(tag) }
+func isEn(l flower.Lang) bool { return l.IsEnglish() }
 
-// text returns key's words in tag's language.
-func text(tag, key string) string {
+// text returns key's words in l.
+func text(tag flower.Lang, key string) string {
 	t, ok := texts[key]
 	if !ok {
 		return key
@@ -165,4 +187,4 @@ func text(tag, key string) string {
 	return t[0]
 }
 
-func errorText(tag, key string) error { return errors.New(text(tag, key)) }
+func errorText(tag flower.Lang, key string) error { return errors.New(text(tag, key)) }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerrun/flower"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 	"io"
 	"log/slog"
 	"os"
@@ -15,7 +18,7 @@ import (
 )
 
 // newUI makes the screen on stdout and says whether stdin is a terminal.
-func (m *Command) newUI(lang string) *UI {
+func (m *Command) newUI(lang flower.Lang) *UI {
 	m.lang = lang
 	ui := &UI{Stdin: m.Stdin, Lang: lang, hooks: &m.hooks}
 	if f, ok := m.Stdout.(*os.File); ok {
@@ -45,6 +48,34 @@ func (ui *UI) ReadLine(prompt string) (string, error) {
 		defer ui.Screen.SetPrompt("")
 	}
 	return ui.readLineCtx(context.Background())
+}
+
+// readLinePrompt is ReadLine that gives up when ctx ends (Ctrl-C).
+func (ui *UI) readLinePrompt(ctx context.Context, prompt string) (string, error) {
+	if ui.Interactive {
+		ui.Screen.SetPrompt(prompt)
+		defer ui.Screen.SetPrompt("")
+	}
+	return ui.readLineCtx(ctx)
+}
+
+// readSecret is readLinePrompt with the terminal's echo off, so that a key
+// never shows on the screen (or in its scrollback). Ctrl-C still signals
+// (ISIG stays on) and ends ctx; the terminal's state is restored however
+// the read ends.
+func (ui *UI) readSecret(ctx context.Context, prompt string) (string, error) {
+	if f, ok := ui.Stdin.(*os.File); ok && ui.Interactive {
+		fd := int(f.Fd())
+		if state, err := term.GetState(fd); err == nil {
+			if t, err := unix.IoctlGetTermios(fd, ioctlGetTermios); err == nil {
+				t.Lflag &^= unix.ECHO
+				if unix.IoctlSetTermios(fd, ioctlSetTermios, t) == nil {
+					defer term.Restore(fd, state)
+				}
+			}
+		}
+	}
+	return ui.readLinePrompt(ctx, prompt)
 }
 
 // readLineCtx reads one line, giving up when ctx ends.
@@ -131,6 +162,7 @@ func (ui *UI) askRequest(ctx context.Context, mode askMode) (Request, error) {
 	if ui.Interactive {
 		head := map[askMode]string{askStart: "start", askWake: "wake", askAfterAchieved: "wakeAchieved"}[mode]
 		ui.Screen.Line(screen.Plain, ui.T(head))
+		ui.Screen.Line(screen.Dim, ui.T("langHint"))
 		ui.Screen.SetPrompt("> ")
 		line, err := ui.readTyped(ctx)
 		ui.Screen.SetPrompt("")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/demo"
@@ -50,7 +51,7 @@ func judgeMarkerFor(lang string) string {
 // held while hold says so (until the client goes away).
 func wordsServer(t *testing.T, ws, lang string, extra claudetest.Script, hold func(*claudetest.Request) bool) *claudetest.Server {
 	t.Helper()
-	script := demo.Script(lang, ws)
+	script := demo.Script(flower.Lang(lang), ws)
 	for k, v := range extra {
 		script[k] = v
 	}
@@ -104,7 +105,7 @@ func TestWordsTypedBeforeAKillReachTheNextRun(t *testing.T) {
 	for _, c := range wordsCases {
 		t.Run(c.name(), func(t *testing.T) {
 			ws := shortTempDir(t)
-			texts := demo.TextsFor(c.lang)
+			texts := demo.TextsFor(flower.Lang(c.lang))
 			words := map[string]string{"en": "also write a README", "zh": "再写一个 README"}[c.lang]
 			g := newGate()
 			srv := wordsServer(t, ws, c.lang, nil, func(r *claudetest.Request) bool {
@@ -157,7 +158,7 @@ func TestMailTypedWhileClarifyRunsSurvivesTheBrief(t *testing.T) {
 	for _, c := range wordsCases {
 		t.Run(c.name(), func(t *testing.T) {
 			ws := shortTempDir(t)
-			texts := demo.TextsFor(c.lang)
+			texts := demo.TextsFor(flower.Lang(c.lang))
 			words := map[string]string{"en": "use PostgreSQL", "zh": "数据库用 PostgreSQL"}[c.lang]
 			g := newGate()
 			// The clarifier's last request (it holds the answer) waits
@@ -205,7 +206,7 @@ func TestCtrlCSaysWhatHappensWhenItHappens(t *testing.T) {
 	for _, c := range wordsCases {
 		t.Run(c.name(), func(t *testing.T) {
 			ws := shortTempDir(t)
-			texts := demo.TextsFor(c.lang)
+			texts := demo.TextsFor(flower.Lang(c.lang))
 			bare := map[string]string{"en": "A human interrupted briefly", "zh": "人打断了一下"}[c.lang]
 			words := map[string]string{"en": "check the README too", "zh": "也检查一下 README"}[c.lang]
 			judging := newGate()

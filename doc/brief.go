@@ -78,10 +78,10 @@ func (b *Brief) Complete() bool { return len(b.Missing(Chinese)) == 0 }
 // empty one.
 func (b *Brief) ToMarkdown(lang Lang) string {
 	var sb strings.Builder
-	sb.WriteString(lang.pick(
+	sb.WriteString(lang.Pick(
 		"# 需求确认书\n\n> 由 clarify 步骤生成并**冻结**。要改需求就改这个文件;\n> 想重新确认一遍,删掉它再跑。\n",
 		"# Brief\n\n> Written and **frozen** by the clarify step. To change the requirement, edit this file;\n> to clarify again, delete it and run again.\n"))
-	writeSections(&sb, briefLayout, lang, b.fields(), lang.pick(briefPlaceholderZh, briefPlaceholderEn))
+	writeSections(&sb, briefLayout, lang, b.fields(), lang.Pick(briefPlaceholderZh, briefPlaceholderEn))
 	return sb.String()
 }
 

@@ -30,10 +30,10 @@ func TestBriefMarkdownInEnglishUsesEnglishHeadingsAndPlaceholder(t *testing.T) {
 	}
 }
 
-func TestAnyOtherLangRendersChinese(t *testing.T) {
+func TestZeroLangRendersEnglishAndZhRendersChinese(t *testing.T) {
 	b := &Brief{Goal: "x"}
-	if b.ToMarkdown("") != b.ToMarkdown(Chinese) || b.ToMarkdown("ko") != b.ToMarkdown(Chinese) {
-		t.Error("the zero Lang and unknown Langs should render Chinese")
+	if b.ToMarkdown("") != b.ToMarkdown(English) || b.ToMarkdown("zh-CN") != b.ToMarkdown(Chinese) || b.ToMarkdown("") == b.ToMarkdown(Chinese) {
+		t.Error("the zero Lang should render English, zh-CN Chinese")
 	}
 }
 

@@ -12,28 +12,19 @@ import (
 	"github.com/flowerrun/flower/internal/lang"
 )
 
-// Lang selects the language documents are rendered in. Parsing accepts every
-// supported language whatever Lang is chosen.
-type Lang string
+// Lang selects the language documents are rendered in: flower's one
+// language type (flower.Lang is the same), English for the zero value,
+// "en" and its regional forms, Chinese for "zh" and its regional forms.
+// Parsing accepts every supported language whatever Lang is chosen.
+type Lang = lang.Lang
 
 const (
-	// Chinese reproduces the original flower's literals exactly. It is also
-	// what any Lang other than English renders, the zero value included.
-	Chinese Lang = "zh"
-	// English renders English headings and fixed texts.
-	English Lang = "en"
+	// English renders English headings and fixed texts; the zero Lang
+	// does too.
+	English = lang.English
+	// Chinese reproduces the original flower's literals exactly.
+	Chinese = lang.Chinese
 )
-
-// isEnglish reports whether l asks for English ("en", "en-US", …).
-func (l Lang) isEnglish() bool { return lang.IsEnglish(string(l)) }
-
-// pick returns en for English and zh for everything else.
-func (l Lang) pick(zh, en string) string {
-	if l.isEnglish() {
-		return en
-	}
-	return zh
-}
 
 // writeFile writes data to path atomically (see atomicfile), creating
 // parent directories, so a reader never sees half a document even when two

@@ -26,7 +26,7 @@ const (
 // UnverifiableMarker formats the tag for a check that cannot be verified in
 // this environment, in lang.
 func UnverifiableMarker(lang Lang, why string) string {
-	if lang.isEnglish() {
+	if lang.IsEnglish() {
 		return "[" + UnverifiableEnglish + ": " + why + "]"
 	}
 	return "[" + UnverifiableChinese + ":" + why + "]"
@@ -99,13 +99,13 @@ func (g *Goal) Amend(lang Lang, extra string) {
 	if extra == "" {
 		return
 	}
-	g.Statement = strings.TrimSpace(g.Statement) + "\n\n" + lang.pick("(已修改)", "(amended) ") + extra
+	g.Statement = strings.TrimSpace(g.Statement) + "\n\n" + lang.Pick("(已修改)", "(amended) ") + extra
 }
 
 // ToMarkdown renders "# 目标", the statement, "# 判定清单" and the checks as a
 // list ("(空)" / "(empty)" for an empty part).
 func (g *Goal) ToMarkdown(lang Lang) string {
-	empty := lang.pick(emptyZh, emptyEn)
+	empty := lang.Pick(emptyZh, emptyEn)
 	statement := strings.TrimSpace(g.Statement)
 	if statement == "" {
 		statement = empty

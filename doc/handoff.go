@@ -96,7 +96,7 @@ func Degraded(lang Lang, step, prompt, why string) *Handoff {
 	}
 	quoted := "> " + strings.ReplaceAll(normalize(string(task)), "\n", "\n> ")
 	h := &Handoff{Step: step}
-	if lang.isEnglish() {
+	if lang.IsEnglish() {
 		reason := ""
 		if why != "" {
 			reason = " (" + why + ")"
@@ -165,7 +165,7 @@ func (h *Handoff) Complete() bool { return len(h.Missing(Chinese)) == 0 }
 func (h *Handoff) ToMarkdown(lang Lang) string {
 	var sb strings.Builder
 	step := titleStep(h.Step)
-	if lang.isEnglish() {
+	if lang.IsEnglish() {
 		sb.WriteString("# Handoff")
 		if step != "" {
 			sb.WriteString(" (" + step + ")")
@@ -180,7 +180,7 @@ func (h *Handoff) ToMarkdown(lang Lang) string {
 		sb.WriteString("\n\n> 上一段会话的上下文快满了,写下这份交接换新会话接手。\n" +
 			"> **这个文件是可读可改的** —— 觉得它漏了什么,直接改,接手的人读的就是它。\n")
 	}
-	writeSections(&sb, handoffLayout, lang, h.fields(), lang.pick(emptyZh, emptyEn))
+	writeSections(&sb, handoffLayout, lang, h.fields(), lang.Pick(emptyZh, emptyEn))
 	return sb.String()
 }
 
@@ -200,7 +200,7 @@ func titleStep(step string) string {
 // conversation just began and asks a human for background who may be gone.
 func (h *Handoff) PromptBlock(lang Lang) string {
 	body := promptSections(handoffLayout, lang, h.fields())
-	if lang.isEnglish() {
+	if lang.IsEnglish() {
 		return "You are taking over unfinished work. The previous session's context filled up and it left this handoff.\n" +
 			"**You have none of its memory, only this document and what is on disk.** The brief and the goal are frozen " +
 			"in the workbench's notes/; read them yourself.\n\n" +

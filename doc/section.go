@@ -57,7 +57,7 @@ func newLayout(sections ...section) *layout {
 func (l *layout) name(key string, lang Lang) string {
 	for _, s := range l.sections {
 		if s.key == key {
-			return lang.pick(s.zh, s.en)
+			return lang.Pick(s.zh, s.en)
 		}
 	}
 	return key

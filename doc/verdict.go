@@ -157,7 +157,7 @@ func (d Doubt) Text(lang Lang) string {
 	if d < 0 || int(d) >= len(zh) {
 		return ""
 	}
-	return lang.pick(zh[d], en[d])
+	return lang.Pick(zh[d], en[d])
 }
 
 // ReadVerdict reads a judge's reply as ParseVerdict does and says why it
@@ -396,11 +396,11 @@ func (v *Verdict) Complete() bool { return v.Ok() }
 func stateText(s State, lang Lang) string {
 	switch s {
 	case Achieved:
-		return lang.pick("已达成", "achieved")
+		return lang.Pick("已达成", "achieved")
 	case NotYet:
-		return lang.pick("未达成", "not yet")
+		return lang.Pick("未达成", "not yet")
 	case Unreachable:
-		return lang.pick("无法达成", "unreachable")
+		return lang.Pick("无法达成", "unreachable")
 	}
 	return string(s)
 }
@@ -409,8 +409,8 @@ func stateText(s State, lang Lang) string {
 // "(空)" / "(empty)" standing for an empty one.
 func (v *Verdict) ToMarkdown(lang Lang) string {
 	var sb strings.Builder
-	sb.WriteString(lang.pick("# 本轮裁决\n", "# Round verdict\n"))
-	writeSections(&sb, verdictLayout, lang, v.fields(lang), lang.pick(emptyZh, emptyEn))
+	sb.WriteString(lang.Pick("# 本轮裁决\n", "# Round verdict\n"))
+	writeSections(&sb, verdictLayout, lang, v.fields(lang), lang.Pick(emptyZh, emptyEn))
 	return sb.String()
 }
 
@@ -438,7 +438,7 @@ const (
 func (v *Verdict) Feedback(lang Lang) string {
 	reason := strings.TrimSpace(v.Reason)
 	var sb strings.Builder
-	if lang.isEnglish() {
+	if lang.IsEnglish() {
 		if reason == "" {
 			reason = "(no reason given)"
 		}

@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	ilang "github.com/flowerrun/flower/internal/lang"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,12 +123,12 @@ func TestNormalizeFollowsTheEventTable(t *testing.T) {
 		{
 			name: "a compaction is a reset with its numbers",
 			line: `{"type":"system","subtype":"compact_boundary","session_id":"s1","compact_metadata":{"trigger":"auto","pre_tokens":167000,"post_tokens":12000}}`,
-			want: []Event{{Kind: Reset, Text: "压缩(auto) 167000 → 12000 tokens", Payload: map[string]any{"trigger": "auto", "pre_tokens": 167000, "post_tokens": 12000, "micro": false, "subtype": "compact_boundary"}}},
+			want: []Event{{Kind: Reset, Text: "compaction(auto) 167000 → 12000 tokens", Payload: map[string]any{"trigger": "auto", "pre_tokens": 167000, "post_tokens": 12000, "micro": false, "subtype": "compact_boundary"}}},
 		},
 		{
 			name: "a micro compaction says so, and unknown numbers show as ?",
 			line: `{"type":"system","subtype":"microcompact_boundary","session_id":"s1","microcompactMetadata":{"trigger":"auto","preTokens":90000}}`,
-			want: []Event{{Kind: Reset, Text: "微压缩(auto) 90000 → ? tokens", Payload: map[string]any{"trigger": "auto", "pre_tokens": 90000, "post_tokens": nil, "micro": true, "subtype": "microcompact_boundary"}}},
+			want: []Event{{Kind: Reset, Text: "micro-compaction(auto) 90000 → ? tokens", Payload: map[string]any{"trigger": "auto", "pre_tokens": 90000, "post_tokens": nil, "micro": true, "subtype": "microcompact_boundary"}}},
 		},
 		{
 			name: "a conversation reset is a reset",
@@ -274,8 +275,8 @@ func TestNewStampsTheTime(t *testing.T) {
 
 func TestNormalizeInWritesItsOwnWordsInTheLanguage(t *testing.T) {
 	m := parse(t, `{"type":"system","subtype":"compact_boundary","session_id":"s1","compact_metadata":{"trigger":"manual","pre_tokens":5000,"post_tokens":900}}`)
-	for lang, want := range map[string]string{
-		"":      "压缩(manual) 5000 → 900 tokens",
+	for lang, want := range map[ilang.Lang]string{
+		"":      "compaction(manual) 5000 → 900 tokens",
 		"zh":    "压缩(manual) 5000 → 900 tokens",
 		"en":    "compaction(manual) 5000 → 900 tokens",
 		"en-US": "compaction(manual) 5000 → 900 tokens",

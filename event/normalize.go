@@ -34,19 +34,19 @@ const (
 //
 // Unknown content blocks are skipped.
 //
-// The one text Normalize writes itself, the compaction label, is Chinese,
-// the original's; NormalizeIn chooses the language.
+// The one text Normalize writes itself, the compaction label, is in the
+// zero Lang's language, English; NormalizeIn chooses the language.
 func Normalize(m claude.Message) []Event { return NormalizeIn("", m) }
 
 // labels are the words Normalize writes itself.
 type labels struct{ compact, micro string }
 
-// NormalizeIn is Normalize with its own words in lang: "en" and its
-// regional forms mean English, anything else Chinese ("压缩(auto) …").
-func NormalizeIn(lang string, m claude.Message) []Event {
-	l := labels{compact: "压缩", micro: "微压缩"}
-	if ilang.IsEnglish(lang) {
-		l = labels{compact: "compaction", micro: "micro-compaction"}
+// NormalizeIn is Normalize with its own words in lang (flower.Lang):
+// Chinese for "zh" ("压缩(auto) …"), English for anything else.
+func NormalizeIn(lang ilang.Lang, m claude.Message) []Event {
+	l := labels{compact: "compaction", micro: "micro-compaction"}
+	if lang.IsChinese() {
+		l = labels{compact: "压缩", micro: "微压缩"}
 	}
 	evs := normalize(m, l)
 	now := time.Now()

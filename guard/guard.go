@@ -123,13 +123,15 @@ var EnglishTexts = Texts{
 	LoopCycle:        "You have gone round the same cycle of calls (%[1]s, then %[2]s) %[3]d times with the same results each round, so this call was refused. Another round will not change anything: work with the results you have or try a different approach; if you are stuck, say where in your reply and stop.",
 }
 
-// TextsFor returns the texts of a language: EnglishTexts for "en" and its
-// regional forms ("en-US", "en_GB"), ChineseTexts for anything else.
-func TextsFor(tag string) Texts {
-	if lang.IsEnglish(tag) {
-		return EnglishTexts
+// TextsFor returns the texts of a language (flower.Lang): ChineseTexts for
+// "zh" and its regional forms ("zh-CN", "zh_TW"), EnglishTexts for anything
+// else, the zero Lang included. (The zero Texts stays the original's
+// Chinese: the package-level factories are the original's guards.)
+func TextsFor(l lang.Lang) Texts {
+	if l.IsChinese() {
+		return ChineseTexts
 	}
-	return ChineseTexts
+	return EnglishTexts
 }
 
 // withDefaults fills empty fields from ChineseTexts.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/flowerrun/flower/internal/lang"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -510,9 +511,9 @@ func TestMergeHooks(t *testing.T) {
 
 func TestTexts(t *testing.T) {
 	tests := []struct {
-		lang string
+		lang lang.Lang
 		want Texts
-	}{{"", ChineseTexts}, {"zh", ChineseTexts}, {"en", EnglishTexts}, {"en-US", EnglishTexts}, {"EN_gb", EnglishTexts}, {"fr", ChineseTexts}}
+	}{{"", EnglishTexts}, {"zh", ChineseTexts}, {"zh-TW", ChineseTexts}, {"en", EnglishTexts}, {"en-US", EnglishTexts}, {"EN_gb", EnglishTexts}}
 	for _, tt := range tests {
 		if got := TextsFor(tt.lang); got != tt.want {
 			t.Errorf("TextsFor(%q) = %q…", tt.lang, got.DefaultRole)

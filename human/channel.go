@@ -144,10 +144,11 @@ func WithLogPath(path string) Option { return func(c *Channel) { c.logPath = pat
 // WithAmendPath appends what the human sends to path, usually the brief.
 func WithAmendPath(path string) Option { return func(c *Channel) { c.amendPath = path } }
 
-// WithLang picks the texts of a language tag (TextsFor); the default is
-// Chinese.
-func WithLang(tag string) Option {
-	return func(c *Channel) { c.english = lang.IsEnglish(tag) }
+// WithLang picks the texts of a language (TextsFor; flower.Lang and
+// doc.Lang are this type). Without it the channel speaks English until a
+// Workflow run by a Runtime of another language adopts it (FollowLang).
+func WithLang(l lang.Lang) Option {
+	return func(c *Channel) { c.lang, c.langSet = l.Canonical(), true }
 }
 
 // WithTexts replaces texts; its empty fields keep the language's.
@@ -175,9 +176,12 @@ type Channel struct {
 	timeout   time.Duration
 	logPath   string
 	amendPath string
-	english   bool
+	langSet   bool
 	custom    Texts
-	texts     Texts
+
+	langMu sync.RWMutex // guards lang and texts, which FollowLang may change
+	lang   lang.Lang
+	texts  Texts
 
 	mu       sync.Mutex
 	seq      int
@@ -214,7 +218,7 @@ type waiter struct {
 }
 
 // New makes a channel: unlimited asks, each waiting 1800 s, no files,
-// Chinese texts, unless options say otherwise.
+// English texts, unless options say otherwise.
 func New(opts ...Option) *Channel {
 	c := &Channel{
 		maxAsks: -1,
@@ -228,18 +232,49 @@ func New(opts ...Option) *Channel {
 			o(c)
 		}
 	}
-	base := ChineseTexts
-	if c.english {
-		base = EnglishTexts
-	}
-	c.texts = c.custom.over(base)
-	c.srv = c.newServer(false)
-	c.clarifierSrv = c.newServer(true)
+	c.lang = c.lang.Canonical()
+	c.texts = c.custom.over(TextsFor(c.lang))
+	c.srv = mcp.NewServer(&mcp.Implementation{Name: Server, Version: "1.0.0"}, nil)
+	c.clarifierSrv = mcp.NewServer(&mcp.Implementation{Name: Server, Version: "1.0.0"}, nil)
+	c.addTools()
 	return c
 }
 
 // Texts returns the texts the channel uses.
-func (c *Channel) Texts() Texts { return c.texts }
+func (c *Channel) Texts() Texts {
+	c.langMu.RLock()
+	defer c.langMu.RUnlock()
+	return c.texts
+}
+
+// Lang is the channel's language.
+func (c *Channel) Lang() lang.Lang {
+	c.langMu.RLock()
+	defer c.langMu.RUnlock()
+	return c.lang
+}
+
+// FollowLang makes l the channel's language unless WithLang chose one,
+// and reports whether it did: a Workflow calls it with its Runtime's
+// language before the first step, so that one setting on the Runtime
+// reaches the channel too. The tools' descriptions change with it (the
+// server stays the same, so specs built earlier keep working).
+func (c *Channel) FollowLang(l lang.Lang) bool {
+	if c.langSet {
+		return false
+	}
+	l = l.Canonical()
+	c.langMu.Lock()
+	changed := c.lang != l
+	if changed {
+		c.lang, c.texts = l, c.custom.over(TextsFor(l))
+	}
+	c.langMu.Unlock()
+	if changed {
+		c.addTools()
+	}
+	return true
+}
 
 // Timeout returns how long an ask waits (Forever, or ≤ 0 for at once).
 func (c *Channel) Timeout() time.Duration { return c.timeout }
@@ -295,12 +330,12 @@ func (c *Channel) Ask(ctx context.Context, question string, options []string) (A
 	var text string
 	switch {
 	case question == "":
-		immediate, text = Invalid, c.texts.EmptyQuestion
+		immediate, text = Invalid, c.Texts().EmptyQuestion
 	case c.maxAsks >= 0 && len(c.asks) > c.maxAsks:
-		immediate, text = OverBudget, c.texts.OverBudget
+		immediate, text = OverBudget, c.Texts().OverBudget
 	case c.timeout <= 0:
 		// Unattended: nobody is watching, so do not pretend to wait.
-		immediate, text = TimedOut, c.texts.Timeout
+		immediate, text = TimedOut, c.Texts().Timeout
 	}
 	if immediate != "" {
 		c.mu.Unlock()
@@ -344,7 +379,7 @@ func (c *Channel) Ask(ctx context.Context, question string, options []string) (A
 	if ctxErr != nil {
 		return c.settle(a, Cancelled, ""), ctxErr
 	}
-	return c.settle(a, TimedOut, c.texts.Timeout), nil
+	return c.settle(a, TimedOut, c.Texts().Timeout), nil
 }
 
 // settle records the outcome, logs it and then emits it (a UI's receipt
@@ -371,9 +406,9 @@ func (c *Channel) Answer(id, text string) bool { return c.resolve(id, Answered, 
 // record its assumption, and reason (if any) is quoted to it. False when id
 // is not waiting.
 func (c *Channel) Decline(id, reason string) bool {
-	text := c.texts.Declined
+	text := c.Texts().Declined
 	if r := strings.TrimSpace(reason); r != "" {
-		text += strings.Replace(c.texts.DeclinedReason, "%s", r, 1)
+		text += strings.Replace(c.Texts().DeclinedReason, "%s", r, 1)
 	}
 	return c.resolve(id, Declined, text)
 }
@@ -567,23 +602,23 @@ func (c *Channel) TakeInbox() string {
 	c.mu.Unlock()
 	c.flush()
 	if len(fresh) == 0 {
-		return c.texts.EmptyInbox
+		return c.Texts().EmptyInbox
 	}
 	for _, m := range fresh {
 		if err := words.MarkTaken(m.word); err != nil {
 			slog.Warn("human: a taken word is not marked in the journal (the next run gets it again)", "err", err)
 		}
 	}
-	lines := []string{c.texts.InboxHead, ""}
+	lines := []string{c.Texts().InboxHead, ""}
 	allAmended := true
 	for i, m := range fresh {
 		c.logMail(m)
 		lines = append(lines, strconv.Itoa(i+1)+". "+m.Text)
 		allAmended = allAmended && m.Amended
 	}
-	note := c.texts.InboxNotOnDisk
+	note := c.Texts().InboxNotOnDisk
 	if allAmended {
-		note = c.texts.InboxAmended
+		note = c.Texts().InboxAmended
 	}
 	return strings.Join(append(lines, "", note), "\n")
 }

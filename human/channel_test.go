@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/flowerrun/flower/doc"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -112,7 +113,7 @@ func TestChineseTextsAreTheSupplementsLiterals(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", name, pair[0], pair[1])
 		}
 	}
-	if human.TextsFor("") != human.ChineseTexts || human.TextsFor("en-US") != human.EnglishTexts {
+	if human.TextsFor("") != human.EnglishTexts || human.TextsFor("zh-CN") != human.ChineseTexts || human.TextsFor("en-US") != human.EnglishTexts {
 		t.Error("TextsFor does not follow the language tag")
 	}
 	// Every English text is set and differs from the Chinese one.
@@ -124,7 +125,7 @@ func TestChineseTextsAreTheSupplementsLiterals(t *testing.T) {
 
 func TestAnsweredFromAnotherGoroutine(t *testing.T) {
 	rec := &recorder{}
-	ch := human.New(human.WithOnEvent(rec.add))
+	ch := human.New(human.WithLang("zh"), human.WithOnEvent(rec.add))
 	wait := answerNext(t, ch, func(a human.Ask) {
 		if !ch.Answer(a.ID, "use Go") {
 			t.Error("Answer on a waiting ask returned false")
@@ -162,13 +163,16 @@ func TestAnsweredFromAnotherGoroutine(t *testing.T) {
 }
 
 func TestDeclinedWithAndWithoutReason(t *testing.T) {
-	for _, tc := range []struct{ lang, reason, want string }{
+	for _, tc := range []struct {
+		lang         doc.Lang
+		reason, want string
+	}{
 		{"zh", "", zhDeclined},
 		{"zh", " 先跳过 ", zhDeclined + "(对方说:先跳过)"},
 		{"en", "later", human.EnglishTexts.Declined + " (they said: later)"},
 		{"zh", "100%s", zhDeclined + "(对方说:100%s)"},
 	} {
-		ch := human.New(human.WithLang(tc.lang))
+		ch := human.New(human.WithLang("zh"), human.WithLang(tc.lang))
 		wait := answerNext(t, ch, func(a human.Ask) { ch.Decline(a.ID, tc.reason) })
 		a, err := ch.Ask(ctxT(t), "which?", nil)
 		wait()
@@ -180,7 +184,7 @@ func TestDeclinedWithAndWithoutReason(t *testing.T) {
 
 func TestTimeoutAfterWaiting(t *testing.T) {
 	rec := &recorder{}
-	ch := human.New(human.WithTimeout(50*time.Millisecond), human.WithOnEvent(rec.add))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(50*time.Millisecond), human.WithOnEvent(rec.add))
 	a, err := ch.Ask(ctxT(t), "anyone?", nil)
 	if err != nil || a.State != human.TimedOut || a.Answer != zhTimeout {
 		t.Fatalf("ask = %+v, %v", a, err)
@@ -199,7 +203,7 @@ func TestTimeoutAfterWaiting(t *testing.T) {
 func TestTimeoutZeroOrLessSettlesAtOnce(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		rec := &recorder{}
-		ch := human.New(human.WithTimeout(d), human.WithOnEvent(rec.add))
+		ch := human.New(human.WithLang("zh"), human.WithTimeout(d), human.WithOnEvent(rec.add))
 		a, err := ch.Ask(ctxT(t), "anyone?", nil)
 		if err != nil || a.State != human.TimedOut || a.Answer != zhTimeout || a.Waited() > time.Second {
 			t.Fatalf("timeout %v: ask = %+v, %v", d, a, err)
@@ -219,7 +223,7 @@ func TestTimeoutZeroOrLessSettlesAtOnce(t *testing.T) {
 
 func TestInvalidQuestion(t *testing.T) {
 	rec := &recorder{}
-	ch := human.New(human.WithOnEvent(rec.add))
+	ch := human.New(human.WithLang("zh"), human.WithOnEvent(rec.add))
 	for _, q := range []string{"", "  \n\t "} {
 		a, err := ch.Ask(ctxT(t), q, []string{"x"})
 		if err != nil || a.State != human.Invalid || a.Answer != zhEmptyQ {
@@ -232,7 +236,7 @@ func TestInvalidQuestion(t *testing.T) {
 }
 
 func TestQuota(t *testing.T) {
-	none := human.New(human.WithMaxAsks(0))
+	none := human.New(human.WithLang("zh"), human.WithMaxAsks(0))
 	if none.Remaining() != 0 {
 		t.Errorf("Remaining with max 0 = %d", none.Remaining())
 	}
@@ -241,7 +245,7 @@ func TestQuota(t *testing.T) {
 		t.Fatalf("max 0: ask = %+v, %v", a, err)
 	}
 
-	unlimited := human.New(human.WithMaxAsks(-5), human.WithTimeout(0))
+	unlimited := human.New(human.WithLang("zh"), human.WithMaxAsks(-5), human.WithTimeout(0))
 	for range 3 {
 		unlimited.Ask(ctxT(t), "q", nil)
 	}
@@ -250,7 +254,7 @@ func TestQuota(t *testing.T) {
 	}
 
 	rec := &recorder{}
-	two := human.New(human.WithMaxAsks(2), human.WithTimeout(0), human.WithOnEvent(rec.add),
+	two := human.New(human.WithLang("zh"), human.WithMaxAsks(2), human.WithTimeout(0), human.WithOnEvent(rec.add),
 		human.WithTexts(human.Texts{OverBudget: "enough"}))
 	var remaining []int
 	var states []human.State
@@ -273,7 +277,7 @@ func TestQuota(t *testing.T) {
 
 func TestCancelledContextSettlesCancelled(t *testing.T) {
 	rec := &recorder{}
-	ch := human.New(human.WithTimeout(human.Forever), human.WithOnEvent(rec.add))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(human.Forever), human.WithOnEvent(rec.add))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		if _, err := ch.NextAsk(ctxT(t)); err == nil {
@@ -297,7 +301,7 @@ func TestCancelledContextSettlesCancelled(t *testing.T) {
 }
 
 func TestIDsShareOneCounterWithMail(t *testing.T) {
-	ch := human.New(human.WithTimeout(0))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(0))
 	a1, _ := ch.Ask(ctxT(t), "one", nil)
 	m, ok := ch.Send("hello")
 	a3, _ := ch.Ask(ctxT(t), "three", nil)
@@ -311,7 +315,7 @@ func TestIDsShareOneCounterWithMail(t *testing.T) {
 }
 
 func TestNextAskGivesEachWaitingAskOnceOldestFirst(t *testing.T) {
-	ch := human.New(human.WithTimeout(human.Forever))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(human.Forever))
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()
 	var wg sync.WaitGroup
@@ -342,7 +346,7 @@ func TestNextAskGivesEachWaitingAskOnceOldestFirst(t *testing.T) {
 }
 
 func TestNextAskSkipsAnAskThatSettledUnpulled(t *testing.T) {
-	ch := human.New(human.WithTimeout(20 * time.Millisecond))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(20*time.Millisecond))
 	ch.Ask(ctxT(t), "gone", nil)
 	short, stop := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer stop()
@@ -355,7 +359,7 @@ func TestPushCallbackMayAnswerAndSendAndPanic(t *testing.T) {
 	var ch *human.Channel
 	var seen []string
 	var mu sync.Mutex
-	ch = human.New(human.WithOnEvent(func(e event.Event) {
+	ch = human.New(human.WithLang("zh"), human.WithOnEvent(func(e event.Event) {
 		mu.Lock()
 		seen = append(seen, e.Str("id")+":"+e.Str("state"))
 		mu.Unlock()
@@ -388,11 +392,11 @@ func TestPushCallbackMayAnswerAndSendAndPanic(t *testing.T) {
 
 func TestAttachOnEventKeepsTheCallersOwn(t *testing.T) {
 	mine, theirs := &recorder{}, &recorder{}
-	ch := human.New(human.WithOnEvent(mine.add), human.WithTimeout(0))
+	ch := human.New(human.WithLang("zh"), human.WithOnEvent(mine.add), human.WithTimeout(0))
 	if ch.AttachOnEvent(theirs.add) || !ch.HasOnEvent() {
 		t.Fatal("AttachOnEvent replaced the caller's callback")
 	}
-	bare := human.New(human.WithTimeout(0))
+	bare := human.New(human.WithLang("zh"), human.WithTimeout(0))
 	if bare.HasOnEvent() || !bare.AttachOnEvent(theirs.add) || bare.AttachOnEvent(mine.add) {
 		t.Fatal("AttachOnEvent on a bare channel")
 	}
@@ -406,8 +410,8 @@ func TestAttachOnEventKeepsTheCallersOwn(t *testing.T) {
 func TestAmend(t *testing.T) {
 	dir := t.TempDir()
 	brief := filepath.Join(dir, "notes", "需求.md")
-	ch := human.New(human.WithAmendPath(brief))
-	if human.New().Amend("x", "") {
+	ch := human.New(human.WithLang("zh"), human.WithAmendPath(brief))
+	if human.New(human.WithLang("zh")).Amend("x", "") {
 		t.Error("Amend without a path reported true")
 	}
 	if ch.Amend("  ", "") {
@@ -424,7 +428,7 @@ func TestAmend(t *testing.T) {
 	// An existing brief is appended to, with no header.
 	existing := filepath.Join(dir, "brief.md")
 	os.WriteFile(existing, []byte("# Brief\n"), 0o644)
-	en := human.New(human.WithAmendPath(existing), human.WithLang("en"))
+	en := human.New(human.WithLang("zh"), human.WithAmendPath(existing), human.WithLang("en"))
 	en.Amend("more", "")
 	b, _ = os.ReadFile(existing)
 	if !regexp.MustCompile(`^# Brief\n\n## Added during the run \(\d\d:\d\d:\d\d\)\nmore\n$`).Match(b) {
@@ -439,12 +443,12 @@ func TestAmend(t *testing.T) {
 	if strings.Count(string(b), "wake words") != 1 || !strings.Contains(string(b), "## Added on waking (") {
 		t.Fatalf("after AmendOnce:\n%s", b)
 	}
-	fresh := human.New(human.WithAmendPath(filepath.Join(dir, "new.md")))
+	fresh := human.New(human.WithLang("zh"), human.WithAmendPath(filepath.Join(dir, "new.md")))
 	if !fresh.AmendOnce("first words", "") {
 		t.Error("AmendOnce into a new file reported false")
 	}
 	// An I/O error reports false: the path is a directory.
-	if human.New(human.WithAmendPath(dir)).Amend("x", "") {
+	if human.New(human.WithLang("zh"), human.WithAmendPath(dir)).Amend("x", "") {
 		t.Error("Amend into a directory reported true")
 	}
 }
@@ -453,7 +457,7 @@ func TestInboxAndMail(t *testing.T) {
 	dir := t.TempDir()
 	rec := &recorder{}
 	brief, log := filepath.Join(dir, "需求.md"), filepath.Join(dir, "问答记录.md")
-	ch := human.New(human.WithAmendPath(brief), human.WithLogPath(log), human.WithOnEvent(rec.add))
+	ch := human.New(human.WithLang("zh"), human.WithAmendPath(brief), human.WithLogPath(log), human.WithOnEvent(rec.add))
 	if got := ch.TakeInbox(); got != zhEmptyInbox {
 		t.Fatalf("empty inbox = %q", got)
 	}
@@ -489,7 +493,7 @@ func TestInboxAndMail(t *testing.T) {
 	}
 
 	// Without an amend file the model is told the words are not on disk.
-	bare := human.New()
+	bare := human.New(human.WithLang("zh"))
 	bare.Send("x")
 	if got := bare.TakeInbox(); !strings.HasSuffix(got, "\n\n"+human.ChineseTexts.InboxNotOnDisk) {
 		t.Fatalf("inbox without amend = %q", got)
@@ -498,7 +502,7 @@ func TestInboxAndMail(t *testing.T) {
 
 func TestQALogAndTranscript(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "a", "log.md")
-	ch := human.New(human.WithLogPath(log), human.WithMaxAsks(2))
+	ch := human.New(human.WithLang("zh"), human.WithLogPath(log), human.WithMaxAsks(2))
 	wait := answerNext(t, ch, func(a human.Ask) { ch.Answer(a.ID, "Go") })
 	ch.Ask(ctxT(t), "Go or Rust?", []string{"Go", "Rust"})
 	wait()
@@ -519,13 +523,13 @@ func TestQALogAndTranscript(t *testing.T) {
 	if got := ch.Transcript(); got != wantT {
 		t.Fatalf("transcript:\n got %q\nwant %q", got, wantT)
 	}
-	if human.New().Transcript() != "" {
+	if human.New(human.WithLang("zh")).Transcript() != "" {
 		t.Error("an empty channel has a transcript")
 	}
 }
 
 func TestEnglishTexts(t *testing.T) {
-	ch := human.New(human.WithLang("en"), human.WithTimeout(0), human.WithLogPath(filepath.Join(t.TempDir(), "qa-log.md")))
+	ch := human.New(human.WithLang("zh"), human.WithLang("en"), human.WithTimeout(0), human.WithLogPath(filepath.Join(t.TempDir(), "qa-log.md")))
 	a, _ := ch.Ask(ctxT(t), "anyone?", nil)
 	e, _ := ch.Ask(ctxT(t), "", nil)
 	if a.Answer != human.EnglishTexts.Timeout || e.Answer != human.EnglishTexts.EmptyQuestion ||
@@ -574,7 +578,7 @@ func TestConcurrentAskersAnswerersAndSenders(t *testing.T) {
 	const n = 40
 	rec := &recorder{}
 	dir := t.TempDir()
-	ch := human.New(human.WithOnEvent(rec.add), human.WithTimeout(10*time.Second),
+	ch := human.New(human.WithLang("zh"), human.WithOnEvent(rec.add), human.WithTimeout(10*time.Second),
 		human.WithLogPath(filepath.Join(dir, "log.md")), human.WithAmendPath(filepath.Join(dir, "brief.md")))
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()

@@ -11,7 +11,7 @@ import (
 // A pull UI: one goroutine takes questions with NextAsk and answers them
 // while the asker (the ask tool, or a workflow) waits.
 func Example() {
-	ch := human.New(human.WithLang("en"), human.WithTimeout(time.Minute))
+	ch := human.New(human.WithLang("zh"), human.WithLang("en"), human.WithTimeout(time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})

@@ -36,18 +36,18 @@ func (c *Channel) amend(text, label string, once bool) bool {
 	}
 	label = strings.TrimSpace(label)
 	if label == "" {
-		label = c.texts.AmendLabel
+		label = c.Texts().AmendLabel
 	}
 	stamp := time.Now().Format("15:04:05")
 	block := "\n## " + label + "(" + stamp + ")\n" + text + "\n"
-	if c.english {
+	if c.Lang().IsEnglish() {
 		block = "\n## " + label + " (" + stamp + ")\n" + text + "\n"
 	}
 	unless := ""
 	if once {
 		unless = text
 	}
-	if err := c.appendFile(c.amendPath, c.texts.AmendHeader, block, unless); err != nil {
+	if err := c.appendFile(c.amendPath, c.Texts().AmendHeader, block, unless); err != nil {
 		if errors.Is(err, errPresent) {
 			return false
 		}
@@ -80,7 +80,7 @@ func (c *Channel) KeepAmendments() (string, error) {
 		if strings.Contains(string(data), b) {
 			continue
 		}
-		if err := c.appendFile(c.amendPath, c.texts.AmendHeader, b, ""); err != nil {
+		if err := c.appendFile(c.amendPath, c.Texts().AmendHeader, b, ""); err != nil {
 			return "", fmt.Errorf("human: the words sent during the step could not be written back to %s: %w", c.amendPath, err)
 		}
 		lost = append(lost, strings.TrimSpace(b))
@@ -123,7 +123,7 @@ func (c *Channel) logAsk(a Ask) {
 			// " / " separates the options: one holding it would read as two.
 			opts[i] = strings.ReplaceAll(logValue(o), " / ", " ∕ ")
 		}
-		fmt.Fprintf(&b, "  - %s%s\n", c.texts.LogOptions, strings.Join(opts, " / "))
+		fmt.Fprintf(&b, "  - %s%s\n", c.Texts().LogOptions, strings.Join(opts, " / "))
 	}
 	fmt.Fprintf(&b, "  - **A**[%s] %s\n", a.State, logValue(a.Answer))
 	c.log(b.String())
@@ -134,11 +134,11 @@ func (c *Channel) logMail(m Mail) {
 	if c.logPath == "" {
 		return
 	}
-	c.log(fmt.Sprintf("\n- **%s**(%s) %s\n", c.texts.LogMail, m.ID, logValue(m.Text)))
+	c.log(fmt.Sprintf("\n- **%s**(%s) %s\n", c.Texts().LogMail, m.ID, logValue(m.Text)))
 }
 
 func (c *Channel) log(s string) {
-	if err := c.appendFile(c.logPath, c.texts.LogHeader, s, ""); err != nil {
+	if err := c.appendFile(c.logPath, c.Texts().LogHeader, s, ""); err != nil {
 		// The log is an archive; losing a line must not stop the run.
 		slog.Warn("human: could not append to the Q&A log", "path", c.logPath, "err", err)
 	}

@@ -29,21 +29,28 @@ func (c *Channel) ClarifierMCPServers() map[string]claude.MCPServer {
 	return map[string]claude.MCPServer{Server: claude.SDKServer{Server: c.clarifierSrv, AlwaysLoad: true}}
 }
 
-// newServer builds the MCP server. Both tools take raw arguments and read
+// addTools adds (or replaces, in the channel's current language) the tools
+// of both MCP servers, the general one and the clarifier's.
+func (c *Channel) addTools() {
+	c.addServerTools(c.srv, false)
+	c.addServerTools(c.clarifierSrv, true)
+}
+
+// addServerTools adds s's tools. Both tools take raw arguments and read
 // them leniently: a model that sends a number for the question or objects
 // among the options gets a settled ask, never a protocol error.
-func (c *Channel) newServer(clarifier bool) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: Server, Version: "1.0.0"}, nil)
+func (c *Channel) addServerTools(s *mcp.Server, clarifier bool) {
+	t := c.Texts()
 	s.AddTool(&mcp.Tool{
 		Name:        "ask",
-		Description: c.texts.AskDescription,
+		Description: t.AskDescription,
 		InputSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
-				"question": map[string]any{"type": "string", "description": c.texts.QuestionDescription},
+				"question": map[string]any{"type": "string", "description": t.QuestionDescription},
 				"options": map[string]any{
 					"type": "array", "items": map[string]any{"type": "string"},
-					"description": c.texts.OptionsDescription,
+					"description": t.OptionsDescription,
 				},
 			},
 			"required": []string{"question"},
@@ -54,10 +61,9 @@ func (c *Channel) newServer(clarifier bool) *mcp.Server {
 	// No parameters, but a full schema: the CLI wants type and properties.
 	s.AddTool(&mcp.Tool{
 		Name:        "inbox",
-		Description: c.texts.InboxDescription,
+		Description: t.InboxDescription,
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 	}, c.handleInbox)
-	return s
 }
 
 func (c *Channel) handleAsk(ctx context.Context, req *mcp.CallToolRequest, clarifier bool) (*mcp.CallToolResult, error) {
@@ -115,10 +121,11 @@ func textResult(s string) *mcp.CallToolResult {
 // plain is an ask's answer with a no-answer text that names the brief's
 // sections replaced by its plain form; anything else is left as it is.
 func (c *Channel) plain(a Ask) string {
+	t := c.Texts()
 	for _, p := range [][2]string{
-		{c.texts.Timeout, c.texts.TimeoutPlain},
-		{c.texts.OverBudget, c.texts.OverBudgetPlain},
-		{c.texts.Declined, c.texts.DeclinedPlain},
+		{t.Timeout, t.TimeoutPlain},
+		{t.OverBudget, t.OverBudgetPlain},
+		{t.Declined, t.DeclinedPlain},
 	} {
 		if a.State != Answered && p[0] != "" && strings.HasPrefix(a.Answer, p[0]) {
 			return p[1] + strings.TrimPrefix(a.Answer, p[0])

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/human"
 )
 
@@ -50,7 +51,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) string {
 }
 
 func TestToolsAndSchemas(t *testing.T) {
-	cs := connect(t, human.New())
+	cs := connect(t, human.New(human.WithLang("zh")))
 	res, err := cs.ListTools(ctxT(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ const zhTimeoutPlain = "无人应答。按你自己的判断继续,并在回话�
 // texts name the brief's "Unknowns and assumptions" (issue 21: a judge told
 // to write that section put one into its verdict).
 func TestOnlyTheClarifierIsToldToWriteUnknownsAndAssumptions(t *testing.T) {
-	for _, lang := range []string{"zh", "en"} {
+	for _, lang := range []doc.Lang{"zh", "en"} {
 		ch := human.New(human.WithTimeout(0), human.WithLang(lang), human.WithMaxAsks(1))
 		general, clarifier := connect(t, ch), connectTo(t, ch.ClarifierMCPServers())
 		texts := ch.Texts()
@@ -106,7 +107,7 @@ func TestOnlyTheClarifierIsToldToWriteUnknownsAndAssumptions(t *testing.T) {
 // TestBadToolInputSettlesAnAsk: whatever the model sends, the ask tool
 // answers with a settled ask, never a protocol error or a panic.
 func TestBadToolInputSettlesAnAsk(t *testing.T) {
-	ch := human.New(human.WithTimeout(0))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(0))
 	cs := connect(t, ch)
 	huge := strings.Repeat("问", 1<<20)
 	for _, tc := range []struct {
@@ -144,7 +145,7 @@ func TestBadToolInputSettlesAnAsk(t *testing.T) {
 // TestAskToolBlocksUntilAnswered: the tool call waits while another
 // goroutine answers, and the client's cancellation settles the ask.
 func TestAskToolBlocksUntilAnsweredOrCancelled(t *testing.T) {
-	ch := human.New(human.WithTimeout(human.Forever))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(human.Forever))
 	cs := connect(t, ch)
 	wait := answerNext(t, ch, func(a human.Ask) { ch.Answer(a.ID, "blue") })
 	if got := call(t, cs, "ask", map[string]any{"question": "colour?"}); got != "blue" {

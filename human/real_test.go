@@ -83,7 +83,7 @@ func mainResults(t *testing.T, srv *claudetest.Server, want int) []claudetest.Bl
 // gets the answer, then the inbox with both messages, then the empty inbox.
 func TestRealAskAnsweredWhileTheToolBlocksThenInbox(t *testing.T) {
 	t.Parallel()
-	ch := human.New()
+	ch := human.New(human.WithLang("zh"))
 	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:ask": {
 		loadTools(),
 		use(human.AskTool, map[string]any{"question": "Go or Rust?", "options": []string{"Go", "Rust"}}),
@@ -122,7 +122,7 @@ func TestRealAskAnsweredWhileTheToolBlocksThenInbox(t *testing.T) {
 // beyond the quota it is refused, and an empty question is sent back.
 func TestRealAtOnceOverQuotaAndEmpty(t *testing.T) {
 	t.Parallel()
-	ch := human.New(human.WithTimeout(0), human.WithMaxAsks(1))
+	ch := human.New(human.WithLang("zh"), human.WithTimeout(0), human.WithMaxAsks(1))
 	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:quota": {
 		loadTools(),
 		use(human.AskTool, map[string]any{"question": "anyone there?"}),
@@ -185,7 +185,7 @@ func TestRealEnvKeepsABlockingAskWhole(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ch := human.New(human.WithTimeout(30 * time.Second))
+			ch := human.New(human.WithLang("zh"), human.WithTimeout(30*time.Second))
 			srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:slow": {
 				loadTools(),
 				use(human.AskTool, map[string]any{"question": "slow?"}),
@@ -232,7 +232,7 @@ func TestRealEnvKeepsABlockingAskWhole(t *testing.T) {
 // in the first request itself.
 func TestRealAskOnTheFirstTurn(t *testing.T) {
 	t.Parallel()
-	ch := human.New()
+	ch := human.New(human.WithLang("zh"))
 	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:first": {
 		use(human.AskTool, map[string]any{"question": "Which name?", "options": []string{"hello", "world"}}),
 		claudetest.Say("done"),

@@ -103,13 +103,14 @@ var EnglishTexts = Texts{
 	InboxDescription:    "See whether the human said something on their own (a new requirement, a correction). **Never blocks** — with nothing new it answers at once with a note. Check it after every milestone.",
 }
 
-// TextsFor returns the texts of the language tag: English for "en" and its
-// regional forms, Chinese for anything else.
-func TextsFor(tag string) Texts {
-	if lang.IsEnglish(tag) {
-		return EnglishTexts
+// TextsFor returns the texts of a language (flower.Lang): Chinese for "zh"
+// and its regional forms, English for anything else, the zero value
+// included.
+func TextsFor(l lang.Lang) Texts {
+	if l.IsChinese() {
+		return ChineseTexts
 	}
-	return ChineseTexts
+	return EnglishTexts
 }
 
 // over fills t's empty fields from base.

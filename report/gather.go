@@ -533,8 +533,8 @@ func (g *gatherer) questions() {
 	notes := filepath.Join(g.wbRoot(), "notes")
 	qRE := regexp.MustCompile(`^- \*\*Q\*\*\((.*?)\) (.*)$`)
 	aRE := regexp.MustCompile(`^  - \*\*A\*\*\[(.*?)\] ?(.*)$`)
-	for _, l := range []string{"en", "zh"} {
-		t, names := human.TextsFor(l), flower.StarterNamesFor(flower.Lang(l))
+	for _, l := range []flower.Lang{flower.English, flower.Chinese} {
+		t, names := human.TextsFor(l), flower.StarterNamesFor(l)
 		data, ok := g.readFile(filepath.Join(notes, names.Log))
 		if !ok {
 			continue

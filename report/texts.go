@@ -112,7 +112,7 @@ var texts = map[string]map[string]string{
 // pageLang is the page's language: "zh" for a run recorded in Chinese,
 // else "en".
 func pageLang(recorded string) string {
-	if recorded != "" && !lang.IsEnglish(recorded) && strings.HasPrefix(strings.ToLower(recorded), "zh") {
+	if lang.Lang(recorded).IsChinese() {
 		return "zh"
 	}
 	return "en"

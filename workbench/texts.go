@@ -94,13 +94,15 @@ var EnglishTexts = Texts{
 	Rule3:           "3. Key decisions and their reasons go into `%[1]s/`, one file per decision.",
 }
 
-// TextsFor returns the texts of a language: EnglishTexts for "en" and its
-// regional forms ("en-US", "en_GB"), ChineseTexts for anything else.
-func TextsFor(tag string) Texts {
-	if lang.IsEnglish(tag) {
-		return EnglishTexts
+// TextsFor returns the texts of a language (flower.Lang): ChineseTexts for
+// "zh" and its regional forms ("zh-CN", "zh_TW"), EnglishTexts for anything
+// else, the zero Lang included. (The zero Texts stays the original's
+// Chinese: the package-level factories are the original's guards.)
+func TextsFor(l lang.Lang) Texts {
+	if l.IsChinese() {
+		return ChineseTexts
 	}
-	return ChineseTexts
+	return EnglishTexts
 }
 
 // withDefaults fills empty fields from ChineseTexts.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/flowerrun/flower/internal/lang"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -365,11 +366,11 @@ func TestUnwritableWorkbenchFails(t *testing.T) {
 
 func TestTexts(t *testing.T) {
 	tests := []struct {
-		lang string
+		lang lang.Lang
 		want Texts
 	}{
-		{"", ChineseTexts}, {"zh", ChineseTexts}, {"zh-CN", ChineseTexts},
-		{"en", EnglishTexts}, {"EN-us", EnglishTexts}, {"en_GB", EnglishTexts}, {"english", ChineseTexts},
+		{"", EnglishTexts}, {"zh", ChineseTexts}, {"zh-CN", ChineseTexts},
+		{"en", EnglishTexts}, {"EN-us", EnglishTexts}, {"en_GB", EnglishTexts}, {"english", EnglishTexts},
 	}
 	for _, tt := range tests {
 		if got := TextsFor(tt.lang); got != tt.want {

@@ -61,8 +61,8 @@ type Texts struct {
 }
 
 // TextsFor returns the demo's texts in a language tag (English or Chinese).
-func TextsFor(tag string) Texts {
-	if lang.IsEnglish(tag) {
+func TextsFor(tag lang.Lang) Texts {
+	if tag.IsEnglish() {
 		return Texts{
 			Ask:      "Build me a hello.txt generator",
 			Question: "What should hello.txt say?", Options: []string{"hello", "hello, world"}, Answer: "hello",
@@ -120,8 +120,8 @@ type markers struct {
 	oracle, noEvents string
 }
 
-func markersFor(tag string) markers {
-	if lang.IsEnglish(tag) {
+func markersFor(tag lang.Lang) markers {
+	if tag.IsEnglish() {
 		return markers{"into a goal that can be decided", "Judge this round", "Do as this brief says",
 			"did not achieve the goal", "Write a short hand-over", "The checklist has been derived again",
 			"Carry on. Pick up where you stopped",
@@ -147,7 +147,7 @@ const (
 // Script is the fake model of a starter flow in workspace (the coder
 // writes File there), in a language tag. Every rule reads the request, so
 // a rule answers every turn of its session (fakeapi.Always).
-func Script(tag, workspace string) fakeapi.Script {
+func Script(tag lang.Lang, workspace string) fakeapi.Script {
 	d := newModel(tag, workspace)
 	m := d.m
 	coordinate := fakeapi.Always(fakeapi.Func(d.coordinate))
@@ -168,7 +168,7 @@ func Script(tag, workspace string) fakeapi.Script {
 // by its rules, since its prompt quotes the run's events, markers and
 // all), the Script, and an in-character line for anything else, so that
 // no text of the fake reaches a person's screen.
-func Handler(tag, workspace string) fakeapi.Handler {
+func Handler(tag lang.Lang, workspace string) fakeapi.Handler {
 	d := newModel(tag, workspace)
 	script := Script(tag, workspace).HandlerOr(fakeapi.Say(d.t.NoLine))
 	return func(ctx context.Context, req *fakeapi.Request) (reply fakeapi.Reply) {
@@ -198,9 +198,9 @@ type model struct {
 	non []string // the channel's replies that are not an answer
 }
 
-func newModel(tag, workspace string) *model {
+func newModel(tag lang.Lang, workspace string) *model {
 	h := human.TextsFor(tag)
-	return &model{t: TextsFor(tag), m: markersFor(tag), en: lang.IsEnglish(tag), ws: workspace,
+	return &model{t: TextsFor(tag), m: markersFor(tag), en: tag.IsEnglish(), ws: workspace,
 		non: []string{h.Timeout, h.Declined, h.OverBudget, h.EmptyQuestion}}
 }
 

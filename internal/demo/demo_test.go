@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowerrun/flower/claude/fakeapi"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/lang"
 )
 
 // conversation builds a request from messages; each is a prompt (a
@@ -53,7 +54,7 @@ func said(r fakeapi.Reply) string {
 
 func TestTheBriefHoldsTheTypedAnswerOrSaysWhatItAssumed(t *testing.T) {
 	ws := t.TempDir()
-	for _, tag := range []string{"en", "zh"} {
+	for _, tag := range []lang.Lang{"en", "zh"} {
 		tx, h := TextsFor(tag), human.TextsFor(tag)
 		s := Script(tag, ws)
 		ask := tx.Ask
@@ -84,7 +85,7 @@ func TestTheBriefHoldsTheTypedAnswerOrSaysWhatItAssumed(t *testing.T) {
 }
 
 func TestTheGoalsChecklistNamesTheTypedAnswer(t *testing.T) {
-	for _, tag := range []string{"en", "zh"} {
+	for _, tag := range []lang.Lang{"en", "zh"} {
 		m := markersFor(tag)
 		req := conversation(m.setGoal + "\n\n## Goal\nA small tool that " + m.briefLine + "bonjour\n")
 		got := said(Script(tag, t.TempDir()).Reply(req))
@@ -96,7 +97,7 @@ func TestTheGoalsChecklistNamesTheTypedAnswer(t *testing.T) {
 
 func TestTheJudgeReadsTheFileAndFailsItWhenItIsWrong(t *testing.T) {
 	ws := t.TempDir()
-	for _, tag := range []string{"en", "zh"} {
+	for _, tag := range []lang.Lang{"en", "zh"} {
 		tx, m := TextsFor(tag), markersFor(tag)
 		s := Script(tag, ws)
 		verify := func(report string) string {
@@ -128,7 +129,7 @@ func TestTheJudgeReadsTheFileAndFailsItWhenItIsWrong(t *testing.T) {
 
 func TestTheCoordinatorRedispatchesACutCoderAndNotesTheWords(t *testing.T) {
 	ws := t.TempDir()
-	for _, tag := range []string{"en", "zh"} {
+	for _, tag := range []lang.Lang{"en", "zh"} {
 		tx, m := TextsFor(tag), markersFor(tag)
 		s := Script(tag, ws)
 		work := m.work + "\n\n## Goal\nx\n\n" + m.goalLine + "hello, world\n"
@@ -174,7 +175,7 @@ func TestTheCoordinatorRedispatchesACutCoderAndNotesTheWords(t *testing.T) {
 }
 
 func TestTheDemoAnswersSideQuestionsAndNeverSpeaksAsTheFake(t *testing.T) {
-	for _, tag := range []string{"en", "zh"} {
+	for _, tag := range []lang.Lang{"en", "zh"} {
 		tx, m := TextsFor(tag), markersFor(tag)
 		h := Handler(tag, t.TempDir())
 		oracle := conversation("# Workbench .flower/\n\n(none yet)\n\nwhat is the plan?\n\n[tool_call/Agent·main] hello.txt\n[text·main] " + tx.Round1 + "\n\n.flower/ — it holds notes/")

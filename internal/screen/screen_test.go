@@ -376,3 +376,14 @@ func TestATypedLineStaysOnceAboveTheFooter(t *testing.T) {
 		t.Errorf("screen rows:\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestSanitizeLinesKeepsLinesAndDropsControls(t *testing.T) {
+	in := "first \x1b]0;title\x07line\nsecond \x1b]52;c;cHduZWQ=\x07\x1b[2J\u202eevil\u202c\r\n\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n"
+	want := "first line\nsecond evil\nlink\n"
+	if got := SanitizeLines(in); got != want {
+		t.Errorf("SanitizeLines = %q, want %q", got, want)
+	}
+	if got := SanitizeLines("clean\ntwo lines\n"); got != "clean\ntwo lines\n" {
+		t.Errorf("clean text changed: %q", got)
+	}
+}

@@ -42,6 +42,21 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
+// SanitizeLines is Sanitize for text of several lines: each line is made
+// safe and the newlines between them are kept. Every byte a command
+// writes to a terminal without a Screen (an error on stderr, a reply's
+// outcome, a report's problems) goes through it.
+func SanitizeLines(s string) string {
+	if isClean(strings.ReplaceAll(s, "\n", "")) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Sanitize(strings.TrimSuffix(l, "\r"))
+	}
+	return strings.Join(lines, "\n")
+}
+
 func isClean(s string) bool {
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError || isBidiControl(r) {
