@@ -521,7 +521,7 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 	if rt == nil {
 		return c, fmt.Errorf("flower: %s: no Runtime given", w.name())
 	}
-	if f, ok := w.Channel.(languageFollower); ok {
+	if f, ok := w.Channel.(languageFollower); ok && !noChannel(w.Channel) {
 		f.FollowLang(rt.Language())
 	}
 	steps := make([]Step, len(w.Steps))

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flowerrun/flower/internal/screen"
 	"io/fs"
 	"strings"
 	"time"
 
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/screen"
 )
 
 // ReplyDir is where a run in runDir serves its file front end

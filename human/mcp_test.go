@@ -98,8 +98,9 @@ func TestOnlyTheClarifierIsToldToWriteUnknownsAndAssumptions(t *testing.T) {
 			}
 		}
 	}
+	// A channel given no language speaks the zero one, English.
 	ch := human.New(human.WithTimeout(0))
-	if got := call(t, connect(t, ch), "ask", map[string]any{"question": "x?"}); got != zhTimeoutPlain {
+	if got := call(t, connect(t, ch), "ask", map[string]any{"question": "x?"}); got != human.EnglishTexts.TimeoutPlain {
 		t.Errorf("general timeout = %q", got)
 	}
 }
