@@ -40,7 +40,7 @@ func TestFakeAFailedJudgeStopsTheStepWithItsErrorAndRunsNoWorkRound(t *testing.T
 				}
 			}
 			f.script(rules)
-			wf, err := StarterFlow("帮我做一个 hello", StarterOptions{Workspace: f.ws, RunDir: f.runDir, NoBequest: true})
+			wf, err := StarterFlow("帮我做一个 hello", StarterOptions{Lang: Chinese, Workspace: f.ws, RunDir: f.runDir, NoBequest: true})
 			if err != nil {
 				t.Fatal(err)
 			}
