@@ -135,9 +135,9 @@ func TestRealAtOnceOverQuotaAndEmpty(t *testing.T) {
 		t.Fatalf("result = %+v", r)
 	}
 	res := mainResults(t, srv, 4)
-	// Not the clarifier's session: the no-answer texts that name no
-	// brief section.
-	for i, want := range []string{human.ChineseTexts.TimeoutPlain, human.ChineseTexts.OverBudgetPlain, zhEmptyQ} {
+	// The general server (MCPServers) gives the plain no-answer texts,
+	// which name no section of the brief.
+	for i, want := range []string{zhTimeoutPlain, human.ChineseTexts.OverBudgetPlain, zhEmptyQ} {
 		if r := res[i+1]; r.Content != want {
 			t.Errorf("result %d = %q, want %q", i+1, r.Content, want)
 		}
