@@ -18,7 +18,7 @@ func TestRealStarterTheChangeReportReachesTheJudgesRequest(t *testing.T) {
 	gitWorkspace(t, ws)
 	texts := demo.TextsFor("zh")
 	srv := claudetest.NewServer(t, demo.Script("zh", ws).Handler())
-	_, _, c := realStarter(t, srv, texts.Ask, StarterOptions{Workspace: ws, RunDir: runDir}, []string{texts.Answer}, nil)
+	_, _, c := realStarter(t, srv, texts.Ask, StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir}, []string{texts.Answer}, nil)
 	if at, failed := c.FailedAt(); failed {
 		r, _ := c.Result(at)
 		t.Fatalf("failed at %s: %+v", at, r)

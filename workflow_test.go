@@ -129,7 +129,7 @@ func workflowHelper(spec string) error {
 		}
 		opts = append(opts, WithWorkbench(wf.Workbench))
 	}
-	rt, err := New(cfg.WS, append(opts, WithRunDir(cfg.RunDir), WithEnv(cfg.Env), WithResilience(fastResilience),
+	rt, err := New(cfg.WS, append(opts, WithLanguage(Chinese), WithRunDir(cfg.RunDir), WithEnv(cfg.Env), WithResilience(fastResilience),
 		WithSessionOptions(func(o *claude.Options) {
 			o.CLIPath = cfg.CLI
 			o.BaseEnv = claudetest.BaseEnv()
