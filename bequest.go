@@ -16,6 +16,7 @@ import (
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/workbench"
 )
 
 // The bequest's markers. flower owns exactly the lines between a begin and
@@ -168,7 +169,7 @@ func bequestTargets(ws string) (targets, outside []string) {
 		fi, err := os.Lstat(p)
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			real, err := filepath.EvalSymlinks(p)
-			if err != nil || !within(root, real) {
+			if err != nil || !workbench.Within(root, real) {
 				outside = append(outside, p)
 				continue
 			}
@@ -179,12 +180,6 @@ func bequestTargets(ws string) (targets, outside []string) {
 		}
 	}
 	return targets, outside
-}
-
-// within reports whether path is root or below it.
-func within(root, path string) bool {
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // blockSafe is one line of text for the bequest block: control characters

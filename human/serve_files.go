@@ -219,8 +219,6 @@ func Route(ch *Channel, r Reply) Outcome {
 	return Outcome{Result: "ignored", Note: note}
 }
 
-// ApplyReply is Route (kept for callers of the file front end).
-func ApplyReply(ch *Channel, r Reply) Outcome { return Route(ch, r) }
 
 // WriteReply drops r into dir's replies, written whole, and returns the
 // file's name (the key of its outcome).

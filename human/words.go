@@ -98,9 +98,6 @@ type Words struct {
 // OpenWords is the journal in dir (created on the first Add).
 func OpenWords(dir string) *Words { return &Words{dir: dir} }
 
-// Path is the journal's folder.
-func (w *Words) Path() string { return w.dir }
-
 // Add writes one word and returns it; only after it returned is the word
 // safe from a crash.
 func (w *Words) Add(kind, text string) (Word, error) {

@@ -124,7 +124,7 @@ func (w *Workbench) IndexPath() string { return filepath.Join(w.Root(), "INDEX.m
 // External reports whether the root lies outside the workspace (symbolic
 // links resolved). An external workbench is shown with absolute paths.
 func (w *Workbench) External() bool {
-	return !within(canonical(w.workspace()), canonical(w.Root()))
+	return !Within(canonical(w.workspace()), canonical(w.Root()))
 }
 
 // Show is how a path is shown to the model: relative to the workspace when
@@ -136,13 +136,13 @@ func (w *Workbench) Show(p string) string {
 	}
 	p = filepath.Clean(p)
 	ws := w.workspace()
-	if within(ws, p) {
+	if Within(ws, p) {
 		if rel, err := filepath.Rel(ws, p); err == nil {
 			return rel
 		}
 	}
 	cws, cp := canonical(ws), canonical(p)
-	if within(cws, cp) {
+	if Within(cws, cp) {
 		if rel, err := filepath.Rel(cws, cp); err == nil {
 			return rel
 		}
@@ -157,7 +157,7 @@ func (w *Workbench) Contains(p string) bool {
 		p = filepath.Join(w.workspace(), p)
 	}
 	root := w.Root()
-	return within(root, filepath.Clean(p)) || within(canonical(root), canonical(p))
+	return Within(root, filepath.Clean(p)) || Within(canonical(root), canonical(p))
 }
 
 // Ensure creates scripts/, artifacts/ and notes/, and a .gitignore that
@@ -347,9 +347,9 @@ func canonical(p string) string {
 	}
 }
 
-// within reports whether p is base or lies below it; both are absolute and
-// clean.
-func within(base, p string) bool {
+// Within reports whether path p is base or below it, lexically (no
+// links resolved: resolve them first where a link could lead out).
+func Within(base, p string) bool {
 	rel, err := filepath.Rel(base, p)
 	if err != nil {
 		return false
