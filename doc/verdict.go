@@ -59,15 +59,11 @@ type stateGroup struct {
 // "achieved" inside them are never read as achieved. Latin words match on word
 // boundaries; other scripts match as substrings.
 var stateWords = sortGroups([]stateGroup{
-	{Unreachable, []string{
-		"无法验证", "没法验证", "验证不了", "无法判定", "不能验证", "不可验证",
+	{Unreachable, append(slices.Clone(verifyWords),
 		"无法达成", "不可达成", "不能达成", "达不成", "达成不了", "做不到",
-		"unverifiable", "unreachable", "impossible", "unachievable", "not achievable",
-		"cannot verify", "can't verify", "could not verify", "couldn't verify", "unable to verify",
-		"cannot be verified", "can't be verified", "could not be verified", "couldn't be verified",
-		"not verifiable", "cannot be achieved", "can't be achieved",
-		"검증 불가", "검증할 수 없", "확인할 수 없", "달성 불가", "달성할 수 없", "도달 불가", "불가능",
-	}},
+		"unreachable", "impossible", "unachievable", "not achievable", "cannot be achieved", "can't be achieved",
+		"달성 불가", "달성할 수 없", "도달 불가", "불가능",
+	)},
 	{NotYet, []string{
 		"未达成", "没达成", "尚未达成", "没有达成", "未能达成", "没能达成", "不算达成",
 		"部分达成", "未完全达成", "没有完全达成", "未完成", "没完成", "没有完成",
@@ -238,8 +234,11 @@ var hedges = []string{
 // than "cannot be done": they read as not yet when the same sentence blames
 // a fault the work can fix ("could not verify item 2 because the build
 // fails"), which another round can mend.
+// They are the first of the unreachable words (stateWords), one list, so
+// the two never drift apart.
 var verifyWords = []string{
 	"无法验证", "没法验证", "验证不了", "无法判定", "不能验证", "不可验证",
+	"unverifiable", "not verifiable",
 	"cannot verify", "can't verify", "could not verify", "couldn't verify", "unable to verify",
 	"cannot be verified", "can't be verified", "could not be verified", "couldn't be verified",
 	"검증할 수 없", "확인할 수 없", "검증 불가",

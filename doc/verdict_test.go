@@ -181,6 +181,8 @@ func TestAConclusionThatIsNotAPlainAchievedIsNotAchieved(t *testing.T) {
 		{"基本达成", "## 结论\n基本达成\n## 未通过\n- 第 2 条", NotYet, NoDoubt},
 		{"achieved with an item listed", "## Conclusion\nachieved\n## Not passed\n- item 4", Achieved, FailedListed},
 		{"not yet because the build fails", "## Conclusion\nNot yet: I could not verify item 2 because the build fails", NotYet, NoDoubt},
+		{"not verifiable because the build fails", "## Conclusion\nNot verifiable: the build fails", NotYet, NoDoubt},
+		{"unverifiable because the build fails", "## Conclusion\nUnverifiable, the build fails", NotYet, NoDoubt},
 		{"could not verify because tests crash", "## Conclusion\nCould not verify: the tests crash on start.", NotYet, NoDoubt},
 		{"无法验证 because 编译失败", "## 结论\n无法验证第 2 条,因为编译失败", NotYet, NoDoubt},
 		{"a real unreachable", "## Conclusion\nunreachable\n## Reason\nthis needs macOS and the machine is Linux", Unreachable, NoDoubt},
