@@ -27,12 +27,10 @@ var briefLayout = newLayout(
 	section{key: "unknowns", zh: "未知与假设", en: "Unknowns and assumptions", ko: "미지와 가정",
 		aliases: []string{"未知项与假设", "未知项", "已知未知", "假设", "未知", "待确认", "开放问题", "Unknowns",
 			"Assumptions", "Unknowns & assumptions", "Assumptions and unknowns", "Open questions",
-			// The human channel's amend headings (human.Texts' AmendHeader,
-			// AmendLabel and WakeLabel): words added to the brief file
-			// during a run read as part of its last section, as they did
-			// before an unknown heading ended a section.
-			"运行中的补充", "运行中补充", "唤醒时追加", "Additions during the run", "Added during the run",
-			"Added when woken"}},
+			// The human channel's amend file header (human.Texts'
+			// AmendHeader); its stamped blocks are kept in the section
+			// above them (amendBlock).
+			"运行中的补充", "Additions during the run"}},
 )
 
 // ParseBrief reads a brief from a model's reply. Sections it cannot find

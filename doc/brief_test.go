@@ -79,3 +79,31 @@ func TestAKoreanBriefParses(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+// Words the human channel appended to the brief file stay in its last
+// section whatever the block's label: the English wake label was read as
+// an unknown heading (its alias said "Added when woken") and its words
+// were dropped, and a label of a channel's own texts can never be listed.
+func TestAmendedBlocksStayInTheSectionAbove(t *testing.T) {
+	base := "## Goal\nA tool\n\n## Acceptance criteria\n- cat hello.txt\n\n## Boundaries\nNo UI\n\n## Unknowns and assumptions\nNone known\n"
+	for _, block := range []string{
+		"\n## Added during the run (12:00:00)\nuse postgres\n",
+		"\n## Added on waking (12:01:00)\nuse postgres\n",
+		"\n## 运行中补充(12:02:00)\nuse postgres\n",
+		"\n## 唤醒时追加(12:03:00)\nuse postgres\n",
+		"\n## Noted by Ann (09:10:11)\nuse postgres\n",
+	} {
+		b := ParseBrief(base + block)
+		if !strings.Contains(b.Unknowns, "use postgres") || !strings.Contains(b.Unknowns, "None known") {
+			t.Errorf("%q: unknowns = %q, want both the section's words and the added ones", block, b.Unknowns)
+		}
+		if len(b.Missing(English)) != 0 {
+			t.Errorf("%q: missing %v", block, b.Missing(English))
+		}
+	}
+	// A stamped heading is a block only where a section holds it: a
+	// document that opens with one has no section to add to.
+	if b := ParseBrief("## Added during the run (12:00:00)\nuse postgres\n"); b.Unknowns != "" {
+		t.Errorf("a lone block became the unknowns: %q", b.Unknowns)
+	}
+}

@@ -1,6 +1,7 @@
 package doc
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -113,6 +114,9 @@ func (l *layout) parse(text string) parsed {
 		}
 		k, rest, ok := l.heading(line)
 		if !ok {
+			if key != "" && amendBlock(line) {
+				continue // words a person added, kept in the section above
+			}
 			if n := headingLevel(line); n > 0 && start >= 0 && (level == 0 || n <= level) {
 				// A heading of no section ends the one before it.
 				flush(i)
@@ -151,6 +155,15 @@ func (l *layout) parse(text string) parsed {
 	flush(len(lines))
 	return p
 }
+
+// amendStamp ends the heading of a block the human channel appends to a
+// document: "## <label>(HH:MM:SS)" (spec-supplement), or with a space
+// before the stamp in English. Whatever the label (a channel's texts may
+// change it), such a block is a person's words added to the section above.
+var amendStamp = regexp.MustCompile(`^##[ \t]+\S.*\(\d{2}:\d{2}:\d{2}\)[ \t]*$`)
+
+// amendBlock reports whether line opens a block the human channel appended.
+func amendBlock(line string) bool { return amendStamp.MatchString(strings.TrimSpace(line)) }
 
 // headingLevel is the level of a markdown heading line ("## x" is 2), or 0
 // when line is not one.
