@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/flowerrun/flower"
@@ -103,7 +102,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	ui.answerer = true
 	// A quit by Ctrl-C says how to continue the demo: bare flower in its
 	// folder would look for credentials and a real model.
-	m.quitHint = fmt.Sprintf(ui.T("demoQuit"), m.name(), shellWord(cfg.Workspace))
+	m.quitHint = fmt.Sprintf(ui.T("demoQuit"), m.name(), shellQuote(cfg.Workspace))
 	ui.Screen.Line(screen.Yellow, ui.T("demoSimulated"))
 	ui.Screen.Line(screen.Dim, protectionLine(ui))
 	ui.Screen.Line(screen.Dim, ui.T("langHint"))
@@ -210,14 +209,6 @@ func demoPause(v string) (time.Duration, error) {
 		return 0, usageErrorf("FLOWER_DEMO_PAUSE=%q is not a duration such as 15s; unset it for the default", v)
 	}
 	return d, nil
-}
-
-// shellWord quotes s for a shell when it needs it.
-func shellWord(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}();&|<>~#") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // demoPreflight runs the checks that come before the demo writes
