@@ -441,3 +441,8 @@ func firstNonEmpty(s ...string) string {
 	}
 	return ""
 }
+
+// USD is the one way flower writes a cost, on the screen and in the
+// report: dollars with four decimals (a round of a small model costs
+// fractions of a cent).
+func USD(dollars float64) string { return fmt.Sprintf("$%.4f", dollars) }

@@ -311,7 +311,7 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 			}
 		}
 	}
-	lines = append(lines, fmt.Sprintf(t("endNumbers"), clock(e.Ended.Sub(e.Started)), Tokens(e.TokensIn), Tokens(e.TokensOut), Money(e.CostUSD)))
+	lines = append(lines, fmt.Sprintf(t("endNumbers"), clock(e.Ended.Sub(e.Started)), Tokens(e.TokensIn), Tokens(e.TokensOut), flower.USD(e.CostUSD)))
 	runDir, ws := p.runDir, p.workspace
 	if abs, err := filepath.Abs(runDir); err == nil {
 		runDir = abs

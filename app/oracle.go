@@ -137,7 +137,7 @@ func (a *Aside) answer(q string) {
 	if answer == "" {
 		answer = map[bool]string{false: "(没有回答)", true: "(no answer)"}[en]
 	}
-	cost := fmt.Sprintf(map[bool]string{false: "(%s,没有打扰正在跑的运行)", true: "(%s; the run was not disturbed)"}[en], Money(res.CostUSD))
+	cost := fmt.Sprintf(map[bool]string{false: "(%s,没有打扰正在跑的运行)", true: "(%s; the run was not disturbed)"}[en], flower.USD(res.CostUSD))
 	a.ui.Screen.Block(screen.Cyan, append(append([]string{map[bool]string{false: "# 旁路", true: "# aside"}[en]}, strings.Split(answer, "\n")...), cost)...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
@@ -103,7 +104,7 @@ func (r *Renderer) Event(e event.Event) {
 		if e.Bool("is_error") {
 			s.Line(screen.Red, "  "+fmt.Sprintf(t("failed"), firstLine(firstNonEmpty(e.Str("result"), e.Text))))
 		} else {
-			s.Line(screen.Green, "  "+fmt.Sprintf(t("done"), e.Int("num_turns"), Money(cost), r.Elapsed()))
+			s.Line(screen.Green, "  "+fmt.Sprintf(t("done"), e.Int("num_turns"), flower.USD(cost), r.Elapsed()))
 		}
 		r.status()
 	case event.Error:
@@ -171,10 +172,10 @@ func (r *Renderer) guardLine(text string) {
 func (r *Renderer) status() {
 	t := r.ui.T
 	if r.ctx > 0 {
-		r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("status"), Tokens(r.ctx), Money(r.total), r.Elapsed()))
+		r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("status"), Tokens(r.ctx), flower.USD(r.total), r.Elapsed()))
 		return
 	}
-	r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("statusNoCtx"), Money(r.total), r.Elapsed()))
+	r.ui.Screen.Line(screen.Dim, "  "+fmt.Sprintf(t("statusNoCtx"), flower.USD(r.total), r.Elapsed()))
 }
 
 // ask renders the human channel's events: the question and its outcome.

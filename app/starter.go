@@ -154,7 +154,7 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 	if last.Round > 0 {
 		rounds = " · " + fmt.Sprintf(t("lastRounds"), last.Round, max(last.Round, last.Rounds))
 	}
-	return append(lines, fmt.Sprintf(t("lastHow"), how, when, Money(last.CostUSD), rounds))
+	return append(lines, fmt.Sprintf(t("lastHow"), how, when, flower.USD(last.CostUSD), rounds))
 }
 
 // workContext is the work session's last context size for the banner, 0

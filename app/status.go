@@ -219,9 +219,9 @@ func (s *Status) parts() []string {
 		parts = append(parts, s.model)
 	}
 	if s.budget > 0 {
-		parts = append(parts, Money(s.cost)+" / "+Money(s.budget))
+		parts = append(parts, flower.USD(s.cost)+" / "+flower.USD(s.budget))
 	} else {
-		parts = append(parts, Money(s.cost))
+		parts = append(parts, flower.USD(s.cost))
 	}
 	if s.context > 0 {
 		if s.handoffAt > 0 {
@@ -262,7 +262,3 @@ func (s *Status) Show(ctx context.Context, sc *screen.Screen) {
 		}
 	}
 }
-
-// Money is the one way a cost is written: dollars with four decimals (a
-// round of a small model costs fractions of a cent).
-func Money(usd float64) string { return fmt.Sprintf("$%.4f", usd) }

@@ -19,7 +19,7 @@ var pageText string
 // funcs are the page's functions; T, Tf, outcome, name and why are set
 // per page, in its language (see Render).
 var funcs = template.FuncMap{
-	"usd": usd,
+	"usd": flower.USD,
 	"pct": pct,
 	// barWidth is a share as a CSS width.
 	"barWidth": func(v float64) string { return fmt.Sprintf("%.1f%%", 100*min(max(v, 0), 1)) },
@@ -138,9 +138,6 @@ func pct(v float64) string {
 	}
 	return fmt.Sprintf("%.0f%%", v*100)
 }
-
-// usd is the page's one cost format.
-func usd(v float64) string { return fmt.Sprintf("$%.4f", v) }
 
 // duration writes seconds as 45s, 3m 20s, 2h 05m.
 func duration(s float64) string {

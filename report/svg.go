@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/flowerrun/flower"
 )
 
 // The charts' colors. The context line's is used nowhere else on the page,
@@ -264,7 +266,7 @@ func timelineChart(r *Report, l string) template.HTML {
 			}
 			bw := max(2, x(w, end)-x(w, s.StartedAt))
 			fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s · %s · %s</title></rect>`,
-				x(w, s.StartedAt), yy+3, bw, rowH-6, color, html.EscapeString(s.Label), duration(s.DurationS), usd(s.CostUSD))
+				x(w, s.StartedAt), yy+3, bw, rowH-6, color, html.EscapeString(s.Label), duration(s.DurationS), flower.USD(s.CostUSD))
 		}
 	}
 	for _, m := range r.Timeline {
