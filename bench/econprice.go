@@ -67,7 +67,7 @@ func econPriceRun(reqs []*claudetest.Request, at func(n int, r *claudetest.Reque
 		before := p.Total
 		for _, s := range priced.Segments {
 			tokens := float64(len(s.Raw)) / fakeapi.BytesPerToken
-			price := tokens * econZonePrice(s.Zone)
+			price := tokens * s.Zone.Price()
 			p.Total += price
 			p.NoCache += tokens
 			p.Zones[s.Zone.String()] += price
@@ -83,16 +83,6 @@ func econPriceRun(reqs []*claudetest.Request, at func(n int, r *claudetest.Reque
 		}
 	}
 	return p
-}
-
-func econZonePrice(z fakeapi.Zone) float64 {
-	switch z {
-	case fakeapi.Read:
-		return fakeapi.CacheReadPrice
-	case fakeapi.Write:
-		return fakeapi.CacheWritePrice
-	}
-	return 1
 }
 
 // econSegmentParts adds a segment's price to the part it is, as econParts

@@ -52,6 +52,17 @@ const (
 	Input
 )
 
+// Price is a token's price in the zone, in input-token equivalents.
+func (z Zone) Price() float64 {
+	switch z {
+	case Read:
+		return CacheReadPrice
+	case Write:
+		return CacheWritePrice
+	}
+	return 1
+}
+
 func (z Zone) String() string {
 	switch z {
 	case Read:

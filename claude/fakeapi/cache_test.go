@@ -134,6 +134,10 @@ func TestPricingUsageAndPrice(t *testing.T) {
 	if got := u.InputEquivalents(); got != 277.25 {
 		t.Errorf("price = %v input-token equivalents, want 277.25", got)
 	}
+	// The zones' prices are the same table.
+	if Read.Price() != CacheReadPrice || Write.Price() != CacheWritePrice || Input.Price() != 1 {
+		t.Errorf("zone prices %v %v %v", Read.Price(), Write.Price(), Input.Price())
+	}
 	if got := (Pricing{}).Usage(0).OutputTokens; got != 1 {
 		t.Errorf("an empty reply is %d output tokens, want 1", got)
 	}
