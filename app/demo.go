@@ -64,6 +64,9 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 		return fmt.Errorf("flower demo: the simulated model: %w", err)
 	}
 	defer srv.Close()
+	// Usage as a bill shows it, the prompt cache priced: the demo's costs,
+	// context and report read like a real run's.
+	srv.PriceWith(fakeapi.NewPromptCache(nil))
 	home := filepath.Join(cfg.RunDir, "demo-home")
 	tmp := filepath.Join(home, "tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {

@@ -250,6 +250,9 @@ type endingPlace struct {
 	name     string
 	once     bool
 	manifest string
+	// demo: its own closing line says what comes next (flower there would
+	// ask for credentials), so the block gives no way to continue.
+	demo bool
 }
 
 // Block is the ending's lines: outcome (and what to do), rounds, files
@@ -324,7 +327,7 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 	}
 	lines = append(lines, report)
 	switch {
-	case p.once:
+	case p.once, p.demo:
 	case e.Outcome == OutcomeAchieved || e.Outcome == OutcomeDone:
 		lines = append(lines, fmt.Sprintf(t("endNext"), p.name, shellQuote(ws)))
 	default:

@@ -120,6 +120,17 @@ func TestTheEndingCountsOnlyTheRunsOwnChanges(t *testing.T) {
 	}
 }
 
+// The demo's ending names no way to continue: flower in the demo folder
+// would ask for credentials; the demo's own closing line says what next.
+func TestTheDemosEndingNamesNoWayToContinue(t *testing.T) {
+	for _, o := range []string{OutcomeAchieved, OutcomeStopped} {
+		out := strings.Join(Ending{Outcome: o, Round: 2, Rounds: 2}.Block("en", endingPlace{runDir: "/r", workspace: "/w", name: "flower", demo: true}), "\n")
+		if strings.Contains(out, "next:") || strings.Contains(out, "to continue") {
+			t.Errorf("%v: the demo's ending says how to continue with flower:\n%s", o, out)
+		}
+	}
+}
+
 func TestEveryOutcomeHasItsLines(t *testing.T) {
 	p := endingPlace{runDir: "/r", workspace: "/w", name: "flower"}
 	for _, c := range []struct {

@@ -43,20 +43,31 @@ func (m *Command) newUI(lang flower.Lang) *UI {
 // ReadLine shows prompt and reads one line, as typed: no shell parsing.
 // io.EOF means the input closed (Ctrl-D).
 func (ui *UI) ReadLine(prompt string) (string, error) {
-	if ui.Interactive {
-		ui.Screen.SetPrompt(prompt)
-		defer ui.Screen.SetPrompt("")
-	}
-	return ui.readLineCtx(context.Background())
+	return ui.readLinePrompt(context.Background(), prompt)
 }
 
 // readLinePrompt is ReadLine that gives up when ctx ends (Ctrl-C).
 func (ui *UI) readLinePrompt(ctx context.Context, prompt string) (string, error) {
 	if ui.Interactive {
-		ui.Screen.SetPrompt(prompt)
+		ui.Screen.SetPrompt(ui.fitPrompt(prompt))
 		defer ui.Screen.SetPrompt("")
 	}
 	return ui.readLineCtx(ctx)
+}
+
+// fitPrompt keeps a question whole: the prompt is one row of the footer,
+// so a question wider than the terminal is written above it as a wrapped
+// line and the prompt keeps only its answer marker ("[Y/n] ", else "> ").
+func (ui *UI) fitPrompt(prompt string) string {
+	if screen.Columns(prompt) < ui.Screen.Width() {
+		return prompt
+	}
+	question, marker := strings.TrimRight(prompt, " "), "> "
+	if i := strings.LastIndex(question, "["); i > 0 && strings.HasSuffix(question, "]") {
+		question, marker = question[:i], question[i:]+" "
+	}
+	ui.Screen.Line(screen.Plain, strings.TrimSpace(question))
+	return marker
 }
 
 // readSecret is readLinePrompt with the terminal's echo off, so that a key
