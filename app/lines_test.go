@@ -198,3 +198,26 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A question wider than the terminal is written whole above the prompt,
+// which keeps only its answer marker: the footer's one row cut the CLI
+// install question to "… with npm (ab...]".
+func TestAQuestionWiderThanTheTerminalIsWrittenWhole(t *testing.T) {
+	q := "Install the Claude Code CLI 2.1.332 into that cache directory with npm (about 200 MB, once)? [Y/n] "
+	for _, c := range []struct {
+		prompt           string
+		width            int
+		question, marker string
+	}{
+		{q, 80, strings.TrimSuffix(q, " [Y/n] "), "[Y/n] "},
+		{"What should hello.txt say? Give the exact words you want in it, please: ", 40, "What should hello.txt say? Give the exact words you want in it, please:", "> "},
+		{q, 160, "", q},
+		{q, 0, "", q}, // not a terminal: nothing is cut, so nothing moves
+		{"Key: ", 80, "", "Key: "},
+	} {
+		question, marker := splitPrompt(c.prompt, c.width)
+		if question != c.question || marker != c.marker {
+			t.Errorf("splitPrompt(%q, %d) = %q, %q; want %q, %q", c.prompt, c.width, question, marker, c.question, c.marker)
+		}
+	}
+}

@@ -57,17 +57,28 @@ func (ui *UI) readLinePrompt(ctx context.Context, prompt string) (string, error)
 
 // fitPrompt keeps a question whole: the prompt is one row of the footer,
 // so a question wider than the terminal is written above it as a wrapped
-// line and the prompt keeps only its answer marker ("[Y/n] ", else "> ").
+// line and the prompt keeps only its answer marker.
 func (ui *UI) fitPrompt(prompt string) string {
-	if screen.Columns(prompt) < ui.Screen.Width() {
-		return prompt
+	question, marker := splitPrompt(prompt, ui.Screen.Width())
+	if question != "" {
+		ui.Screen.Line(screen.Plain, question)
 	}
-	question, marker := strings.TrimRight(prompt, " "), "> "
+	return marker
+}
+
+// splitPrompt returns the question to write above a prompt that does not
+// fit in width columns, and the prompt that stays: its answer marker
+// ("[Y/n] ", else "> "). A prompt that fits, or a width of 0 (no
+// terminal), stays whole.
+func splitPrompt(prompt string, width int) (question, marker string) {
+	if width == 0 || screen.Columns(prompt) < width {
+		return "", prompt
+	}
+	question, marker = strings.TrimRight(prompt, " "), "> "
 	if i := strings.LastIndex(question, "["); i > 0 && strings.HasSuffix(question, "]") {
 		question, marker = question[:i], question[i:]+" "
 	}
-	ui.Screen.Line(screen.Plain, strings.TrimSpace(question))
-	return marker
+	return strings.TrimSpace(question), marker
 }
 
 // readSecret is readLinePrompt with the terminal's echo off, so that a key
