@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"slices"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,11 +23,10 @@ import (
 	"github.com/flowerrun/flower/internal/screen"
 )
 
-// ensureCredentials is the gate go, run and once pass before any work:
-// load the .env chain; with no key, configure on a terminal or stop with
-// what to set; then one probe request, and one reconfiguration at most
-// when the gateway rejects the credentials.
-func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
+// loadEnv loads the .env chain into the process's environment, first of
+// all: the per-user file may name the CLI (FLOWER_CLAUDE) findCLI looks
+// for. It says what it ignored and whether glances have a sandbox.
+func loadEnv(ui *UI) {
 	env := flower.Environment{Lang: ui.Lang}
 	rep, _ := env.LoadDotenv()
 	for _, w := range rep.Warnings {
@@ -34,6 +36,14 @@ func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
 	if s := guard.DetectSandbox(); !s.Active() {
 		ui.Screen.Line(screen.Yellow, noSandboxLine(ui, s))
 	}
+}
+
+// ensureCredentials is the gate go, run and once pass before any work,
+// after loadEnv: with no key, configure on a terminal or stop with what
+// to set; then one probe request, and one reconfiguration at most when
+// the gateway rejects the credentials.
+func (m *Command) ensureCredentials(ctx context.Context, ui *UI) error {
+	env := flower.Environment{Lang: ui.Lang}
 	if err := env.CheckCredentials(); err != nil {
 		if !ui.Interactive {
 			return err
@@ -313,7 +323,10 @@ func maskLine(l flower.Lang, secret string) string {
 	return ""
 }
 
-// writeUserEnv replaces the per-user .env whole, readable by its owner only.
+// writeUserEnv writes the credentials into the per-user .env, readable by
+// its owner only. Every other line of the file stays as the person wrote
+// it (FLOWER_CLAUDE, FLOWER_NOTIFY, comments): setup replaces only the
+// credentials and its own header.
 func writeUserEnv(path, header string, kv map[string]string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
@@ -325,7 +338,39 @@ func writeUserEnv(path, header string, kv map[string]string) error {
 			fmt.Fprintf(&b, "%s=%s\n", k, v)
 		}
 	}
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, line := range keptEnvLines(old) {
+		b.WriteString(line + "\n")
+	}
 	return atomicfile.Write(path, []byte(b.String()), 0o600)
+}
+
+// keptEnvLines are the lines of an old per-user .env that setup does not
+// write: every line but a credential's and setup's header (in either
+// language), and no trailing blank ones.
+func keptEnvLines(old []byte) []string {
+	drop := map[int]bool{}
+	entries, _ := flower.ParseDotenv("", old)
+	for _, e := range entries {
+		if slices.Contains(flower.CredentialKeys(), e.Key) {
+			drop[e.Line] = true
+		}
+	}
+	headers := texts["envHeader"]
+	var kept []string
+	for i, line := range strings.Split(strings.TrimPrefix(string(old), "\ufeff"), "\n") {
+		if drop[i+1] || slices.Contains(headers[:], strings.TrimSpace(line)) {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	for len(kept) > 0 && strings.TrimSpace(kept[len(kept)-1]) == "" {
+		kept = kept[:len(kept)-1]
+	}
+	return kept
 }
 
 func firstNonEmpty(s ...string) string {

@@ -244,8 +244,17 @@ func TestTheDemoJudgeFailsAFileThatSaysSomethingElse(t *testing.T) {
 	cmd.Env, cmd.Dir = binEnv(t, srv), t.TempDir()
 	out, _ := cmd.CombinedOutput()
 	wrong := fmt.Sprintf(texts.Wrong, "goodbye", texts.Answer)
-	if n := strings.Count(string(out), wrong); n != 2 {
-		t.Errorf("the judge said %q %d times, want once a round:\n%s", wrong, n, out)
+	for round := 1; round <= 3; round++ {
+		verdict := fmt.Sprintf(text("en", "verdictNotYet"), round, 2, wrong)
+		if got := strings.Contains(string(out), verdict); got != (round <= 2) {
+			t.Errorf("round %d's verdict %q shown: %v:\n%s", round, verdict, got, out)
+		}
+	}
+	// The ending says how it ended, once: no error line after it repeats
+	// the reason.
+	ending := fmt.Sprintf(text("en", "endNotAchieved"), 2, wrong)
+	if !strings.Contains(string(out), ending) || strings.Contains(string(out), fmt.Sprintf(text("en", "aborted"), "work")) {
+		t.Errorf("want the ending %q and no error line after it:\n%s", ending, out)
 	}
 	if strings.Contains(string(out), "both checks pass") {
 		t.Errorf("a judge passed the wrong file:\n%s", out)

@@ -217,7 +217,9 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			}
 			return errorText(ui.Lang, "reconfigured")
 		}
-		return fmt.Errorf("%s", msg)
+		// The ending above said how it stopped and why: the exit code is
+		// what is left to give.
+		return &exitError{code: ExitFailure, err: errors.New(msg), silent: true}
 	}
 	return nil
 }

@@ -40,6 +40,7 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	loadEnv(ui)
 	// Nothing is written before the CLI is there: a run that cannot start
 	// leaves no run directory behind.
 	if cfg.CLIPath, err = m.findCLI(ctx, ui, m.flags.yes); err != nil {

@@ -89,6 +89,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	loadEnv(ui)
 	cli, err := m.findCLI(ctx, ui, o.g.yes)
 	if err != nil {
 		return err

@@ -222,6 +222,10 @@ func (p *ptyRun) exitWithin(t *testing.T, limit time.Duration) int {
 func TestSetupWritesTheEnvFile0600AfterOneProbe(t *testing.T) {
 	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply { return claudetest.Say("hi") })
 	cfg := t.TempDir()
+	// The person's own lines in the file stay; the old credentials and
+	// the old header (a Chinese one here) go.
+	mine := []string{"# my CLI", "FLOWER_CLAUDE=/opt/claude/bin/claude", `FLOWER_NOTIFY="notify-send 'flower'"`}
+	writeFile(t, filepath.Join(cfg, "flower", ".env"), text("zh", "envHeader")+"\nANTHROPIC_API_KEY=sk-ant-old\n"+strings.Join(mine, "\n")+"\n\n", 0o600)
 	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "XDG_CONFIG_HOME="+cfg)
 	p := startPTY(t, env, "--lang", "en", "setup")
 	p.expect(t, "1. Your API key")
@@ -240,9 +244,14 @@ func TestSetupWritesTheEnvFile0600AfterOneProbe(t *testing.T) {
 	}
 	data, _ := os.ReadFile(path)
 	for _, want := range []string{"ANTHROPIC_AUTH_TOKEN=gw-token-123", "ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_MODEL=claude-test-model",
-		"ANTHROPIC_DEFAULT_SONNET_MODEL=claude-test-model", "# flower credentials"} {
+		"ANTHROPIC_DEFAULT_SONNET_MODEL=claude-test-model", "# flower credentials", strings.Join(mine, "\n") + "\n"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf(".env lacks %q:\n%s", want, data)
+		}
+	}
+	for _, gone := range []string{"sk-ant-old", text("zh", "envHeader"), "\n\n"} {
+		if strings.Contains(string(data), gone) {
+			t.Errorf(".env still has %q:\n%s", gone, data)
 		}
 	}
 	reqs := srv.Requests()
