@@ -219,7 +219,6 @@ func Route(ch *Channel, r Reply) Outcome {
 	return Outcome{Result: "ignored", Note: note}
 }
 
-
 // WriteReply drops r into dir's replies, written whole, and returns the
 // file's name (the key of its outcome).
 func WriteReply(dir string, r Reply) (string, error) {
