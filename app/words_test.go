@@ -331,3 +331,43 @@ func TestAWorkerCannotAnswerOrMailAsTheHuman(t *testing.T) {
 		t.Errorf("the worker spoke as the human:\nbrief:\n%s\nQ&A:\n%s", brief, qa)
 	}
 }
+
+// TestALineTypedAfterItsQuestionTimedOutReachesTheWork: the words a person
+// types for a question its timeout just settled are mail, kept and
+// delivered, never dropped (the console's old routing dropped a line whose
+// question had settled; `flower reply` sent it to the inbox). The exact
+// window, a question settled between the console's look and the routing,
+// is TestWordsTypedJustAfterTheTimeoutGoToTheInbox in human: here the line
+// comes after the timeout's line on the screen.
+func TestALineTypedAfterItsQuestionTimedOutReachesTheWork(t *testing.T) {
+	for _, c := range wordsCases {
+		t.Run(c.name(), func(t *testing.T) {
+			ws := shortTempDir(t)
+			texts := demo.TextsFor(flower.Lang(c.lang))
+			words := map[string]string{"en": "say hello, world", "zh": "写 hello, world"}[c.lang]
+			g := newGate()
+			// The clarifier's request after the timeout waits until the
+			// words are typed, so they arrive while clarify runs.
+			srv := wordsServer(t, ws, c.lang, nil, func(r *claudetest.Request) bool {
+				_, settled := r.LastToolResult()
+				return r.HasText(texts.Ask) && settled && !r.HasText(workMarkerFor(c.lang)) && g.held(r)
+			})
+			p := startPTYCols(t, c.cols, binEnv(t, srv), "-w", ws, "--lang", c.lang, "--timeout", "2", "--rounds", "2", texts.Ask)
+			p.expect(t, texts.Question)
+			p.expect(t, map[string]string{"en": "! No answer —", "zh": "! 无人应答"}[c.lang]) // the line wraps at 80
+			io.WriteString(p.tty, words+"\r")
+			p.expect(t, map[string]string{"en": "+ Received", "zh": "+ 收到"}[c.lang])
+			close(g.open)
+			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
+				t.Fatalf("exit %d:\n%s", code, p.screen())
+			}
+			brief := readFileT(t, ws+"/.flower/notes/"+map[string]string{"en": "brief.md", "zh": "需求.md"}[c.lang])
+			if strings.Count(brief, words) != 1 {
+				t.Errorf("the brief has the words %d times, want once:\n%s", strings.Count(brief, words), brief)
+			}
+			if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarkerFor(c.lang)) && r.HasText(words) }) {
+				t.Errorf("the work started without the words:\n%s", p.screen())
+			}
+		})
+	}
+}
