@@ -99,7 +99,7 @@ func (m *mirror) unmirrored() (order []string, pending map[string][]json.RawMess
 		if _, ok := m.keyFor(path); !ok {
 			return
 		}
-		entries, err := unknownLines(path, known[path])
+		entries, err := unknownLines(path, known[path], m.secrets)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				slog.Warn("claude: could not read the CLI's transcript to catch up the store", "path", path, "err", err)
@@ -156,7 +156,7 @@ func sortedPaths(paths []string) []string {
 // unknownLines reads a JSONL transcript and returns, in order, the entries
 // known does not hold (see unmirrored). A torn last line (the CLI was
 // killed while writing it) is left out.
-func unknownLines(path string, known entrySet) ([]json.RawMessage, error) {
+func unknownLines(path string, known entrySet, s *secrets) ([]json.RawMessage, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -173,6 +173,8 @@ func unknownLines(path string, known entrySet) ([]json.RawMessage, error) {
 	r := bufio.NewReaderSize(f, 64<<10)
 	for {
 		b, err := r.ReadBytes('\n')
+		// Masked as the mirrored copy was, so that the two match.
+		s.mask(b)
 		if b = bytes.TrimSpace(b); len(b) > 0 && json.Valid(b) {
 			if uuid, typ, h := entryMark(b); !cliOnly(typ) {
 				if known.take(uuid, h) {

@@ -33,9 +33,10 @@ type conn struct {
 	writeMu     sync.Mutex
 	inputClosed bool
 
-	hooks  map[string]HookFunc
-	bridge *mcpBridge
-	mirror *mirror
+	hooks   map[string]HookFunc
+	secrets *secrets // masked in every line read from the CLI
+	bridge  *mcpBridge
+	mirror  *mirror
 
 	pendingMu sync.Mutex
 	pending   map[string]chan controlReply
@@ -157,12 +158,17 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 		handlerCtx: hctx, stopAll: stop, msgs: newQueue(), tasks: map[string]bool{}, foreground: map[string]bool{},
 		stderr: newTail(16 << 10), exited: make(chan struct{}), done: make(chan struct{}),
 	}
-	c.hooks = hookIDs
-	c.cleanup = append(c.cleanup, func() { privateFiles(project) })
+	c.hooks, c.secrets = hookIDs, secretsOf(cmd.Env)
+	started := time.Now()
+	c.cleanup = append(c.cleanup, func() {
+		c.secrets.maskFiles(project, started.Add(-time.Second))
+		privateFiles(project)
+	})
 	if opts.SessionStore != nil {
 		c.mirror = newMirror(opts.SessionStore, filepath.Join(configDir(cmd.Env), "projects"),
 			opts.SessionStoreFlush, orDefault(opts.StoreTimeout, 60*time.Second),
 			func(m *SystemMessage) { c.msgs.push(m) })
+		c.mirror.secrets = c.secrets
 		c.mirror.watch(opts.SessionID)
 		c.mirror.watch(opts.Resume)
 	}
@@ -247,6 +253,7 @@ func (c *conn) readLoop(out *os.File) {
 	for {
 		line, err := readLine(r, limit)
 		idle.touch()
+		c.secrets.mask(line)
 		if len(line) > 0 && (err == nil || errors.Is(err, io.EOF) || errors.Is(err, os.ErrDeadlineExceeded)) {
 			if perr := c.route(line, err != nil); perr != nil {
 				c.fail(perr)
@@ -768,7 +775,7 @@ func (c *conn) answerHook(ctx context.Context, raw json.RawMessage) (any, error)
 	if fn == nil {
 		return nil, fmt.Errorf("no hook callback with id %q", r.CallbackID)
 	}
-	in := &HookInput{Raw: r.Input}
+	in := &HookInput{Raw: r.Input, secrets: c.secrets}
 	if len(r.Input) > 0 {
 		if err := json.Unmarshal(r.Input, in); err != nil {
 			return nil, fmt.Errorf("unreadable hook input: %v", err)

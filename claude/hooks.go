@@ -68,6 +68,8 @@ type HookInput struct {
 	Source string `json:"source,omitempty"`
 
 	Raw json.RawMessage `json:"-"`
+
+	secrets *secrets
 }
 
 // IsMainThread reports whether the hook fired on the session's main thread

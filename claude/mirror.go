@@ -47,6 +47,7 @@ type mirror struct {
 	idempotent  bool
 	timeout     time.Duration
 	report      func(*SystemMessage)
+	secrets     *secrets // masked in the lines read from the CLI's files
 
 	mu      sync.Mutex
 	order   []string // file paths in first-arrival order

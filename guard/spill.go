@@ -109,7 +109,7 @@ func (s *spiller) hook(ctx context.Context, in *claude.HookInput) (*claude.HookO
 	var out any
 	var changed bool
 	if m, ok := resp.(map[string]any); ok && persistedPath(m) != "" {
-		out, changed, err = s.shrinkPersisted(m, log)
+		out, changed, err = s.shrinkPersisted(m, in.MaskSecrets, log)
 	} else {
 		out, changed, err = s.shrink(resp)
 	}
@@ -203,11 +203,11 @@ func persistedPath(m map[string]any) string {
 // error leaves the result as the CLI made it, whose own pointer names its
 // whole file. The pointer never names a file that does not hold what it
 // says.
-func (s *spiller) shrinkPersisted(m map[string]any, log *slog.Logger) (any, bool, error) {
+func (s *spiller) shrinkPersisted(m map[string]any, mask func([]byte) []byte, log *slog.Logger) (any, bool, error) {
 	seen := m["stdout"].(string)
 	cliPath := persistedPath(m)
 	size := persistedSize(m)
-	whole, err := readWhole(cliPath, seen, size)
+	whole, err := readWhole(cliPath, seen, size, mask)
 	var pointer string
 	if err == nil {
 		path, werr := s.write(whole)
@@ -271,7 +271,7 @@ func persistedSize(m map[string]any) int64 {
 // trailing newline of what it shows, so that may differ) and holds the size
 // the CLI stated. The CLI itself saves at most 64 MiB of an output: a file
 // cut there is not whole either.
-func readWhole(path, seen string, size int64) (string, error) {
+func readWhole(path, seen string, size int64, mask func([]byte) []byte) (string, error) {
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("the CLI's output file %q is not an absolute path", path)
 	}
@@ -279,6 +279,9 @@ func readWhole(path, seen string, size int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the CLI's output file: %w", err)
 	}
+	// Masked as what the CLI showed is: a credential in the output is
+	// written to no spill.
+	data = mask(data)
 	if !strings.HasPrefix(string(data), strings.TrimRight(seen, "\n")) {
 		return "", fmt.Errorf("the CLI's output file %s does not begin with the output it showed", path)
 	}
