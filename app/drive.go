@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/flowerrun/flower/claude"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
@@ -126,13 +127,23 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		}
 		if len(left) > 0 {
 			ui.Screen.Line(screen.Cyan, fmt.Sprintf(ui.T("leftWords"), len(left)))
+			brief, _ := os.ReadFile(ch.AmendPath())
 			var texts []string
 			for _, w := range left {
+				delivered = append(delivered, w.Name)
+				if w.InBrief && strings.Contains(string(brief), w.Text) {
+					// The brief holds them: the goal is derived again from
+					// it and the coordinator is sent the change. Sent here
+					// too, they arrived twice.
+					ui.Screen.Line(screen.Plain, "   · "+clipRunes(w.Text, 200)+" "+ui.T("wordsInBrief"))
+					continue
+				}
 				ui.Screen.Line(screen.Plain, "   · "+clipRunes(w.Text, 200))
 				texts = append(texts, w.Text)
-				delivered = append(delivered, w.Name)
 			}
-			rt.Interrupt(strings.Join(texts, "\n\n"))
+			if len(texts) > 0 {
+				rt.Interrupt(strings.Join(texts, "\n\n"))
+			}
 		}
 		console = NewConsole(ui, ch, aside.Ask, func(words string) {
 			// Ctrl-C said the round is interrupted once the words are

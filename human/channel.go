@@ -550,6 +550,11 @@ func (c *Channel) Send(text string) (Mail, bool) {
 		}
 	}
 	amended := c.Amend(text, "")
+	if amended {
+		if err := words.MarkInBrief(entry); err != nil {
+			slog.Warn("human: the journal does not say the words are in the brief (the next run gets them twice)", "err", err)
+		}
+	}
 	c.mu.Lock()
 	c.seq++
 	m := &Mail{ID: "m" + strconv.Itoa(c.seq), Text: text, SentAt: time.Now(), Amended: amended, Durable: entry != "", word: entry}

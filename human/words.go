@@ -82,6 +82,9 @@ type Word struct {
 	// Taken: a call of the run has it (the inbox handed it out). A taken
 	// word is kept until the run ends well, then removed.
 	Taken bool `json:"taken,omitempty"`
+	// InBrief: the words were appended to the brief (the amend file), so
+	// whatever reads the brief has them.
+	InBrief bool `json:"in_brief,omitempty"`
 }
 
 // Words is the words journal: every word the human types is written here,
@@ -131,6 +134,15 @@ func (w *Words) write(wd Word) error {
 
 // MarkTaken records that a call of the run has the word.
 func (w *Words) MarkTaken(name string) error {
+	return w.update(name, func(wd *Word) { wd.Taken = true })
+}
+
+// MarkInBrief records that the word was appended to the brief.
+func (w *Words) MarkInBrief(name string) error {
+	return w.update(name, func(wd *Word) { wd.InBrief = true })
+}
+
+func (w *Words) update(name string, change func(*Word)) error {
 	if w == nil || name == "" {
 		return nil
 	}
@@ -140,7 +152,7 @@ func (w *Words) MarkTaken(name string) error {
 	if err != nil {
 		return err
 	}
-	wd.Taken = true
+	change(&wd)
 	return w.write(wd)
 }
 

@@ -94,8 +94,16 @@ func TestSentWordsAreInTheJournalWhenSendReturnsAndTakenOnceHandedOut(t *testing
 		t.Fatalf("send: %+v %v", m, ok)
 	}
 	pending, err := words.Pending()
-	if err != nil || len(pending) != 1 || pending[0].Text != "also write a README" || pending[0].Kind != WordMail {
+	if err != nil || len(pending) != 1 || pending[0].Text != "also write a README" || pending[0].Kind != WordMail || pending[0].InBrief {
 		t.Fatalf("the journal after Send: %+v %v", pending, err)
+	}
+	// With a brief to amend, the journal says the words are in it (the
+	// next run does not send them twice).
+	amended := New(WithLang("en"), WithAmendPath(filepath.Join(t.TempDir(), "brief.md")))
+	amended.UseWords(OpenWords(filepath.Join(t.TempDir(), WordsDir)))
+	amended.Send("use PostgreSQL")
+	if in, _ := amended.words.Pending(); len(in) != 1 || !in[0].InBrief {
+		t.Errorf("a word appended to the brief: %+v", in)
 	}
 	ch.TakeInbox()
 	if pending, _ = words.Pending(); len(pending) != 0 {
