@@ -204,6 +204,15 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			ui.Screen.Line(screen.Yellow, "! "+ferr.Error())
 		}
 	}
+	if left, _ := journal.Pending(); len(left) > 0 {
+		// Words given too late for any step of this run (during the last
+		// judge, or the hand-over) were kept: the person is told so, not
+		// left believing a step read them.
+		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("wordsForNext"), len(left)))
+		for _, w := range left {
+			ui.Screen.Line(screen.Plain, "   · "+clipRunes(w.Text, 200))
+		}
+	}
 	end := outcomeOf(wctx, err, errors.Is(context.Cause(ctx), errQuit), ui.Lang)
 	end.Request, end.Rounds = cmp.Or(ui.request, cfg.Request), status.Rounds()
 	end.Started, end.Ended, end.CostUSD = start, time.Now(), rt.TotalCost()

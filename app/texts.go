@@ -49,6 +49,7 @@ var texts = map[string][2]string{
 	"interrupting":       {"! 按回车就打断这一轮(正在跑的 subagent 会丢掉半成品)", "! The round is interrupted when you press Enter (a running subagent loses its half-done work)"},
 	"interruptWait":      {"! 现在打断不了(评审或交接正在跑);你的话已记下,交给下一个干活的步骤", "! Nothing can be interrupted now (a judge or the hand-over is running); your words are kept and go to the next working step"},
 	"interruptKept":      {"  (已记下:%s)", "  (kept: %s)"},
+	"wordsForNext":       {"! 有 %d 句话这次没送到任何一步,留给下次运行:", "! %d of your words reached no step of this run; the next run gets them:"},
 	"wordsInBrief":       {"(在确认书里)", "(in the brief)"},
 	"leftWords":          {"<- 上次没送达的 %d 句话,交给这次:", "<- %d undelivered words of the last run go to this run:"},
 	"noAnswer":           {"! 无人应答 —— 它会自己判断,把假设记进「未知与假设」", "! No answer — it will judge for itself and record the assumption under \"Unknowns and assumptions\""},

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -374,6 +375,51 @@ func TestALineTypedAfterItsQuestionTimedOutReachesTheWork(t *testing.T) {
 			if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarkerFor(c.lang)) && r.HasText(words) }) {
 				t.Errorf("the work started without the words:\n%s", p.screen())
 			}
+		})
+	}
+}
+
+// TestWordsGivenDuringTheLastJudgeAreKeptAndSaidSo: words given at a
+// Ctrl-C while the judge that rules "achieved" runs reach no step of this
+// run. Before, the screen had said they "go to the next working step" and
+// the run ended without a word about them; now the end says they were
+// kept, and the next run's wake offers them.
+func TestWordsGivenDuringTheLastJudgeAreKeptAndSaidSo(t *testing.T) {
+	for _, c := range wordsCases {
+		t.Run(c.name(), func(t *testing.T) {
+			ws := shortTempDir(t)
+			texts := demo.TextsFor(flower.Lang(c.lang))
+			words := map[string]string{"en": "add a README next time", "zh": "下次加个 README"}[c.lang]
+			judging := newGate()
+			// The second round's judge (it rules achieved: the round's
+			// report is in its prompt) waits until the words are given.
+			lastJudge := func(r *claudetest.Request) bool {
+				return r.HasText(judgeMarkerFor(c.lang)) && r.HasText(texts.Round2)
+			}
+			srv := wordsServer(t, ws, c.lang, nil, func(r *claudetest.Request) bool { return lastJudge(r) && judging.held(r) })
+			env := binEnv(t, srv)
+			p := startPTYCols(t, c.cols, env, "-w", ws, "--lang", c.lang, "--rounds", "2", texts.Ask)
+			p.expect(t, texts.Question)
+			io.WriteString(p.tty, "1\r")
+			waitFor(t, "the second judge", func() bool { return hasRequest(srv, lastJudge) })
+			p.cmd.Process.Signal(os.Interrupt)
+			p.expect(t, map[string]string{"en": "! The round is interrupted when you press Enter", "zh": "! 按回车就打断这一轮"}[c.lang])
+			io.WriteString(p.tty, words+"\r")
+			p.expect(t, map[string]string{"en": "Nothing can be interrupted now", "zh": "现在打断不了"}[c.lang])
+			close(judging.open)
+			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
+				t.Fatalf("exit %d:\n%s", code, p.screen())
+			}
+			kept := fmt.Sprintf(text(flower.Lang(c.lang), "wordsForNext"), 1)
+			if s := p.screen(); !strings.Contains(s, kept) || !strings.Contains(s[strings.Index(s, kept):], words) {
+				t.Errorf("the end does not say the words were kept (%q):\n%s", kept, s)
+			}
+			// The next run that carries this one on gets them.
+			p = startPTYCols(t, c.cols, env, "-w", ws)
+			p.expect(t, "> ")
+			io.WriteString(p.tty, "/continue\r")
+			p.expect(t, "· "+words)
+			killGroup(t, p)
 		})
 	}
 }
