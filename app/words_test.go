@@ -159,41 +159,60 @@ func TestWordsTypedBeforeAKillReachTheNextRun(t *testing.T) {
 	}
 }
 
+// TestMailTypedWhileClarifyRunsSurvivesTheBrief: words typed while the
+// clarify step runs, after its question was answered or after its timeout
+// settled it, are in the brief once and reach the work.
+//
+// Before: the words were appended to the brief file, then the clarify gate
+// replaced the whole file; the receipt had said "appended". And the
+// console's old routing dropped a line whose question had just settled
+// (`flower reply` sent it to the inbox): the exact window, a question
+// settled between the console's look and the routing, is
+// TestWordsTypedJustAfterTheTimeoutGoToTheInbox in human; here the line
+// comes after the timeout's line on the screen.
 func TestMailTypedWhileClarifyRunsSurvivesTheBrief(t *testing.T) {
-	// Before: the words were appended to the brief file, then the clarify
-	// gate replaced the whole file; the receipt had said "appended".
 	for _, c := range wordsCases {
-		t.Run(c.name(), func(t *testing.T) {
-			ws := shortTempDir(t)
-			texts := demo.TextsFor(flower.Lang(c.lang))
-			words := map[string]string{"en": "use PostgreSQL", "zh": "数据库用 PostgreSQL"}[c.lang]
-			g := newGate()
-			// The clarifier's last request (it holds the answer) waits
-			// until the mail is typed.
-			srv := wordsServer(t, ws, c.lang, nil, func(r *claudetest.Request) bool {
-				_, answered := r.LastToolResult()
-				return r.HasText(texts.Ask) && answered && !r.HasText(workMarkerFor(c.lang)) && g.held(r)
+		for _, timedOut := range []bool{false, true} {
+			name := c.name() + map[bool]string{false: "-answered", true: "-timed-out"}[timedOut]
+			t.Run(name, func(t *testing.T) {
+				ws := shortTempDir(t)
+				texts := demo.TextsFor(flower.Lang(c.lang))
+				words := map[string]string{"en": "use PostgreSQL", "zh": "数据库用 PostgreSQL"}[c.lang]
+				g := newGate()
+				// The clarifier's request after the question was settled
+				// waits until the mail is typed.
+				settled := func(r *claudetest.Request) bool {
+					_, ok := r.LastToolResult()
+					return r.HasText(texts.Ask) && ok && !r.HasText(workMarkerFor(c.lang))
+				}
+				srv := wordsServer(t, ws, c.lang, nil, func(r *claudetest.Request) bool { return settled(r) && g.held(r) })
+				args := []string{"-w", ws, "--lang", c.lang, "--rounds", "2", texts.Ask}
+				if timedOut {
+					args = append([]string{"--timeout", "2"}, args...)
+				}
+				p := startPTYCols(t, c.cols, binEnv(t, srv), args...)
+				p.expect(t, texts.Question)
+				if timedOut {
+					p.expect(t, map[string]string{"en": "! No answer —", "zh": "! 无人应答"}[c.lang]) // the line wraps at 80
+				} else {
+					io.WriteString(p.tty, "1\r")
+				}
+				waitFor(t, "the clarifier's settled request", func() bool { return hasRequest(srv, settled) })
+				io.WriteString(p.tty, words+"\r")
+				p.expect(t, map[string]string{"en": "+ Received", "zh": "+ 收到"}[c.lang])
+				close(g.open)
+				if code := p.exitWithin(t, 4*time.Minute); code != 0 {
+					t.Fatalf("exit %d:\n%s", code, p.screen())
+				}
+				brief := readFileT(t, ws+"/.flower/notes/"+map[string]string{"en": "brief.md", "zh": "需求.md"}[c.lang])
+				if strings.Count(brief, words) != 1 || !strings.Contains(brief, map[string]string{"en": "## Acceptance criteria", "zh": "## 验收标准"}[c.lang]) {
+					t.Errorf("the brief lost the words:\n%s", brief)
+				}
+				if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarkerFor(c.lang)) && r.HasText(words) }) {
+					t.Errorf("the work started without the words:\n%s", p.screen())
+				}
 			})
-			p := startPTYCols(t, c.cols, binEnv(t, srv), "-w", ws, "--lang", c.lang, "--rounds", "2", texts.Ask)
-			p.expect(t, texts.Question)
-			io.WriteString(p.tty, "1\r")
-			waitFor(t, "the clarifier's answered request", func() bool {
-				return hasRequest(srv, func(r *claudetest.Request) bool { _, ok := r.LastToolResult(); return r.HasText(texts.Ask) && ok })
-			})
-			io.WriteString(p.tty, words+"\r")
-			p.expect(t, map[string]string{"en": "+ Received", "zh": "+ 收到"}[c.lang])
-			close(g.open)
-			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
-				t.Fatalf("exit %d:\n%s", code, p.screen())
-			}
-			brief := readFileT(t, ws+"/.flower/notes/"+map[string]string{"en": "brief.md", "zh": "需求.md"}[c.lang])
-			if strings.Count(brief, words) != 1 || !strings.Contains(brief, map[string]string{"en": "## Acceptance criteria", "zh": "## 验收标准"}[c.lang]) {
-				t.Errorf("the brief lost the words:\n%s", brief)
-			}
-			if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarkerFor(c.lang)) && r.HasText(words) }) {
-				t.Errorf("the work started without the words")
-			}
-		})
+		}
 	}
 }
 
@@ -336,46 +355,6 @@ func TestAWorkerCannotAnswerOrMailAsTheHuman(t *testing.T) {
 	qa := readFileT(t, filepath.Join(ws, ".flower", "notes", "qa-log.md"))
 	if strings.Contains(brief, forged) || strings.Contains(qa, forged) || strings.Contains(p.screen(), "+ "+forged) {
 		t.Errorf("the worker spoke as the human:\nbrief:\n%s\nQ&A:\n%s", brief, qa)
-	}
-}
-
-// TestALineTypedAfterItsQuestionTimedOutReachesTheWork: the words a person
-// types for a question its timeout just settled are mail, kept and
-// delivered, never dropped (the console's old routing dropped a line whose
-// question had settled; `flower reply` sent it to the inbox). The exact
-// window, a question settled between the console's look and the routing,
-// is TestWordsTypedJustAfterTheTimeoutGoToTheInbox in human: here the line
-// comes after the timeout's line on the screen.
-func TestALineTypedAfterItsQuestionTimedOutReachesTheWork(t *testing.T) {
-	for _, c := range wordsCases {
-		t.Run(c.name(), func(t *testing.T) {
-			ws := shortTempDir(t)
-			texts := demo.TextsFor(flower.Lang(c.lang))
-			words := map[string]string{"en": "say hello, world", "zh": "写 hello, world"}[c.lang]
-			g := newGate()
-			// The clarifier's request after the timeout waits until the
-			// words are typed, so they arrive while clarify runs.
-			srv := wordsServer(t, ws, c.lang, nil, func(r *claudetest.Request) bool {
-				_, settled := r.LastToolResult()
-				return r.HasText(texts.Ask) && settled && !r.HasText(workMarkerFor(c.lang)) && g.held(r)
-			})
-			p := startPTYCols(t, c.cols, binEnv(t, srv), "-w", ws, "--lang", c.lang, "--timeout", "2", "--rounds", "2", texts.Ask)
-			p.expect(t, texts.Question)
-			p.expect(t, map[string]string{"en": "! No answer —", "zh": "! 无人应答"}[c.lang]) // the line wraps at 80
-			io.WriteString(p.tty, words+"\r")
-			p.expect(t, map[string]string{"en": "+ Received", "zh": "+ 收到"}[c.lang])
-			close(g.open)
-			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
-				t.Fatalf("exit %d:\n%s", code, p.screen())
-			}
-			brief := readFileT(t, ws+"/.flower/notes/"+map[string]string{"en": "brief.md", "zh": "需求.md"}[c.lang])
-			if strings.Count(brief, words) != 1 {
-				t.Errorf("the brief has the words %d times, want once:\n%s", strings.Count(brief, words), brief)
-			}
-			if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(workMarkerFor(c.lang)) && r.HasText(words) }) {
-				t.Errorf("the work started without the words:\n%s", p.screen())
-			}
-		})
 	}
 }
 
