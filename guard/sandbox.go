@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -77,6 +78,16 @@ func DetectSandbox() Sandbox {
 		return s
 	}
 	s := probeSandbox(path)
+	if s.Active() {
+		// A glance runs as env … bash -c in the sandbox: without them
+		// the wall falls back to the parser, and so must what the
+		// person is told (setup's and the run's protection line).
+		_, errBash := exec.LookPath("bash")
+		_, errEnv := exec.LookPath("env")
+		if err := errors.Join(errBash, errEnv); err != nil {
+			s = Sandbox{Reason: SandboxMissing, Problem: fmt.Sprintf("the glance sandbox needs bash and env on PATH (%v): glances rely on flower's parser alone", err), Fix: "install bash and coreutils"}
+		}
+	}
 	sandboxCache[path] = s
 	return s
 }

@@ -348,3 +348,23 @@ func TestSandboxedGlanceEndsAtItsLimit(t *testing.T) {
 		t.Errorf("the sandboxed sleep took %v", took)
 	}
 }
+
+// TestASandboxWithoutBashIsNoSandbox: bubblewrap that works but no bash
+// or env on PATH is reported as no sandbox, as the wall then runs the
+// parser alone (the protection line the person reads said "sandbox").
+func TestASandboxWithoutBashIsNoSandbox(t *testing.T) {
+	requireSandbox(t)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(bwrap, filepath.Join(dir, "bwrap")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	s := DetectSandbox()
+	if s.Active() || !strings.Contains(s.Problem, "bash and env") || s.Fix == "" {
+		t.Errorf("without bash and env: %+v", s)
+	}
+}

@@ -2,7 +2,6 @@ package guard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -98,12 +97,9 @@ func (t Texts) Wall(w Wall) claude.HookMatcher {
 		}
 		g.sandbox = DetectSandbox()
 		if g.sandbox.Active() {
-			bash, errBash := exec.LookPath("bash")
-			env, errEnv := exec.LookPath("env")
-			if err := errors.Join(errBash, errEnv); err != nil {
-				g.sandbox = Sandbox{Reason: SandboxMissing, Problem: fmt.Sprintf("the glance sandbox needs bash and env on PATH (%v): glances rely on flower's parser alone", err), Fix: "install bash and coreutils"}
-			}
-			g.bashCmd, g.envCmd = bash, env
+			// DetectSandbox found both.
+			g.bashCmd, _ = exec.LookPath("bash")
+			g.envCmd, _ = exec.LookPath("env")
 		}
 		if !g.sandbox.Active() {
 			warnNoSandboxOnce(g.sandbox)
