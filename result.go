@@ -34,6 +34,10 @@ const (
 	// KilledBySignal: the process was killed while the step was in flight
 	// (written by the rescue path when the step had no error of its own).
 	KilledBySignal = "killed-by-signal"
+	// QuitByHuman is the cause a front end gives the run's context when
+	// the human quits (the flower command's Ctrl-C twice): a step it
+	// stopped ends with an error that ends with these words.
+	QuitByHuman = "flower: quit by Ctrl-C"
 )
 
 // StepResult is the whole book of one step: what it cost, how it ended,

@@ -8,11 +8,13 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flowerrun/flower"
 )
 
 // errQuit is the cause of the run's context when the human pressed Ctrl-C
 // to quit: the command exits 130, after the rescue.
-var errQuit = errors.New("flower: quit by Ctrl-C")
+var errQuit = errors.New(flower.QuitByHuman)
 
 // hooks are what the running command asks of the signal handler. They are
 // set by the subcommand (once registers its Runtime's Rescue) or by a flow

@@ -79,9 +79,10 @@ type Driver struct {
 
 // stoppedByHuman reports whether a row's error means the human (or a
 // signal) stopped it: the runtime's own markers, and the cause the command
-// gives its context on Ctrl-C ("flower: quit by Ctrl-C").
+// gives its context when the human quits (an error of a model or a tool
+// that merely mentions Ctrl-C is not one).
 func stoppedByHuman(err string) bool {
-	return err == flower.KilledBySignal || err == flower.ErrInterrupted || strings.Contains(err, "Ctrl-C")
+	return err == flower.KilledBySignal || err == flower.ErrInterrupted || strings.HasSuffix(err, flower.QuitByHuman)
 }
 
 // isAux reports whether a label is a step's appendix (the bequest, "·交代"
