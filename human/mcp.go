@@ -119,17 +119,18 @@ func textResult(s string) *mcp.CallToolResult {
 }
 
 // plain is an ask's answer with a no-answer text that names the brief's
-// sections replaced by its plain form; anything else is left as it is.
+// sections replaced by its plain form, chosen by how the ask was settled
+// (a reason the person gave stays after it); an answer is left as it is.
 func (c *Channel) plain(a Ask) string {
 	t := c.Texts()
-	for _, p := range [][2]string{
-		{t.Timeout, t.TimeoutPlain},
-		{t.OverBudget, t.OverBudgetPlain},
-		{t.Declined, t.DeclinedPlain},
-	} {
-		if a.State != Answered && p[0] != "" && strings.HasPrefix(a.Answer, p[0]) {
-			return p[1] + strings.TrimPrefix(a.Answer, p[0])
-		}
+	texts, ok := map[State][2]string{
+		TimedOut:   {t.Timeout, t.TimeoutPlain},
+		OverBudget: {t.OverBudget, t.OverBudgetPlain},
+		Declined:   {t.Declined, t.DeclinedPlain},
+	}[a.State]
+	rest, cut := strings.CutPrefix(a.Answer, texts[0])
+	if !ok || !cut || texts[0] == "" {
+		return a.Answer
 	}
-	return a.Answer
+	return texts[1] + rest
 }
