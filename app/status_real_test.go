@@ -18,28 +18,8 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
-	"github.com/hinshun/vt10x"
+	"github.com/flowerrun/flower/internal/screen/screentest"
 )
-
-// renderScreen plays what a terminal of cols by rows received and returns
-// its rows, trailing spaces dropped.
-func renderScreen(raw string, cols, rows int) []string {
-	term := vt10x.New(vt10x.WithSize(cols, rows))
-	term.Write([]byte(raw))
-	var out []string
-	for y := range rows {
-		var b strings.Builder
-		for x := range cols {
-			c := term.Cell(x, y).Char
-			if c == 0 {
-				c = ' '
-			}
-			b.WriteRune(c)
-		}
-		out = append(out, strings.TrimRight(b.String(), " "))
-	}
-	return out
-}
 
 // statusRow is the status line among rows ("" when none), and how many
 // rows look like one.
@@ -91,13 +71,13 @@ func TestTheStatusLineRefreshesAndLeavesNothingBehind(t *testing.T) {
 				deadline := time.Now().Add(30 * time.Second)
 				for first == "" || !strings.Contains(first, worker) {
 					if time.Now().After(deadline) {
-						t.Fatalf("no status line naming the worker:\n%s", strings.Join(renderScreen(p.screen(), int(cols), 40), "\n"))
+						t.Fatalf("no status line naming the worker:\n%s", strings.Join(screentest.Render(p.screen(), int(cols), 40), "\n"))
 					}
 					time.Sleep(100 * time.Millisecond)
-					first, _ = statusRow(renderScreen(p.screen(), int(cols), 40), step)
+					first, _ = statusRow(screentest.Render(p.screen(), int(cols), 40), step)
 				}
 				time.Sleep(2100 * time.Millisecond)
-				rows := renderScreen(p.screen(), int(cols), 40)
+				rows := screentest.Render(p.screen(), int(cols), 40)
 				second, n := statusRow(rows, step)
 				close(release)
 				if n != 1 || !strings.Contains(second, worker) || second == first {
@@ -128,7 +108,7 @@ func TestTheStatusLineRefreshesAndLeavesNothingBehind(t *testing.T) {
 				if code := p.wait(t); code != 0 {
 					t.Fatalf("exit %d:\n%s", code, p.screen())
 				}
-				end := renderScreen(p.screen(), int(cols), 40)
+				end := screentest.Render(p.screen(), int(cols), 40)
 				if _, n := statusRow(end, step); n != 0 {
 					t.Errorf("a status line is left on the screen:\n%s", strings.Join(end, "\n"))
 				}
@@ -337,7 +317,7 @@ func TestCtrlCEndsWithTheStoppedBlockInChinese(t *testing.T) {
 	if code := p.wait(t); code != ExitInterrupted {
 		t.Fatalf("exit %d, want %d:\n%s", code, ExitInterrupted, p.screen())
 	}
-	out := strings.Join(renderScreen(p.screen(), 100, 50), "\n")
+	out := strings.Join(screentest.Render(p.screen(), 100, 50), "\n")
 	for _, w := range []string{"== 结果", "! 你按 Ctrl-C 停下了", "hello.txt | 2 +-", "- 接着做:在 ", "已退出。同一目录再跑一次 flower 会接着做。"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("the screen lacks %q:\n%s", w, out)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	"github.com/hinshun/vt10x"
+	"github.com/flowerrun/flower/internal/screen/screentest"
 	"go.uber.org/goleak"
 )
 
@@ -276,26 +276,6 @@ func FuzzSanitize(f *testing.F) {
 	})
 }
 
-// render plays raw into a terminal emulator of cols by rows and returns its
-// rows, trailing spaces dropped.
-func render(raw string, cols, rows int) []string {
-	term := vt10x.New(vt10x.WithSize(cols, rows))
-	term.Write([]byte(raw))
-	var out []string
-	for y := range rows {
-		var b strings.Builder
-		for x := range cols {
-			c := term.Cell(x, y).Char
-			if c == 0 {
-				c = ' '
-			}
-			b.WriteRune(c)
-		}
-		out = append(out, strings.TrimRight(b.String(), " "))
-	}
-	return out
-}
-
 func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
 	for _, c := range []struct{ status, keep bool }{{false, true}, {true, true}, {true, false}} {
 		for _, cols := range []int{10, 40, 80, 160} {
@@ -309,7 +289,7 @@ func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
 					env = append(env, "SCREEN_STATUS=1")
 				}
 				raw := runOnPTY(t, uint16(cols), env)
-				grid := render(raw, cols, 200)
+				grid := screentest.Render(raw, cols, 200)
 				for len(grid) > 0 && grid[len(grid)-1] == "" {
 					grid = grid[:len(grid)-1]
 				}
@@ -364,7 +344,7 @@ func TestTheFooterLeavesNothingBehindAtAnyWidth(t *testing.T) {
 
 func TestATypedLineStaysOnceAboveTheFooter(t *testing.T) {
 	raw := runOnPTY(t, 80, []string{"SCREEN_HELPER=typed"})
-	grid := render(raw, 80, 24)
+	grid := screentest.Render(raw, 80, 24)
 	var rows []string
 	for _, r := range grid {
 		if r != "" {
