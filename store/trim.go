@@ -291,8 +291,10 @@ func expiryText(template, cmd string, age int) string {
 // recorded in the workspace when an earlier Load expired it, else now (the
 // ephemeral sites from this one to the newest), which it records. The
 // record is <SpillDirname>/expired/<16 hex of sha256 of tool_use id and
-// command>, holding the age in decimal; it is keyed by the call rather than
-// the session so that a fork, which copies the calls, shows the same notes.
+// command>, holding the age in decimal. It is keyed by the call rather than
+// the session, so that a fork, which copies the calls, shows the same notes
+// (and reads the cache the original wrote); the API's tool_use ids are
+// unique, so two sessions in one workspace do not share a record.
 // Without a workspace, or when the record cannot be read or written, the
 // age is now's (and the failure to write is logged).
 func (t *Trimming) expiryAge(key claude.SessionKey, toolUseID, cmd string, now int) int {
