@@ -533,6 +533,18 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 	for k, v := range opts.Env {
 		env[k] = v
 	}
+	// A portable run loads no ~/.claude, so that it behaves the same on
+	// every machine; the CLI's auto memory is ~/.claude state too (a folder
+	// of notes per project, its index loaded into every session), and its
+	// instructions are 2.2 KB of the system prompt, read back with every
+	// request of a long run. What a run should keep goes into its
+	// workbench's notes/ (the workbench's prompt asks for that) and its
+	// history into the store. A value set for the variable wins.
+	if _, set := env[autoMemoryEnv]; rt.portable && !set {
+		if _, set := os.LookupEnv(autoMemoryEnv); !set {
+			env[autoMemoryEnv] = "1"
+		}
+	}
 	opts.Env = env
 	// The driver reads no variable of flower's: FLOWER_CLAUDE names the
 	// claude binary, looked up in New's order (the spec's Env, WithEnv, the
@@ -550,6 +562,9 @@ func (s *stepRun) options(spec AgentSpec, resume string, fork bool, resumeAt str
 	}
 	return opts, nil
 }
+
+// autoMemoryEnv turns the CLI's auto memory off when "1".
+const autoMemoryEnv = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
 
 // runtimeMaxLine is the longest stdout line a runtime session accepts.
 const runtimeMaxLine = 64 << 20

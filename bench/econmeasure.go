@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/claude/fakeapi"
 	"github.com/flowerrun/flower/ephemeral"
 	"github.com/flowerrun/flower/internal/pointer"
 	"github.com/flowerrun/flower/store"
@@ -43,6 +44,11 @@ type econFigures struct {
 	Wall    time.Duration
 	// Price is the run priced by the prompt-cache model, per timeline.
 	Price map[string]econPrice
+	// Resumes is the usage the fake reported (own timing) for the first
+	// request of each resumed process: the first resume's, and for
+	// flower's Runtime a second resume's, whose process only answers and
+	// is left out of every other figure.
+	Resumes []fakeapi.Usage
 }
 
 // The request parts, in the order they are printed.
@@ -336,6 +342,27 @@ func econPrint(w io.Writer, variants []econVariant, results [][]econFigures) {
 		econPrintParts(w, results[vi][0].Parts, results[vi][0].MainRequests)
 	}
 	econPrintPrices(w, variants, results)
+	econPrintResumes(w, variants, results)
+}
+
+// econPrintResumes prints what the first request of each resumed process
+// read from the prompt cache and wrote to it: a resume rewrites old
+// results once, so a second resume should write little more than what
+// came after the first.
+func econPrintResumes(w io.Writer, variants []econVariant, results [][]econFigures) {
+	fmt.Fprintln(w, "\nThe first request of each resumed process (own timing; a second resume is a third process that only answers, left out above)")
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "variant\tresume\tread from cache KB\twritten to cache KB\tinput KB\tprice, k tok-eq")
+	for vi, v := range variants {
+		for i, u := range results[vi][0].Resumes {
+			price := fakeapi.CacheReadPrice*float64(u.CacheReadInputTokens) + fakeapi.CacheWritePrice*float64(u.CacheCreationInputTokens) +
+				float64(u.InputTokens) + fakeapi.OutputPrice*float64(u.OutputTokens)
+			kb := func(tokens int) string { return fmt.Sprintf("%.1f", float64(tokens*fakeapi.BytesPerToken)/1000) }
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\n", v.name, []string{"first", "second"}[min(i, 1)],
+				kb(u.CacheReadInputTokens), kb(u.CacheCreationInputTokens), kb(u.InputTokens), price/1000)
+		}
+	}
+	tw.Flush()
 }
 
 // econReadback sums up the read-back check in a cell.

@@ -110,6 +110,14 @@ type econRun struct {
 	srv   *claudetest.Server
 	fake  *econFake
 	env   map[string]string
+	// resumeAgain has twoRuntimes resume the session once more, in a
+	// third process that only answers: its first request shows what a
+	// second resume writes to the prompt cache. measured is then how many
+	// requests the figures count (the third process's are priced alone),
+	// and resumes where each resumed process's requests begin.
+	resumeAgain bool
+	measured    int
+	resumes     []int
 }
 
 // newEconRun prepares dir for one variant's run.
@@ -157,6 +165,8 @@ const (
 	econPrompt2 = "ECON:part2 Go on with the scripted calls."
 	econDone1   = "part 1 done"
 	econDone2   = "all calls done"
+	econPrompt3 = "ECON:part3 Say where the work stands."
+	econDone3   = "the work is done"
 )
 
 func (r *econRun) sessionScript() claudetest.Script {
@@ -164,6 +174,7 @@ func (r *econRun) sessionScript() claudetest.Script {
 	return claudetest.Script{
 		"ECON:part1": r.fake.turns(0, split, econDone1),
 		"ECON:part2": r.fake.turns(split, r.cfg.Calls, econDone2),
+		"ECON:part3": {claudetest.Say(econDone3)},
 	}
 }
 
@@ -183,6 +194,7 @@ func econPlain(ctx context.Context, r *econRun) error {
 		return r.failed("first process", err)
 	}
 	opts.Resume = sid
+	r.resumes = append(r.resumes, r.srv.Count())
 	if _, err := econQuery(ctx, econPrompt2, econDone2, opts); err != nil {
 		return r.failed("resumed process", err)
 	}
@@ -226,11 +238,13 @@ func econRuntime(ctx context.Context, r *econRun, opts ...flower.Option) error {
 	if err := r.serve(r.sessionScript()); err != nil {
 		return err
 	}
+	r.resumeAgain = true
 	return r.twoRuntimes(ctx, econSpec(), econPrompt1, econDone1, econPrompt2, econDone2, opts)
 }
 
 // twoRuntimes runs spec for prompt1 on one Runtime, then resumes its
 // session for prompt2 on a second one; each answer must end with its want.
+// With r.resumeAgain a third Runtime resumes it for econPrompt3.
 func (r *econRun) twoRuntimes(ctx context.Context, spec flower.AgentSpec, prompt1, want1, prompt2, want2 string, opts []flower.Option) error {
 	base := []flower.Option{
 		flower.WithRunDir(r.run), flower.WithLanguage(flower.English), flower.WithEnv(r.env),
@@ -258,8 +272,17 @@ func (r *econRun) twoRuntimes(ctx context.Context, spec flower.AgentSpec, prompt
 	if err != nil {
 		return r.failed("first process", err)
 	}
+	r.resumes = append(r.resumes, r.srv.Count())
 	if _, err := once(prompt2, want2, flower.RunOptions{Resume: sid}); err != nil {
 		return r.failed("resumed process", err)
+	}
+	if !r.resumeAgain {
+		return nil
+	}
+	r.measured = r.srv.Count()
+	r.resumes = append(r.resumes, r.measured)
+	if _, err := once(econPrompt3, econDone3, flower.RunOptions{Resume: sid}); err != nil {
+		return r.failed("second resumed process", err)
 	}
 	return nil
 }
@@ -352,7 +375,17 @@ func econOne(ctx context.Context, cfg econConfig, calls []econCall, dir string, 
 		return econFigures{}, err
 	}
 	reqs := r.srv.Requests()
+	var resumes []fakeapi.Usage
+	for _, i := range r.resumes {
+		if i < len(reqs) {
+			resumes = append(resumes, reqs[i].Usage)
+		}
+	}
+	if r.measured > 0 {
+		reqs = reqs[:r.measured]
+	}
 	f := econMeasure(reqs, calls, outputs, r.ws, filepath.Join(r.home, ".claude"))
+	f.Resumes = resumes
 	f.Price = econPrices(reqs, calls, outputs)
 	f.Wall = wall
 	return f, nil

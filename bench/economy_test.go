@@ -112,6 +112,21 @@ func TestEconomySmallRunsEveryVariantAndEverySpilledByteReadsBack(t *testing.T) 
 	if !strings.Contains(out, "plain ÷ variant") || !strings.Contains(out, partSpill) || !strings.Contains(out, "price, "+timelineSlow) {
 		t.Errorf("the printed figures lack the ratio or the parts:\n%s", out)
 	}
+	// Each resume's first request is reported: flower's Runtime resumes a
+	// second time, in a process that only answers and counts in no other
+	// figure, and reads the history the second process sent.
+	for i, want := range []int{1, 2, 2} {
+		f := res[i][0]
+		if len(f.Resumes) != want {
+			t.Errorf("%s: %d resumes reported, want %d", econSessionVariants[i].name, len(f.Resumes), want)
+		}
+	}
+	if rs := run.Resumes; len(rs) == 2 && rs[1].CacheReadInputTokens <= rs[0].CacheReadInputTokens {
+		t.Errorf("flower-run's second resume read %d tokens from the cache, the first %d: want more, the history grew", rs[1].CacheReadInputTokens, rs[0].CacheReadInputTokens)
+	}
+	if !strings.Contains(out, "The first request of each resumed process") {
+		t.Errorf("the printed figures lack the resumes:\n%s", out)
+	}
 }
 
 func TestCoordinatorSmallKeepsTheMainThreadLight(t *testing.T) {

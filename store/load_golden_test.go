@@ -51,7 +51,9 @@ func TestLoadGolden(t *testing.T) {
 // and the sha256 of the returned entries (one per line) and the report.
 func loadGoldenDigests(t *testing.T) []string {
 	t.Helper()
-	ws := t.TempDir() // spill files are content-addressed: one workspace serves every case
+	// Each case has a workspace of its own: the generated sessions reuse
+	// tool_use ids, and the ages of expired results are recorded by id in
+	// the workspace, so one case's record would change another's notes.
 	var lines []string
 	digest := func(name string, s interface {
 		LastReport() Report
@@ -73,6 +75,7 @@ func loadGoldenDigests(t *testing.T) []string {
 		trim := TrimPolicy{KeepRecent: rng.IntN(4), MinChars: 200}
 		eph := EphemeralPolicy{KeepRecent: -1 + rng.IntN(3), MaxChars: 100}
 		prune := PrunePolicy{KeepDenials: []int{-1, 0, 2}[rng.IntN(3)]}
+		ws := t.TempDir()
 
 		p := mustPruning(t, fxStore(t, rows), ws, trim, prune, eph)
 		p.log = slog.New(slog.DiscardHandler)
@@ -89,7 +92,7 @@ func loadGoldenDigests(t *testing.T) []string {
 	}
 	for _, seed := range []int64{3, 7} {
 		rows := transcripttest.Generate(3000, seed)
-		p := mustPruning(t, fxStore(t, rows), ws, TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
+		p := mustPruning(t, fxStore(t, rows), t.TempDir(), TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
 		digest(fmt.Sprintf("generated-%d-defaults", seed), p, layerLoad(t, p, fxKey))
 	}
 	return lines

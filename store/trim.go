@@ -197,7 +197,7 @@ func (t *Trimming) lighten(ctx context.Context, key claude.SessionKey, rows []js
 	}
 	expired := map[string]bool{}
 	if !t.eph.Disabled {
-		t.expire(es, &rep, expired)
+		t.expire(key, es, &rep, expired)
 	}
 	if !t.trim.Disabled {
 		if err := t.trimSites(ctx, key, es, &rep, expired); err != nil {
@@ -223,8 +223,15 @@ func (t *Trimming) lighten(ctx context.Context, key claude.SessionKey, rows []js
 // pointer to a file (a spill, the CLI's persisted output) is expired
 // whatever its size, and its expiry text still names the file.
 //
+// The age a note shows is the one of the Load that first expired its
+// result, kept in the workspace (see expiryAge), so that a note stays the
+// same bytes on every later Load and a resumed history is rewritten once:
+// a note whose age grew with every newer glance would change the history
+// far back, and the CLI's next request would write it all to the prompt
+// cache again.
+//
 // The tool_use ids of the results it expired are added to expired.
-func (t *Trimming) expire(es []*transcriptEntry, rep *Report, expired map[string]bool) {
+func (t *Trimming) expire(key claude.SessionKey, es []*transcriptEntry, rep *Report, expired map[string]bool) {
 	uses := findToolUses(es)
 	type ephemeralSite struct {
 		site
@@ -259,7 +266,7 @@ func (t *Trimming) expire(es []*transcriptEntry, rep *Report, expired map[string
 		if len(files) == 0 && s.chars() > maxChars {
 			continue
 		}
-		text := expiryText(t.eph.Text, s.cmd, n-i)
+		text := expiryText(t.eph.Text, s.cmd, t.expiryAge(key, s.id, s.cmd, n-i))
 		if len(files) > 0 {
 			text += strings.ReplaceAll(t.eph.PointerText, "{path}", strings.Join(files, " "))
 		}
@@ -278,6 +285,42 @@ func expiryText(template, cmd string, age int) string {
 		line = string([]rune(line)[:60])
 	}
 	return strings.NewReplacer("{cmd}", "`"+line+"`", "{age}", strconv.Itoa(age)).Replace(template)
+}
+
+// expiryAge returns the age the expiry note of a result shows: the age
+// recorded in the workspace when an earlier Load expired it, else now (the
+// ephemeral sites from this one to the newest), which it records. The
+// record is <SpillDirname>/expired/<16 hex of sha256 of tool_use id and
+// command>, holding the age in decimal. It is keyed by the call rather than
+// the session, so that a fork, which copies the calls, shows the same notes
+// (and reads the cache the original wrote); the API's tool_use ids are
+// unique, so two sessions in one workspace do not share a record.
+// Without a workspace, or when the record cannot be read or written, the
+// age is now's (and the failure to write is logged).
+func (t *Trimming) expiryAge(key claude.SessionKey, toolUseID, cmd string, now int) int {
+	if t.workspace == "" {
+		return now
+	}
+	dir := filepath.Join(t.workspace, filepath.Clean(t.trim.SpillDirname))
+	sum := sha256.Sum256([]byte(toolUseID + "\x00" + cmd))
+	path := filepath.Join(dir, "expired", hex.EncodeToString(sum[:8]))
+	if data, err := os.ReadFile(path); err == nil {
+		if age, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && age > 0 {
+			return age
+		}
+	}
+	err := os.MkdirAll(filepath.Dir(path), 0o700)
+	if err == nil {
+		err = workbench.KeepOutOfGit(dir)
+	}
+	if err == nil {
+		err = atomicfile.WriteNoSync(path, []byte(strconv.Itoa(now)), 0o600)
+	}
+	if err != nil {
+		t.logger().Warn("store: cannot record the age of an expired result; a later load may show another age",
+			"key", layerKeyLabel(key), "path", path, "error", err)
+	}
+	return now
 }
 
 // trimSites spills every site of at least MinChars characters, except the
