@@ -486,14 +486,17 @@ func TestRealTwoDegradedHandoffsInARowStopTheStep(t *testing.T) {
 	}
 }
 
-// Cancelling a run mid-turn interrupts the CLI (the turn stops now) rather
-// than closing stdin and waiting out the shutdown grace.
-//
-// Not parallel: the 2 s bound includes the CLI's own exit after EOF, which
-// other CLIs starting at once slow.
+// Cancelling a run mid-turn stops the turn now: Run returns long before
+// the shutdown grace (a minute here) or the tool's own end (five minutes),
+// and the cancelled tool's result never reaches the API. The bound of 30 s
+// is half the grace, room for a loaded machine; it measures no speed (it
+// was 2 s, and a loaded CI took 2.6 s). The CLI is also sent an interrupt,
+// but the bound does not tell that apart from closing its input: with the
+// interrupt left out, Run still returned within a second.
 func TestRealCancellingARunInterruptsTheCLI(t *testing.T) {
-	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:cancel-run": {bashReply("timeout 30 tail -f /dev/null; echo woke"), claudetest.Say("never")}}.Handler())
-	rt := newTestRuntime(t, srv)
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:cancel-run": {bashReply("timeout 300 tail -f /dev/null; echo woke"), claudetest.Say("never")}}.Handler())
+	rt := newTestRuntime(t, srv, WithSessionOptions(func(o *claude.Options) { o.ShutdownGrace = time.Minute }))
 	ctx, cancel := context.WithCancel(runCtx(t))
 	defer cancel()
 	var once sync.Once
@@ -518,8 +521,8 @@ func TestRealCancellingARunInterruptsTheCLI(t *testing.T) {
 	if at.IsZero() {
 		t.Fatalf("the tool call never came: %v", err)
 	}
-	if d := time.Since(at); d > 2*time.Second {
-		t.Errorf("Run returned %s after the cancel: the CLI was signalled, not interrupted", d)
+	if d := time.Since(at); d > 30*time.Second {
+		t.Errorf("Run returned %s after the cancel: the turn did not stop (the grace is a minute)", d)
 	}
 	if n := srv.Count(); n != 1 {
 		t.Errorf("the fake API saw %d requests; the cancelled tool's result must never reach it", n)
