@@ -21,6 +21,10 @@ func fakeNpm(t *testing.T, version, log string) string {
 	dir := t.TempDir()
 	bin, err := binaryIn(".")
 	if err != nil {
+		// A platform the CLI has no build for; CI's has one.
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
 		t.Skip(err)
 	}
 	script := `#!/bin/sh
