@@ -190,12 +190,14 @@ func answerAsDemo(ctx context.Context, ui *UI, ch *human.Channel, answer string,
 const defaultDemoPause = 15 * time.Second
 
 // demoAnswerDue is when the simulated human may answer a question shown
-// at shown: once the person has had pause to answer it, and has given no
-// input (a line, a Ctrl-C; lastInput, zero for none) for a third of pause,
-// so that a person busy at the terminal is not answered over.
+// at shown: once the person has had pause to answer it, and pause again
+// after their last input (a line, a Ctrl-C; lastInput, zero for none), so
+// that a person busy at the terminal, or reading the answer to a side
+// question, is not answered over (a third of pause answered a person who
+// had asked a side question while they read its answer).
 func demoAnswerDue(shown, lastInput time.Time, pause time.Duration) time.Time {
 	due := shown.Add(pause)
-	if quiet := lastInput.Add(pause / 3); !lastInput.IsZero() && quiet.After(due) {
+	if quiet := lastInput.Add(pause); !lastInput.IsZero() && quiet.After(due) {
 		due = quiet
 	}
 	return due

@@ -30,9 +30,9 @@ func TestTheSimulatedHumanGivesThePerson15sAndWaitsWhileTheyType(t *testing.T) {
 	}{
 		{"nobody typed: 15 s after the question", time.Time{}, at(15)},
 		{"input before the question does not delay it", at(-30), at(15)},
-		{"input early on: still 15 s", at(3), at(15)},
-		{"input at 12 s: 5 s of quiet after it", at(12), at(17)},
-		{"input at 40 s (a side question): 5 s after it", at(40), at(45)},
+		{"input early on: 15 s after it", at(3), at(18)},
+		{"input at 12 s: 15 s of quiet after it", at(12), at(27)},
+		{"input at 40 s (a side question): 15 s after it, to read its answer", at(40), at(55)},
 	}
 	for _, tt := range tests {
 		if got := demoAnswerDue(shown, tt.lastInput, defaultDemoPause); !got.Equal(tt.due) {
