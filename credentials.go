@@ -509,7 +509,7 @@ func (e Environment) DescribeCredentials() []string {
 		case v == "":
 			continue
 		case strings.Contains(k, "TOKEN") || strings.Contains(k, "KEY"):
-			v = maskSecret(e.Lang, v)
+			v = MaskSecret(e.Lang, v)
 		}
 		out = append(out, k+" = "+v)
 	}
@@ -517,11 +517,9 @@ func (e Environment) DescribeCredentials() []string {
 }
 
 // MaskSecret shows a secret's first four characters and its length:
-// "sk-a***(共 40 位)". Four are enough to tell two keys apart and too few
-// to leak a short gateway token in a screenshot.
-func MaskSecret(v string) string { return maskSecret(Chinese, v) }
-
-func maskSecret(lang Lang, v string) string {
+// "sk-a***(40 characters)", in lang. Four are enough to tell two keys
+// apart and too few to leak a short gateway token in a screenshot.
+func MaskSecret(lang Lang, v string) string {
 	return fmt.Sprintf(credentialTexts(lang).masked, truncateRunes(v, 4), utf8.RuneCountInString(v))
 }
 

@@ -52,3 +52,6 @@ func isYes(line string) bool {
 	}
 	return false
 }
+
+// isExplicitYes reads an answer to a yes/no question whose default is no.
+func isExplicitYes(line string) bool { return strings.TrimSpace(line) != "" && isYes(line) }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/flowerrun/flower"
 	"io"
 	"io/fs"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/lang"
 )
@@ -330,7 +330,7 @@ func (m *Command) checkWorkspace(ui *UI, g *globals, ws string) (bool, error) {
 	}
 	if ui.Interactive {
 		line, err := ui.ReadLine(fmt.Sprintf(ui.T("wsAsk"), ws, hint))
-		if err == nil && isYes(line) && strings.TrimSpace(line) != "" {
+		if err == nil && isExplicitYes(line) {
 			return true, nil
 		}
 		return false, &exitError{code: ExitFailure, err: errorText(ui.Lang, "cancelled")}

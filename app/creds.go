@@ -234,7 +234,7 @@ func wizard(ctx context.Context, ui *UI, reason string, check bool) error {
 			return fmt.Errorf("%s %s", ui.T("noToken"), fmt.Sprintf(ui.T("setupUnchanged"), path))
 		}
 		if i == 0 {
-			ui.Screen.Line(screen.Dim, "   "+maskLine(ui.Lang, vals[0]))
+			ui.Screen.Line(screen.Dim, "   "+flower.MaskSecret(ui.Lang, vals[0]))
 		}
 	}
 	kv := map[string]string{}
@@ -271,7 +271,7 @@ func wizard(ctx context.Context, ui *UI, reason string, check bool) error {
 			if ctx.Err() != nil {
 				return unchanged()
 			}
-			if a := strings.ToLower(strings.TrimSpace(line)); err != nil || (a != "y" && a != "yes" && a != "是") {
+			if err != nil || !isExplicitYes(line) {
 				return &exitError{code: ExitFailure, err: fmt.Errorf(ui.T("setupUnchanged"), path)}
 			}
 		}
@@ -307,20 +307,6 @@ func configuredNow(l flower.Lang, path string) []string {
 		}
 	}
 	return out
-}
-
-// maskLine is how a typed secret is acknowledged: its first characters
-// and its length, as DescribeCredentials masks it.
-func maskLine(l flower.Lang, secret string) string {
-	env := flower.Environment{Lang: l, LookupEnv: func(k string) (string, bool) {
-		return secret, k == "ANTHROPIC_API_KEY"
-	}}
-	for _, line := range env.DescribeCredentials() {
-		if v, ok := strings.CutPrefix(line, "ANTHROPIC_API_KEY = "); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // writeUserEnv writes the credentials into the per-user .env, readable by

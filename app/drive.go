@@ -204,10 +204,12 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			ui.Screen.Line(screen.Yellow, "! "+ferr.Error())
 		}
 	}
-	if left, _ := journal.Pending(); len(left) > 0 {
+	if left, _ := journal.Pending(); err == nil && len(left) > 0 {
 		// Words given too late for any step of this run (during the last
 		// judge, or the hand-over) were kept: the person is told so, not
-		// left believing a step read them.
+		// left believing a step read them. (A run that stopped forgot
+		// nothing, so what is pending then may have reached a step; its
+		// wake lists it.)
 		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("wordsForNext"), len(left)))
 		for _, w := range left {
 			ui.Screen.Line(screen.Plain, "   · "+clipRunes(w.Text, 200))
