@@ -1,0 +1,88 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// shared is the process's one cluster for Database: started on first use,
+// removed by Run when the tests end.
+var shared struct {
+	mu     sync.Mutex
+	inRun  bool
+	server *Server
+	err    error
+}
+
+// Run runs a test binary's tests and then removes the shared cluster. A
+// package whose tests call Database needs it in its TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func Run(m *testing.M) int {
+	shared.mu.Lock()
+	shared.inRun = true
+	shared.mu.Unlock()
+	code := m.Run()
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if shared.server != nil {
+		shared.server.Remove()
+		shared.server = nil
+	}
+	return code
+}
+
+// Database returns the URL of a new empty database on the test binary's
+// shared cluster (started on first use). Without the server binaries the
+// test fails under CI and is skipped elsewhere, naming the install command.
+func Database(t testing.TB) string {
+	t.Helper()
+	shared.mu.Lock()
+	if !shared.inRun {
+		shared.mu.Unlock()
+		t.Fatal("pgtest.Database needs pgtest.Run in the package's TestMain (it removes the shared cluster)")
+	}
+	if shared.server == nil && shared.err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		shared.server, shared.err = StartServer(ctx, Options{})
+		cancel()
+	}
+	s, err := shared.server, shared.err
+	shared.mu.Unlock()
+	if err != nil {
+		unavailable(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u, err := s.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatalf("%v\nserver log:\n%s", err, s.Log())
+	}
+	return u
+}
+
+// Start makes a cluster of the test's own, removed when the test ends: for
+// tests that stop or restart the server.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := StartServer(ctx, Options{})
+	if err != nil {
+		unavailable(t, err)
+	}
+	t.Cleanup(func() { s.Remove() })
+	return s
+}
+
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNoServer) && os.Getenv("CI") == "" {
+		t.Skipf("%v (install: %s)", err, Install)
+	}
+	t.Fatal(err)
+}
