@@ -21,6 +21,7 @@ import (
 	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/internal/lang"
 	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -336,7 +337,7 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 	}
 	rt.store = c.store
 	if rt.store == nil {
-		db, err := store.Open(filepath.Join(runDir, "sessions.db"))
+		db, err := sqlite.Open(filepath.Join(runDir, "sessions.db"))
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/event"
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 func TestRealTwoStepWorkflowResumesFromTheFirstStep(t *testing.T) {
@@ -231,7 +231,7 @@ func storeHas(t *testing.T, runDir, ws, sid string) bool {
 	if _, err := os.Stat(filepath.Join(runDir, "sessions.db")); err != nil {
 		return false
 	}
-	db, err := store.Open(filepath.Join(runDir, "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(runDir, "sessions.db"))
 	if err != nil {
 		return false
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 // StarterFlow is the program bare `flower` runs: the root's starter flow
@@ -166,7 +166,7 @@ func workContext(ctx context.Context, wake flower.Wake, workspace string) int {
 	if _, err := os.Stat(db); err != nil || id == "" {
 		return 0
 	}
-	s, err := store.Open(db)
+	s, err := sqlite.Open(db)
 	if err != nil {
 		return 0
 	}

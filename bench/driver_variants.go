@@ -20,6 +20,7 @@ import (
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -137,7 +138,7 @@ func drvGuarded(ctx context.Context, s drvSession, worker bool) (drvRun, error) 
 	if _, err := wb.Refresh(); err != nil {
 		return drvRun{}, err
 	}
-	db, err := store.Open(filepath.Join(filepath.Dir(s.cwd), "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(filepath.Dir(s.cwd), "sessions.db"))
 	if err != nil {
 		return drvRun{}, err
 	}

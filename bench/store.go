@@ -18,6 +18,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/internal/transcripttest"
 	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 func init() {
@@ -72,7 +73,7 @@ func runStore(ctx context.Context, cfg storeConfig) error {
 	for _, e := range entries {
 		size += len(e) + 1
 	}
-	db, err := store.Open(filepath.Join(dir, "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func runStore(ctx context.Context, cfg storeConfig) error {
 
 // storeAppends appends storeSingle entries one at a time and all of
 // entries in batches, each to a session of its own.
-func storeAppends(ctx context.Context, db *store.SQLite, entries []json.RawMessage, rep int) (single, batched time.Duration, err error) {
+func storeAppends(ctx context.Context, db *sqlite.Store, entries []json.RawMessage, rep int) (single, batched time.Duration, err error) {
 	one := claude.SessionKey{ProjectKey: "-bench-append", SessionID: fmt.Sprintf("single-%d", rep)}
 	n := min(storeSingle, len(entries))
 	start := time.Now()

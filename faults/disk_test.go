@@ -17,7 +17,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/transcripttest"
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -122,7 +122,7 @@ func diskFullHelper() int {
 	if data, err := os.ReadFile(filepath.Join(cfg.RunDir, flower.ManifestName)); err == nil {
 		res.Manifest = string(data)
 	}
-	if db, err := store.Open(filepath.Join(cfg.RunDir, "sessions.db")); err != nil {
+	if db, err := sqlite.Open(filepath.Join(cfg.RunDir, "sessions.db")); err != nil {
 		res.StoreErr = err.Error()
 	} else {
 		entries, err := db.Load(ctx, claude.SessionKey{ProjectKey: claude.ProjectKey(cfg.WS), SessionID: r.SessionID})

@@ -14,7 +14,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/transcripttest"
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 // fastResilience retries at once and never waits for the network unless a
@@ -197,7 +197,7 @@ func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'
 // A file line the store lacks is an entry lost.
 func checkTranscripts(t *testing.T, ws, runDir string, m mode, configDirs ...string) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(runDir, "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(runDir, "sessions.db"))
 	if err != nil {
 		t.Fatalf("open the store: %v", err)
 	}

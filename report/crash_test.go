@@ -10,7 +10,7 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 // TestReportOfARunThatDiedWithItsStoreOpen: a killed run leaves
@@ -22,7 +22,7 @@ func TestReportOfARunThatDiedWithItsStoreOpen(t *testing.T) {
 	if err := os.CopyFS(dead, os.DirFS(f.runDir)); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(filepath.Join(dead, "sessions.db"))
+	st, err := sqlite.Open(filepath.Join(dead, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

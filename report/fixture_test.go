@@ -11,7 +11,7 @@ import (
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 // fixture is a run directory written by the writers flower itself uses
@@ -93,7 +93,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	writeFile(t, filepath.Join(f.runDir, "events.jsonl"), lines)
 
-	st, err := store.Open(filepath.Join(f.runDir, "sessions.db"))
+	st, err := sqlite.Open(filepath.Join(f.runDir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

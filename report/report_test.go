@@ -22,7 +22,7 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/filelock"
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -427,7 +427,7 @@ func TestReportOfALiveRunNeitherBlocksNorWaits(t *testing.T) {
 		defer l.Unlock()
 	}
 	// ... its store is open and has written ...
-	st, err := store.Open(filepath.Join(f.runDir, "sessions.db"))
+	st, err := sqlite.Open(filepath.Join(f.runDir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package store_test
 
 // Real-CLI tests of issue 10: every byte a tool produced stays recoverable
 // across a store-backed resume with a fresh HOME, from the file the pointer
@@ -17,7 +17,9 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/guard"
+	"github.com/flowerrun/flower/store"
 	"github.com/flowerrun/flower/store/readback"
+	"github.com/flowerrun/flower/store/sqlite"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -91,7 +93,7 @@ func withSpill(opts claude.Options, wb *workbench.Workbench) claude.Options {
 func TestRealEveryOutputStaysRecoverableAcrossAResumeWithTheWorkbench(t *testing.T) {
 	t.Parallel()
 	srv := claudetest.NewServer(t, readbackScript([]claudetest.Responder{bashTurn(readbackCmds[1]), bashTurn(readbackCmds[2])}))
-	db, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestRealEveryOutputStaysRecoverableAcrossAResumeWithTheWorkbench(t *testing
 	defer cancel()
 	first := run(t, ctx, "SCENARIO:first", withSpill(realOpts(t, srv, cwd, db), wb))
 
-	pruning, err := NewPruning(db, cwd, TrimPolicy{KeepRecent: 1}, PrunePolicy{}, EphemeralPolicy{KeepRecent: 1})
+	pruning, err := store.NewPruning(db, cwd, store.TrimPolicy{KeepRecent: 1}, store.PrunePolicy{}, store.EphemeralPolicy{KeepRecent: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestRealEveryOutputStaysRecoverableAcrossAResumeWithTheWorkbench(t *testing
 func TestRealEveryOutputStaysRecoverableAcrossAResumeWithoutTheWorkbench(t *testing.T) {
 	t.Parallel()
 	srv := claudetest.NewServer(t, readbackScript([]claudetest.Responder{bashTurn(readbackCmds[1]), bashTurn(readbackCmds[2])}))
-	db, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +171,7 @@ func TestRealEveryOutputStaysRecoverableAcrossAResumeWithoutTheWorkbench(t *test
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	first := run(t, ctx, "SCENARIO:first", realOpts(t, srv, cwd, db))
-	pruning, err := NewPruning(db, cwd, TrimPolicy{KeepRecent: 1}, PrunePolicy{}, EphemeralPolicy{KeepRecent: 1})
+	pruning, err := store.NewPruning(db, cwd, store.TrimPolicy{KeepRecent: 1}, store.PrunePolicy{}, store.EphemeralPolicy{KeepRecent: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

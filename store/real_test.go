@@ -1,4 +1,4 @@
-package store
+package store_test
 
 // Real-CLI tests: the pinned Claude Code CLI against claudetest's fake
 // Messages API, mirroring into SQLite and resuming through the pruning
@@ -17,6 +17,8 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 func realOpts(t *testing.T, srv *claudetest.Server, cwd string, st claude.SessionStore) claude.Options {
@@ -96,9 +98,9 @@ func validHistory(next claudetest.Handler) claudetest.Handler {
 // resumeThroughPruning resumes session sid with a fresh HOME through a
 // default pruning store over db, asserts the CLI took the history, and
 // returns the request the fake API got.
-func resumeThroughPruning(t *testing.T, ctx context.Context, srv *claudetest.Server, db *SQLite, cwd, sid string) *claudetest.Request {
+func resumeThroughPruning(t *testing.T, ctx context.Context, srv *claudetest.Server, db *sqlite.Store, cwd, sid string) *claudetest.Request {
 	t.Helper()
-	pruning, err := NewPruning(db, cwd, TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
+	pruning, err := store.NewPruning(db, cwd, store.TrimPolicy{}, store.PrunePolicy{}, store.EphemeralPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func resumeThroughPruning(t *testing.T, ctx context.Context, srv *claudetest.Ser
 	return srv.Requests()[srv.Count()-1]
 }
 
-func storedRows(t *testing.T, db *SQLite, key claude.SessionKey) []string {
+func storedRows(t *testing.T, db *sqlite.Store, key claude.SessionKey) []string {
 	t.Helper()
 	rows, err := db.Load(context.Background(), key)
 	if err != nil {
@@ -144,7 +146,7 @@ func countLines(t *testing.T, path string) int {
 
 func TestRealSQLiteMirrorsEveryMainAndSubagentEntry(t *testing.T) {
 	t.Parallel()
-	db, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +200,7 @@ func TestRealResumeThroughThePruningStoreFeedsALighterHistory(t *testing.T) {
 		"SCENARIO:next": {claudetest.Say("resumed fine")},
 	}.Handler()))
 	dir := t.TempDir()
-	db, err := Open(filepath.Join(dir, "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,10 +212,10 @@ func TestRealResumeThroughThePruningStoreFeedsALighterHistory(t *testing.T) {
 	key := claude.SessionKey{ProjectKey: claude.ProjectKey(cwd), SessionID: first.SessionID}
 	before := storedRows(t, db, key)
 
-	pruning, err := NewPruning(db, cwd,
-		TrimPolicy{KeepRecent: 1},
-		PrunePolicy{},
-		EphemeralPolicy{KeepRecent: 1})
+	pruning, err := store.NewPruning(db, cwd,
+		store.TrimPolicy{KeepRecent: 1},
+		store.PrunePolicy{},
+		store.EphemeralPolicy{KeepRecent: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +289,7 @@ func TestRealInterruptedSessionResumesWithoutAnAPIError(t *testing.T) {
 		"SCENARIO:slow": {bashTurn("timeout 30 tail -f /dev/null; echo woke"), claudetest.Say("never")},
 		"SCENARIO:next": {claudetest.Say("resumed fine")},
 	}.Handler()))
-	db, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +337,7 @@ func TestRealInterruptedSessionResumesWithoutAnAPIError(t *testing.T) {
 	if strings.Contains(string(req.Body), "wait for the user") {
 		t.Error("the interrupted tool result should have been neutralized")
 	}
-	if !req.HasText(DefaultInterruptText) {
+	if !req.HasText(store.DefaultInterruptText) {
 		t.Error("the neutral interrupt note is missing")
 	}
 }
@@ -351,7 +353,7 @@ func TestRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T) {
 		}
 		return script(ctx, r)
 	}))
-	db, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

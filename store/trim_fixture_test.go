@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -277,4 +279,17 @@ func layerBigText(label string, n int) string {
 		fmt.Fprintf(&b, "%s line %d: some output that is long enough\n", label, b.Len())
 	}
 	return b.String()[:n]
+}
+
+// wantMode fails t unless the file at path has the mode (type and
+// permission bits) want.
+func wantMode(t *testing.T, path string, want fs.FileMode) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode() & (fs.ModeDir | fs.ModePerm); got != want {
+		t.Errorf("%s has mode %v, want %v", path, got, want)
+	}
 }

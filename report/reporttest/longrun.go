@@ -18,7 +18,7 @@ import (
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
-	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 // Long describes the long run LongRun writes.
@@ -180,7 +180,7 @@ func LongRun(t testing.TB, o Long) Run {
 	write(t, filepath.Join(run.RunDir, flower.LineageName), string(lin))
 	write(t, filepath.Join(run.RunDir, flower.RunInfoName), fmt.Sprintf(`{"language":%q}`, o.Lang))
 	write(t, filepath.Join(run.RunDir, "events.jsonl"), w.events.String())
-	st, err := store.Open(filepath.Join(run.RunDir, "sessions.db"))
+	st, err := sqlite.Open(filepath.Join(run.RunDir, "sessions.db"))
 	must(t, err)
 	for k, entries := range w.keys {
 		must(t, st.Append(context.Background(), k, entries))

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func BenchmarkAppend(b *testing.B) {
 
 // loadFixture returns a store holding one generated n-entry session,
 // appended in the mirror's batches of 500, and its key.
-func loadFixture(tb testing.TB, n int) (*SQLite, claude.SessionKey, []json.RawMessage) {
+func loadFixture(tb testing.TB, n int) (*Store, claude.SessionKey, []json.RawMessage) {
 	tb.Helper()
 	s := openTest(tb)
 	entries := transcripttest.Generate(n, 2)

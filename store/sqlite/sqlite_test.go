@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bytes"
@@ -21,11 +21,13 @@ import (
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/transcripttest"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/internal/rows"
 )
 
 // openTest opens a fresh database in a temporary directory, closed when the
 // test ends.
-func openTest(t testing.TB) *SQLite {
+func openTest(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(filepath.Join(t.TempDir(), "sessions.db"))
 	if err != nil {
@@ -39,7 +41,7 @@ func openTest(t testing.TB) *SQLite {
 	return s
 }
 
-func mustAppend(t testing.TB, s *SQLite, key claude.SessionKey, entries ...json.RawMessage) {
+func mustAppend(t testing.TB, s *Store, key claude.SessionKey, entries ...json.RawMessage) {
 	t.Helper()
 	if err := s.Append(context.Background(), key, entries); err != nil {
 		t.Fatalf("Append(%+v): %v", key, err)
@@ -208,8 +210,8 @@ func TestSQLiteRejectsEntriesThatAreNotObjects(t *testing.T) {
 			json.RawMessage(bad),
 			json.RawMessage(`{"type":"user","uuid":"ok-2"}`),
 		})
-		if !errors.Is(err, ErrInvalidEntry) || !strings.Contains(err.Error(), "entry 1") || !strings.Contains(err.Error(), "nothing of this batch was stored") {
-			t.Errorf("Append with entry %q: %v; want ErrInvalidEntry naming entry 1", bad, err)
+		if !errors.Is(err, store.ErrInvalidEntry) || !strings.Contains(err.Error(), "entry 1") || !strings.Contains(err.Error(), "nothing of this batch was stored") {
+			t.Errorf("Append with entry %q: %v; want store.ErrInvalidEntry naming entry 1", bad, err)
 		}
 	}
 	got, err := s.Load(t.Context(), key)
@@ -241,29 +243,29 @@ func TestSQLiteRejectsUnsafeKeys(t *testing.T) {
 		{ProjectKey: "p", SessionID: "s", Subpath: `..\..\x`},
 	}
 	for _, k := range bad {
-		if err := s.Append(ctx, k, entry); !errors.Is(err, ErrInvalidKey) {
-			t.Errorf("Append(%q): %v, want ErrInvalidKey", k, err)
+		if err := s.Append(ctx, k, entry); !errors.Is(err, store.ErrInvalidKey) {
+			t.Errorf("Append(%q): %v, want store.ErrInvalidKey", k, err)
 		}
-		if _, err := s.Load(ctx, k); !errors.Is(err, ErrInvalidKey) {
-			t.Errorf("Load(%q): %v, want ErrInvalidKey", k, err)
+		if _, err := s.Load(ctx, k); !errors.Is(err, store.ErrInvalidKey) {
+			t.Errorf("Load(%q): %v, want store.ErrInvalidKey", k, err)
 		}
-		if err := s.Delete(ctx, k); !errors.Is(err, ErrInvalidKey) {
-			t.Errorf("Delete(%q): %v, want ErrInvalidKey", k, err)
+		if err := s.Delete(ctx, k); !errors.Is(err, store.ErrInvalidKey) {
+			t.Errorf("Delete(%q): %v, want store.ErrInvalidKey", k, err)
 		}
 	}
-	if _, err := s.ListSessions(ctx, "a/b"); !errors.Is(err, ErrInvalidKey) {
+	if _, err := s.ListSessions(ctx, "a/b"); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("ListSessions(a/b): %v", err)
 	}
-	if _, err := s.ListSessionSummaries(ctx, ""); !errors.Is(err, ErrInvalidKey) {
+	if _, err := s.ListSessionSummaries(ctx, ""); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("ListSessionSummaries(\"\"): %v", err)
 	}
-	if _, err := s.ListSubkeys(ctx, "p", "s/x"); !errors.Is(err, ErrInvalidKey) {
+	if _, err := s.ListSubkeys(ctx, "p", "s/x"); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("ListSubkeys(p, s/x): %v", err)
 	}
-	if _, err := s.HasSession(ctx, "", "s"); !errors.Is(err, ErrInvalidKey) {
+	if _, err := s.HasSession(ctx, "", "s"); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("HasSession: %v", err)
 	}
-	if _, err := s.LastContext(ctx, "p", ""); !errors.Is(err, ErrInvalidKey) {
+	if _, err := s.LastContext(ctx, "p", ""); !errors.Is(err, store.ErrInvalidKey) {
 		t.Errorf("LastContext: %v", err)
 	}
 	if got, _ := s.Projects(ctx); got != nil {
@@ -297,8 +299,8 @@ func TestSQLiteCorruptFileErrorsClearly(t *testing.T) {
 				defer s.Close()
 				err = s.Append(t.Context(), claude.SessionKey{ProjectKey: "p", SessionID: "s"}, []json.RawMessage{json.RawMessage(`{}`)})
 			}
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("got %v, want ErrCorrupt", err)
+			if !errors.Is(err, store.ErrCorrupt) {
+				t.Fatalf("got %v, want store.ErrCorrupt", err)
 			}
 			for _, want := range []string{path, "move", "aside", "fresh one"} {
 				if !strings.Contains(err.Error(), want) {
@@ -337,8 +339,8 @@ func TestSQLiteRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := Open(path); !errors.Is(err, ErrNewerSchema) {
-		t.Fatalf("Open of a newer database: %v, want ErrNewerSchema", err)
+	if _, err := Open(path); !errors.Is(err, store.ErrNewerSchema) {
+		t.Fatalf("Open of a newer database: %v, want store.ErrNewerSchema", err)
 	}
 }
 
@@ -372,8 +374,8 @@ func TestSQLiteLockedDatabaseTimesOutWithTheContext(t *testing.T) {
 	start := time.Now()
 	err = s.Append(ctx, key, []json.RawMessage{json.RawMessage(`{"type":"user","uuid":"during"}`)})
 	elapsed := time.Since(start)
-	if !errors.Is(err, ErrLocked) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Append under another writer's lock: %v; want ErrLocked and context.DeadlineExceeded", err)
+	if !errors.Is(err, store.ErrLocked) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Append under another writer's lock: %v; want store.ErrLocked and context.DeadlineExceeded", err)
 	}
 	if !strings.Contains(err.Error(), "write lock") || !strings.Contains(err.Error(), s.path) {
 		t.Errorf("the error does not say what waited for what: %v", err)
@@ -386,7 +388,7 @@ func TestSQLiteLockedDatabaseTimesOutWithTheContext(t *testing.T) {
 	// A second Append queued behind the first gives up too.
 	ctx2, cancel2 := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel2()
-	if err := s.Delete(ctx2, key); !errors.Is(err, ErrLocked) {
+	if err := s.Delete(ctx2, key); !errors.Is(err, store.ErrLocked) {
 		t.Fatalf("Delete under the lock: %v", err)
 	}
 
@@ -448,7 +450,7 @@ func TestSQLiteLastContext(t *testing.T) {
 	mustAppend(t, s, genKey, gen...)
 	want := 0
 	for i := len(gen) - 1; i >= 0 && want == 0; i-- {
-		want = usageContext(gen[i])
+		want = rows.UsageContext(gen[i])
 	}
 	if n, _ := s.LastContext(ctx, "p", "gen"); n != want || n < 9000 {
 		t.Fatalf("LastContext of a generated session = %d, want %d", n, want)
@@ -568,8 +570,8 @@ func TestSQLiteBusyErrorSaysWhatWasMeasured(t *testing.T) {
 		t.Fatalf("the second writer got %v, want SQLITE_BUSY", busy)
 	}
 	err = s.fail(t.Context(), "append p/s", time.Now().Add(-7*time.Millisecond), busy)
-	if !errors.Is(err, ErrLocked) {
-		t.Fatalf("fail(BUSY) = %v, want ErrLocked", err)
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("fail(BUSY) = %v, want store.ErrLocked", err)
 	}
 	msg := err.Error()
 	if strings.Contains(msg, busyTimeout.String()) || !strings.Contains(msg, "after 7ms") {

@@ -1,7 +1,9 @@
-package store
+// Package sqlite is flower's default session store: a claude.SessionStore
+// in one SQLite file (modernc.org/sqlite, no cgo) that several flower
+// processes on one machine can share. Its errors wrap the store package's.
+package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	_ "embed"
@@ -18,16 +20,18 @@ import (
 	"strings"
 	"time"
 
-	"modernc.org/sqlite"
+	sqlitedrv "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/internal/rows"
 )
 
 // schema creates the tables if they are missing; see the file for what each
 // column holds.
 //
-//go:embed sqlite_schema.sql
+//go:embed schema.sql
 var schema string
 
 // schemaVersion is stored in PRAGMA user_version. A database with a higher
@@ -38,26 +42,7 @@ const schemaVersion = 1
 // write lock when its context has no earlier deadline.
 const busyTimeout = 30 * time.Second
 
-// lastContextScan is how many of a transcript's newest entries LastContext
-// looks through for usage.
-const lastContextScan = 60
-
-// Errors the SQLite store wraps, for callers to branch on with errors.Is.
-var (
-	// ErrInvalidEntry: an appended entry is not a JSON object. The whole
-	// batch is refused.
-	ErrInvalidEntry = errors.New("invalid transcript entry")
-	// ErrCorrupt: the file is not an SQLite database or is damaged.
-	ErrCorrupt = errors.New("file is not a database or is damaged")
-	// ErrLocked: another connection held the database's lock and the store
-	// stopped waiting: SQLite gave up (its busy timeout, or at once where
-	// waiting could deadlock), or the caller's context ended.
-	ErrLocked = errors.New("database is locked")
-	// ErrNewerSchema: the database was written by a newer flower.
-	ErrNewerSchema = errors.New("database was written by a newer flower")
-)
-
-// SQLite is a claude.SessionStore in one SQLite file, flower's durable copy of
+// Store is a claude.SessionStore in one SQLite file, flower's durable copy of
 // every transcript the CLI mirrors. It implements every optional capability
 // of claude.SessionStore plus ProjectLister, SessionChecker and
 // LastContextReader.
@@ -75,8 +60,8 @@ var (
 //
 // Several goroutines and several processes may use one database at once:
 // writers take the write lock in turn (BEGIN IMMEDIATE), readers never wait
-// for them (WAL). A SQLite is safe for concurrent use.
-type SQLite struct {
+// for them (WAL). A Store is safe for concurrent use.
+type Store struct {
 	// Now is the clock mtimes come from; nil means time.Now. Set it before
 	// the first call; tests use it for deterministic mtimes.
 	Now func() time.Time
@@ -93,14 +78,14 @@ type SQLite struct {
 }
 
 var (
-	_ claude.SessionStore         = (*SQLite)(nil)
-	_ claude.SessionLister        = (*SQLite)(nil)
-	_ claude.SessionSummaryLister = (*SQLite)(nil)
-	_ claude.SessionDeleter       = (*SQLite)(nil)
-	_ claude.SubkeyLister         = (*SQLite)(nil)
-	_ ProjectLister               = (*SQLite)(nil)
-	_ SessionChecker              = (*SQLite)(nil)
-	_ LastContextReader           = (*SQLite)(nil)
+	_ claude.SessionStore         = (*Store)(nil)
+	_ claude.SessionLister        = (*Store)(nil)
+	_ claude.SessionSummaryLister = (*Store)(nil)
+	_ claude.SessionDeleter       = (*Store)(nil)
+	_ claude.SubkeyLister         = (*Store)(nil)
+	_ store.ProjectLister         = (*Store)(nil)
+	_ store.SessionChecker        = (*Store)(nil)
+	_ store.LastContextReader     = (*Store)(nil)
 )
 
 // Open opens the database at path, creating it and its parent directories
@@ -111,11 +96,11 @@ var (
 // are 0700.
 //
 // It fails when the directory cannot be created, when the file is not an
-// SQLite database (the error wraps ErrCorrupt and says to move the file
-// aside), when a newer flower wrote it (ErrNewerSchema), when another
-// process kept it locked too long (ErrLocked), or when the file cannot be
+// SQLite database (the error wraps store.ErrCorrupt and says to move the file
+// aside), when a newer flower wrote it (store.ErrNewerSchema), when another
+// process kept it locked too long (store.ErrLocked), or when the file cannot be
 // opened or written.
-func Open(path string) (*SQLite, error) {
+func Open(path string) (*Store, error) {
 	start := time.Now()
 	if path == "" {
 		return nil, errors.New("store: open: no path given; pass the database file, e.g. runs/sessions.db")
@@ -142,7 +127,7 @@ func Open(path string) (*SQLite, error) {
 	n := max(4, runtime.GOMAXPROCS(0))
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
-	s := &SQLite{path: abs, db: db, write: make(chan struct{}, 1)}
+	s := &Store{path: abs, db: db, write: make(chan struct{}, 1)}
 	if err := s.init(context.Background(), start); err != nil {
 		db.Close()
 		return nil, err
@@ -189,7 +174,7 @@ func dsn(abs string) string {
 	return u.String() + "?" + q.Encode()
 }
 
-func (s *SQLite) init(ctx context.Context, start time.Time) error {
+func (s *Store) init(ctx context.Context, start time.Time) error {
 	op := "open " + s.path
 	if err := s.setWAL(ctx, op, start); err != nil {
 		return err
@@ -204,7 +189,7 @@ func (s *SQLite) init(ctx context.Context, start time.Time) error {
 		return s.fail(ctx, op, start, err)
 	}
 	if version > schemaVersion {
-		return fmt.Errorf("store: %s: %w (schema version %d, this flower knows %d); upgrade flower or use another run directory", op, ErrNewerSchema, version, schemaVersion)
+		return fmt.Errorf("store: %s: %w (schema version %d, this flower knows %d); upgrade flower or use another run directory", op, store.ErrNewerSchema, version, schemaVersion)
 	}
 	if _, err := tx.ExecContext(ctx, schema); err != nil {
 		return s.fail(ctx, op, start, err)
@@ -228,7 +213,7 @@ func (s *SQLite) init(ctx context.Context, start time.Time) error {
 // SQLite answers BUSY at once, without its busy handler, to avoid a
 // deadlock. So a BUSY is retried here, backing off, until the busy timeout
 // from start or the context ends.
-func (s *SQLite) setWAL(ctx context.Context, op string, start time.Time) error {
+func (s *Store) setWAL(ctx context.Context, op string, start time.Time) error {
 	deadline := start.Add(busyTimeout)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
 		var mode string
@@ -256,7 +241,7 @@ func (s *SQLite) setWAL(ctx context.Context, op string, start time.Time) error {
 
 // isBusy reports whether err is SQLite's BUSY or LOCKED.
 func isBusy(err error) bool {
-	var se *sqlite.Error
+	var se *sqlitedrv.Error
 	if !errors.As(err, &se) {
 		return false
 	}
@@ -265,11 +250,11 @@ func isBusy(err error) bool {
 }
 
 // Path returns the absolute path of the database file.
-func (s *SQLite) Path() string { return s.path }
+func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Calls after Close fail. It returns the error of
 // closing the connections, if any.
-func (s *SQLite) Close() error {
+func (s *Store) Close() error {
 	for _, st := range s.stmts.all() {
 		if *st != nil {
 			(*st).Close() // closing the database reports what matters
@@ -281,7 +266,7 @@ func (s *SQLite) Close() error {
 	return nil
 }
 
-func (s *SQLite) now() time.Time {
+func (s *Store) now() time.Time {
 	if s.Now != nil {
 		return s.Now()
 	}
@@ -298,7 +283,7 @@ func (st *appendStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{&st.nextSeq, &st.insert, &st.newest, &st.putMeta, &st.summary, &st.putSummary}
 }
 
-func (s *SQLite) prepare(ctx context.Context, start time.Time) error {
+func (s *Store) prepare(ctx context.Context, start time.Time) error {
 	queries := map[**sql.Stmt]string{
 		&s.stmts.nextSeq: `SELECT next_seq FROM meta WHERE store_key = ?`,
 		// A uuid already stored for the key (or earlier in the batch) hits
@@ -322,65 +307,31 @@ func (s *SQLite) prepare(ctx context.Context, start time.Time) error {
 	return nil
 }
 
-// row is an entry ready to insert.
-type row struct {
-	payload string // compact JSON
-	uid     sql.NullString
-}
-
-// prepareEntries compacts and checks every entry before anything is
-// written, so a bad entry refuses the whole batch.
-func prepareEntries(sk string, entries []json.RawMessage) ([]row, error) {
-	rows := make([]row, len(entries))
-	var buf bytes.Buffer
-	for i, e := range entries {
-		buf.Reset()
-		if err := json.Compact(&buf, e); err != nil {
-			return nil, fmt.Errorf("store: append %s: %w: entry %d is not valid JSON (%v); nothing of this batch was stored", sk, ErrInvalidEntry, i, err)
-		}
-		if buf.Len() == 0 || buf.Bytes()[0] != '{' {
-			return nil, fmt.Errorf("store: append %s: %w: entry %d is not a JSON object (it starts %.20q); nothing of this batch was stored", sk, ErrInvalidEntry, i, buf.String())
-		}
-		rows[i].payload = buf.String()
-		var id struct {
-			UUID json.RawMessage `json:"uuid"`
-		}
-		if err := json.Unmarshal(buf.Bytes(), &id); err != nil {
-			return nil, fmt.Errorf("store: append %s: %w: entry %d: %v; nothing of this batch was stored", sk, ErrInvalidEntry, i, err)
-		}
-		var uid string
-		if len(id.UUID) > 0 && id.UUID[0] == '"' && json.Unmarshal(id.UUID, &uid) == nil && uid != "" {
-			rows[i].uid = sql.NullString{String: uid, Valid: true}
-		}
-	}
-	return rows, nil
-}
-
 // IdempotentAppend tells the driver's mirror that a timed-out Append may be
 // sent again: a failed Append stored nothing (one transaction), and an
 // entry whose uuid is stored is skipped.
-func (s *SQLite) IdempotentAppend() bool { return true }
+func (s *Store) IdempotentAppend() bool { return true }
 
 // Append stores entries for key in one transaction, skipping those whose
 // uuid is already stored for key or earlier in the batch. Appending nothing
 // does nothing.
 //
 // It fails, storing nothing of the batch, when ctx is done (while waiting for
-// another writer the error wraps ErrLocked and the context's error), when key
-// is invalid (ErrInvalidKey), when an entry is not a JSON object
-// (ErrInvalidEntry), or when the database fails.
-func (s *SQLite) Append(ctx context.Context, key claude.SessionKey, entries []json.RawMessage) error {
+// another writer the error wraps store.ErrLocked and the context's error), when key
+// is invalid (store.ErrInvalidKey), when an entry is not a JSON object
+// (store.ErrInvalidEntry), or when the database fails.
+func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []json.RawMessage) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: append: %w", err)
 	}
-	sk, err := storeKey(key)
+	sk, err := rows.Key(key)
 	if err != nil {
 		return err
 	}
 	if len(entries) == 0 {
 		return nil
 	}
-	rows, err := prepareEntries(sk, entries)
+	batch, err := rows.Prepare(sk, entries)
 	if err != nil {
 		return err
 	}
@@ -394,8 +345,8 @@ func (s *SQLite) Append(ctx context.Context, key claude.SessionKey, entries []js
 		}
 		insert := tx.StmtContext(ctx, s.stmts.insert)
 		var added []json.RawMessage
-		for _, r := range rows {
-			res, err := insert.ExecContext(ctx, sk, next, r.uid, r.payload)
+		for _, r := range batch {
+			res, err := insert.ExecContext(ctx, sk, next, nullable(r.UUID), r.Payload)
 			if err != nil {
 				return err
 			}
@@ -403,7 +354,7 @@ func (s *SQLite) Append(ctx context.Context, key claude.SessionKey, entries []js
 				return err
 			} else if n == 1 {
 				next++
-				added = append(added, json.RawMessage(r.payload))
+				added = append(added, json.RawMessage(r.Payload))
 			}
 		}
 		if len(added) == 0 {
@@ -444,7 +395,7 @@ func (s *SQLite) Append(ctx context.Context, key claude.SessionKey, entries []js
 // writeTx runs fn in a write transaction: one writer of this process at a
 // time, and BEGIN IMMEDIATE against the others. committed runs after a
 // successful commit, still holding the writer slot.
-func (s *SQLite) writeTx(ctx context.Context, op string, fn func(*sql.Tx) error, committed func()) error {
+func (s *Store) writeTx(ctx context.Context, op string, fn func(*sql.Tx) error, committed func()) error {
 	start := time.Now()
 	select {
 	case s.write <- struct{}{}:
@@ -472,9 +423,9 @@ func (s *SQLite) writeTx(ctx context.Context, op string, fn func(*sql.Tx) error,
 	return nil
 }
 
-func (s *SQLite) lockWaitErr(ctx context.Context, op string, start time.Time) error {
+func (s *Store) lockWaitErr(ctx context.Context, op string, start time.Time) error {
 	return fmt.Errorf("store: %s: %w: the context ended after %v of waiting for the write lock on %s, which another connection or process (a second flower on the same run directory?) holds: %w",
-		op, ErrLocked, since(start), s.path, ctx.Err())
+		op, store.ErrLocked, since(start), s.path, ctx.Err())
 }
 
 // since is the time from start, rounded for a message.
@@ -484,25 +435,25 @@ func since(start time.Time) time.Duration {
 
 // fail turns a database error of the operation op, begun at start, into one
 // that says what to do.
-func (s *SQLite) fail(ctx context.Context, op string, start time.Time, err error) error {
+func (s *Store) fail(ctx context.Context, op string, start time.Time, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(err, ctxErr) {
 			return fmt.Errorf("store: %s: %w", op, err)
 		}
 		return fmt.Errorf("store: %s: %w (%v)", op, ctxErr, err)
 	}
-	var se *sqlite.Error
+	var se *sqlitedrv.Error
 	if !errors.As(err, &se) {
 		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-		return fmt.Errorf("store: %s: %w — move %s aside and rerun; flower will create a fresh one (%w)", op, ErrCorrupt, s.path, err)
+		return fmt.Errorf("store: %s: %w — move %s aside and rerun; flower will create a fresh one (%w)", op, store.ErrCorrupt, s.path, err)
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 		// Only what was measured: SQLite may give up long before its busy
 		// timeout (to avoid a deadlock), so the timeout says nothing of how
 		// long the lock was held.
-		return fmt.Errorf("store: %s: %w: SQLite found %s locked by another connection or process and gave up after %v; stop the other flower on this run directory or retry (%w)", op, ErrLocked, s.path, since(start), err)
+		return fmt.Errorf("store: %s: %w: SQLite found %s locked by another connection or process and gave up after %v; stop the other flower on this run directory or retry (%w)", op, store.ErrLocked, s.path, since(start), err)
 	case sqlite3.SQLITE_FULL:
 		return fmt.Errorf("store: %s: the disk holding %s is full; free some space and retry (%w)", op, s.path, err)
 	case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
@@ -515,29 +466,29 @@ func (s *SQLite) fail(ctx context.Context, op string, start time.Time, err error
 
 // Load returns the entries stored for key in append order, each the compact
 // JSON of what was appended, or nil (and no error) when key was never
-// written. It fails when ctx is done, key is invalid (ErrInvalidKey) or the
+// written. It fails when ctx is done, key is invalid (store.ErrInvalidKey) or the
 // database fails.
-func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMessage, error) {
+func (s *Store) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMessage, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: load: %w", err)
 	}
-	sk, err := storeKey(key)
+	sk, err := rows.Key(key)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT payload FROM entries WHERE store_key = ? ORDER BY seq`, sk)
+	cur, err := s.db.QueryContext(ctx, `SELECT payload FROM entries WHERE store_key = ? ORDER BY seq`, sk)
 	if err != nil {
 		return nil, s.fail(ctx, "load "+sk, start, err)
 	}
-	defer rows.Close()
+	defer cur.Close()
 	var out []json.RawMessage
 	// Payloads share a few growing allocations instead of one each.
 	var arena []byte
 	chunk := 8 << 10
-	for rows.Next() {
+	for cur.Next() {
 		var p sql.RawBytes
-		if err := rows.Scan(&p); err != nil {
+		if err := cur.Scan(&p); err != nil {
 			return nil, s.fail(ctx, "load "+sk, start, err)
 		}
 		if cap(arena)-len(arena) < len(p) {
@@ -548,7 +499,7 @@ func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMes
 		arena = append(arena, p...)
 		out = append(out, json.RawMessage(arena[start:len(arena):len(arena)]))
 	}
-	if err := rows.Err(); err != nil {
+	if err := cur.Err(); err != nil {
 		return nil, s.fail(ctx, "load "+sk, start, err)
 	}
 	return out, nil
@@ -556,35 +507,35 @@ func (s *SQLite) Load(ctx context.Context, key claude.SessionKey) ([]json.RawMes
 
 // ListSessions returns the main transcripts of projectKey (never subkeys),
 // newest mtime first, or nil when it has none. It fails when ctx is done,
-// projectKey is invalid (ErrInvalidKey) or the database fails.
-func (s *SQLite) ListSessions(ctx context.Context, projectKey string) ([]claude.SessionInfo, error) {
+// projectKey is invalid (store.ErrInvalidKey) or the database fails.
+func (s *Store) ListSessions(ctx context.Context, projectKey string) ([]claude.SessionInfo, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list sessions: %w", err)
 	}
-	if err := checkSegment("project key", projectKey); err != nil {
+	if err := rows.CheckSegment("project key", projectKey); err != nil {
 		return nil, err
 	}
 	op := "list sessions of " + projectKey
-	lo, hi := keyRange(projectKey)
-	rows, err := s.db.QueryContext(ctx, `SELECT store_key, mtime FROM meta WHERE store_key >= ? AND store_key < ?
+	lo, hi := rows.Range(projectKey)
+	cur, err := s.db.QueryContext(ctx, `SELECT store_key, mtime FROM meta WHERE store_key >= ? AND store_key < ?
 		ORDER BY mtime DESC, store_key`, lo, hi)
 	if err != nil {
 		return nil, s.fail(ctx, op, start, err)
 	}
-	defer rows.Close()
+	defer cur.Close()
 	var out []claude.SessionInfo
-	for rows.Next() {
+	for cur.Next() {
 		var sk string
 		var mtime int64
-		if err := rows.Scan(&sk, &mtime); err != nil {
+		if err := cur.Scan(&sk, &mtime); err != nil {
 			return nil, s.fail(ctx, op, start, err)
 		}
 		if id := sk[len(lo):]; !strings.Contains(id, "/") {
 			out = append(out, claude.SessionInfo{SessionID: id, Mtime: mtime})
 		}
 	}
-	if err := rows.Err(); err != nil {
+	if err := cur.Err(); err != nil {
 		return nil, s.fail(ctx, op, start, err)
 	}
 	return out, nil
@@ -594,33 +545,33 @@ func (s *SQLite) ListSessions(ctx context.Context, projectKey string) ([]claude.
 // newest mtime first, or nil when it has none. Each Data is what
 // claude.FoldSessionSummary returned, and each Mtime equals the session's
 // ListSessions mtime. It fails when ctx is done, projectKey is invalid
-// (ErrInvalidKey) or the database fails.
-func (s *SQLite) ListSessionSummaries(ctx context.Context, projectKey string) ([]claude.SessionSummary, error) {
+// (store.ErrInvalidKey) or the database fails.
+func (s *Store) ListSessionSummaries(ctx context.Context, projectKey string) ([]claude.SessionSummary, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list summaries: %w", err)
 	}
-	if err := checkSegment("project key", projectKey); err != nil {
+	if err := rows.CheckSegment("project key", projectKey); err != nil {
 		return nil, err
 	}
 	op := "list summaries of " + projectKey
-	rows, err := s.db.QueryContext(ctx, `SELECT session_id, mtime, data FROM summaries WHERE project_key = ?
+	cur, err := s.db.QueryContext(ctx, `SELECT session_id, mtime, data FROM summaries WHERE project_key = ?
 		ORDER BY mtime DESC, session_id`, projectKey)
 	if err != nil {
 		return nil, s.fail(ctx, op, start, err)
 	}
-	defer rows.Close()
+	defer cur.Close()
 	var out []claude.SessionSummary
-	for rows.Next() {
+	for cur.Next() {
 		var sum claude.SessionSummary
 		var data []byte
-		if err := rows.Scan(&sum.SessionID, &sum.Mtime, &data); err != nil {
+		if err := cur.Scan(&sum.SessionID, &sum.Mtime, &data); err != nil {
 			return nil, s.fail(ctx, op, start, err)
 		}
 		sum.Data = data
 		out = append(out, sum)
 	}
-	if err := rows.Err(); err != nil {
+	if err := cur.Err(); err != nil {
 		return nil, s.fail(ctx, op, start, err)
 	}
 	return out, nil
@@ -629,12 +580,12 @@ func (s *SQLite) ListSessionSummaries(ctx context.Context, projectKey string) ([
 // Delete removes key's entries. Deleting a main key also removes all its
 // subkeys and its summary; deleting a subkey removes only it. Deleting a key
 // never written does nothing. It fails when ctx is done (see Append), key is
-// invalid (ErrInvalidKey) or the database fails.
-func (s *SQLite) Delete(ctx context.Context, key claude.SessionKey) error {
+// invalid (store.ErrInvalidKey) or the database fails.
+func (s *Store) Delete(ctx context.Context, key claude.SessionKey) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: delete: %w", err)
 	}
-	sk, err := storeKey(key)
+	sk, err := rows.Key(key)
 	if err != nil {
 		return err
 	}
@@ -648,7 +599,7 @@ func (s *SQLite) Delete(ctx context.Context, key claude.SessionKey) error {
 			{`DELETE FROM meta WHERE store_key = ?`, []any{sk}},
 		}
 		if key.Subpath == "" {
-			lo, hi := keyRange(sk)
+			lo, hi := rows.Range(sk)
 			stmts = append(stmts,
 				stmt{`DELETE FROM entries WHERE store_key >= ? AND store_key < ?`, []any{lo, hi}},
 				stmt{`DELETE FROM meta WHERE store_key >= ? AND store_key < ?`, []any{lo, hi}},
@@ -666,32 +617,32 @@ func (s *SQLite) Delete(ctx context.Context, key claude.SessionKey) error {
 
 // ListSubkeys returns the subpaths stored under the session, sorted
 // bytewise, or nil when it has none. It fails when ctx is done, the project
-// key or session id is invalid (ErrInvalidKey) or the database fails.
-func (s *SQLite) ListSubkeys(ctx context.Context, projectKey, sessionID string) ([]string, error) {
+// key or session id is invalid (store.ErrInvalidKey) or the database fails.
+func (s *Store) ListSubkeys(ctx context.Context, projectKey, sessionID string) ([]string, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list subkeys: %w", err)
 	}
-	sk, err := storeKey(claude.SessionKey{ProjectKey: projectKey, SessionID: sessionID})
+	sk, err := rows.Key(claude.SessionKey{ProjectKey: projectKey, SessionID: sessionID})
 	if err != nil {
 		return nil, err
 	}
 	op := "list subkeys of " + sk
-	lo, hi := keyRange(sk)
-	rows, err := s.db.QueryContext(ctx, `SELECT store_key FROM meta WHERE store_key >= ? AND store_key < ? ORDER BY store_key`, lo, hi)
+	lo, hi := rows.Range(sk)
+	cur, err := s.db.QueryContext(ctx, `SELECT store_key FROM meta WHERE store_key >= ? AND store_key < ? ORDER BY store_key`, lo, hi)
 	if err != nil {
 		return nil, s.fail(ctx, op, start, err)
 	}
-	defer rows.Close()
+	defer cur.Close()
 	var out []string
-	for rows.Next() {
+	for cur.Next() {
 		var k string
-		if err := rows.Scan(&k); err != nil {
+		if err := cur.Scan(&k); err != nil {
 			return nil, s.fail(ctx, op, start, err)
 		}
 		out = append(out, k[len(lo):])
 	}
-	if err := rows.Err(); err != nil {
+	if err := cur.Err(); err != nil {
 		return nil, s.fail(ctx, op, start, err)
 	}
 	return out, nil
@@ -700,25 +651,25 @@ func (s *SQLite) ListSubkeys(ctx context.Context, projectKey, sessionID string) 
 // Projects returns the project keys that hold any transcript, sorted
 // bytewise, or nil when the store is empty. It fails when ctx is done or the
 // database fails.
-func (s *SQLite) Projects(ctx context.Context) ([]string, error) {
+func (s *Store) Projects(ctx context.Context) ([]string, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: list projects: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT substr(store_key, 1, instr(store_key, '/') - 1) AS project FROM meta ORDER BY project`)
+	cur, err := s.db.QueryContext(ctx, `SELECT DISTINCT substr(store_key, 1, instr(store_key, '/') - 1) AS project FROM meta ORDER BY project`)
 	if err != nil {
 		return nil, s.fail(ctx, "list projects", start, err)
 	}
-	defer rows.Close()
+	defer cur.Close()
 	var out []string
-	for rows.Next() {
+	for cur.Next() {
 		var p string
-		if err := rows.Scan(&p); err != nil {
+		if err := cur.Scan(&p); err != nil {
 			return nil, s.fail(ctx, "list projects", start, err)
 		}
 		out = append(out, p)
 	}
-	if err := rows.Err(); err != nil {
+	if err := cur.Err(); err != nil {
 		return nil, s.fail(ctx, "list projects", start, err)
 	}
 	return out, nil
@@ -726,13 +677,13 @@ func (s *SQLite) Projects(ctx context.Context) ([]string, error) {
 
 // HasSession reports whether the session's main transcript has been
 // written, reading one meta row and no entry. It fails when ctx is done, the
-// key is invalid (ErrInvalidKey) or the database fails.
-func (s *SQLite) HasSession(ctx context.Context, projectKey, sessionID string) (bool, error) {
+// key is invalid (store.ErrInvalidKey) or the database fails.
+func (s *Store) HasSession(ctx context.Context, projectKey, sessionID string) (bool, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("store: has session: %w", err)
 	}
-	sk, err := storeKey(claude.SessionKey{ProjectKey: projectKey, SessionID: sessionID})
+	sk, err := rows.Key(claude.SessionKey{ProjectKey: projectKey, SessionID: sessionID})
 	if err != nil {
 		return false, err
 	}
@@ -751,54 +702,39 @@ func (s *SQLite) HasSession(ctx context.Context, projectKey, sessionID string) (
 // transcript, the first whose message.usage gives a non-zero input_tokens +
 // cache_read_input_tokens + cache_creation_input_tokens. It returns 0 when
 // none does or the session was never written. It fails when ctx is done, the
-// key is invalid (ErrInvalidKey) or the database fails.
-func (s *SQLite) LastContext(ctx context.Context, projectKey, sessionID string) (int, error) {
+// key is invalid (store.ErrInvalidKey) or the database fails.
+func (s *Store) LastContext(ctx context.Context, projectKey, sessionID string) (int, error) {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("store: last context: %w", err)
 	}
-	sk, err := storeKey(claude.SessionKey{ProjectKey: projectKey, SessionID: sessionID})
+	sk, err := rows.Key(claude.SessionKey{ProjectKey: projectKey, SessionID: sessionID})
 	if err != nil {
 		return 0, err
 	}
 	op := "last context of " + sk
-	rows, err := s.db.QueryContext(ctx, `SELECT payload FROM entries WHERE store_key = ? ORDER BY seq DESC LIMIT ?`, sk, lastContextScan)
+	cur, err := s.db.QueryContext(ctx, `SELECT payload FROM entries WHERE store_key = ? ORDER BY seq DESC LIMIT ?`, sk, rows.LastContextScan)
 	if err != nil {
 		return 0, s.fail(ctx, op, start, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
+	defer cur.Close()
+	for cur.Next() {
 		var p sql.RawBytes
-		if err := rows.Scan(&p); err != nil {
+		if err := cur.Scan(&p); err != nil {
 			return 0, s.fail(ctx, op, start, err)
 		}
-		if n := usageContext(p); n > 0 {
+		if n := rows.UsageContext(p); n > 0 {
 			return n, nil
 		}
 	}
-	if err := rows.Err(); err != nil {
+	if err := cur.Err(); err != nil {
 		return 0, s.fail(ctx, op, start, err)
 	}
 	return 0, nil
 }
 
-// usageContext returns the context size (claude.Usage.Context) of an
-// entry's message.usage; 0 when it has none or it does not decode. A field
-// of the wrong type counts as 0.
-func usageContext(payload []byte) int {
-	if !bytes.Contains(payload, []byte(`"usage"`)) {
-		return 0
-	}
-	var e struct {
-		Message struct {
-			Usage claude.Usage `json:"usage"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(payload, &e); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if !errors.As(err, &typeErr) {
-			return 0
-		}
-	}
-	return e.Message.Usage.Context()
+// nullable is uid as the entries table stores it: NULL for an entry without
+// a uuid, which the partial unique index never deduplicates.
+func nullable(uid string) sql.NullString {
+	return sql.NullString{String: uid, Valid: uid != ""}
 }

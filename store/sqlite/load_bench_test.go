@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/internal/transcripttest"
+	"github.com/flowerrun/flower/store"
 )
 
 // BenchmarkResumeLoad compares, side by side in one run, what a resume
@@ -41,7 +42,7 @@ func BenchmarkResumeLoad(b *testing.B) {
 		b.Fatal(err)
 	}
 	ws := filepath.Join(dir, "ws")
-	pruning, err := NewPruning(db, ws, TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
+	pruning, err := store.NewPruning(db, ws, store.TrimPolicy{}, store.PrunePolicy{}, store.EphemeralPolicy{})
 	if err != nil {
 		b.Fatal(err)
 	}

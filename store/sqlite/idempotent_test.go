@@ -1,10 +1,11 @@
-package store
+package sqlite
 
 import (
 	"path/filepath"
 	"testing"
 
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/store"
 )
 
 // The mirror retries a timed-out append only for a store that says it is
@@ -15,7 +16,7 @@ func TestSQLiteAndItsLayersDeclareIdempotentAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	p, err := NewPruning(db, t.TempDir(), TrimPolicy{}, PrunePolicy{}, EphemeralPolicy{})
+	p, err := store.NewPruning(db, t.TempDir(), store.TrimPolicy{}, store.PrunePolicy{}, store.EphemeralPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,144 @@
+// Package rows holds what flower's database backends (store/sqlite,
+// store/postgres) share: the row key of a session key and its validation,
+// the check and compaction of appended entries, and the reading of a
+// turn's context size from a stored entry.
+package rows
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/store"
+)
+
+// LastContextScan is how many of a transcript's newest entries LastContext
+// looks through for usage.
+const LastContextScan = 60
+
+// Key validates key and returns its row key:
+// "project_key/session_id[/subpath]". Errors wrap store.ErrInvalidKey.
+func Key(key claude.SessionKey) (string, error) {
+	if err := CheckSegment("project key", key.ProjectKey); err != nil {
+		return "", err
+	}
+	if err := CheckSegment("session id", key.SessionID); err != nil {
+		return "", err
+	}
+	sk := key.ProjectKey + "/" + key.SessionID
+	if key.Subpath == "" {
+		return sk, nil
+	}
+	if err := checkSubpath(key.Subpath); err != nil {
+		return "", err
+	}
+	return sk + "/" + key.Subpath, nil
+}
+
+// CheckSegment validates a project key or session id (what names which):
+// one segment of a row key. Errors wrap store.ErrInvalidKey.
+func CheckSegment(what, s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("store: %w: the %s is empty", store.ErrInvalidKey, what)
+	case strings.Contains(s, "/"):
+		return fmt.Errorf("store: %w: the %s %q holds '/'; project keys are sanitized directory names (every '/' becomes '-') and session ids are UUIDs", store.ErrInvalidKey, what, s)
+	case strings.Contains(s, "\x00"):
+		return fmt.Errorf("store: %w: the %s %q holds NUL", store.ErrInvalidKey, what, s)
+	}
+	return nil
+}
+
+// checkSubpath validates a subagent subpath such as
+// "subagents/agent-<id>": relative, '/'-joined, and unable to name anything
+// outside its session once laid out as files.
+func checkSubpath(p string) error {
+	const want = "a subpath is relative and '/'-joined, like subagents/agent-<id>"
+	switch {
+	case strings.Contains(p, "\x00"):
+		return fmt.Errorf("store: %w: subpath %q holds NUL; %s", store.ErrInvalidKey, p, want)
+	case strings.Contains(p, `\`):
+		return fmt.Errorf("store: %w: subpath %q holds a backslash; %s", store.ErrInvalidKey, p, want)
+	case strings.HasPrefix(p, "/"):
+		return fmt.Errorf("store: %w: subpath %q is absolute; %s", store.ErrInvalidKey, p, want)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch seg {
+		case "..":
+			return fmt.Errorf("store: %w: subpath %q has a '..' segment; %s", store.ErrInvalidKey, p, want)
+		case "", ".":
+			return fmt.Errorf("store: %w: subpath %q has an empty or '.' segment; %s", store.ErrInvalidKey, p, want)
+		}
+	}
+	return nil
+}
+
+// Range returns the bounds [lo, hi) holding exactly the row keys that
+// start with prefix+"/": '0' is the byte after '/', and both databases
+// compare the key column bytewise (SQLite's TEXT, PostgreSQL's COLLATE "C"),
+// so the range uses the primary key index with no LIKE escaping.
+func Range(prefix string) (lo, hi string) {
+	return prefix + "/", prefix + "0"
+}
+
+// Row is an entry ready to insert.
+type Row struct {
+	// Payload is the entry as compact JSON, its keys in the order given.
+	Payload string
+	// UUID is the entry's "uuid" string; "" when it has none, and then
+	// the entry is never deduplicated.
+	UUID string
+}
+
+// Prepare compacts and checks every entry of a batch for the row key sk
+// before anything is written, so a bad entry refuses the whole batch.
+// Errors wrap store.ErrInvalidEntry and say that nothing was stored.
+func Prepare(sk string, entries []json.RawMessage) ([]Row, error) {
+	out := make([]Row, len(entries))
+	var buf bytes.Buffer
+	for i, e := range entries {
+		buf.Reset()
+		if err := json.Compact(&buf, e); err != nil {
+			return nil, fmt.Errorf("store: append %s: %w: entry %d is not valid JSON (%v); nothing of this batch was stored", sk, store.ErrInvalidEntry, i, err)
+		}
+		if buf.Len() == 0 || buf.Bytes()[0] != '{' {
+			return nil, fmt.Errorf("store: append %s: %w: entry %d is not a JSON object (it starts %.20q); nothing of this batch was stored", sk, store.ErrInvalidEntry, i, buf.String())
+		}
+		out[i].Payload = buf.String()
+		var id struct {
+			UUID json.RawMessage `json:"uuid"`
+		}
+		if err := json.Unmarshal(buf.Bytes(), &id); err != nil {
+			return nil, fmt.Errorf("store: append %s: %w: entry %d: %v; nothing of this batch was stored", sk, store.ErrInvalidEntry, i, err)
+		}
+		var uid string
+		if len(id.UUID) > 0 && id.UUID[0] == '"' && json.Unmarshal(id.UUID, &uid) == nil {
+			out[i].UUID = uid
+		}
+	}
+	return out, nil
+}
+
+// UsageContext returns the context size (claude.Usage.Context) of an
+// entry's message.usage; 0 when it has none or it does not decode. A field
+// of the wrong type counts as 0.
+func UsageContext(payload []byte) int {
+	if !bytes.Contains(payload, []byte(`"usage"`)) {
+		return 0
+	}
+	var e struct {
+		Message struct {
+			Usage claude.Usage `json:"usage"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(payload, &e); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(err, &typeErr) {
+			return 0
+		}
+	}
+	return e.Message.Usage.Context()
+}
