@@ -21,7 +21,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultTTL       = 30 * time.Second
-	DefaultSyncEvery = 500 * time.Millisecond
+	DefaultSyncEvery = time.Second
 	// MaxFile is the largest file kept: a run's own files are documents
 	// and logs; a file this large in the workbench is an artifact that
 	// belongs in git or elsewhere, and is skipped with a warning.
@@ -34,7 +34,9 @@ type Options struct {
 	// another machine may take over a run whose process died. Beats are
 	// sent every TTL/3.
 	TTL time.Duration
-	// SyncEvery is the least time between two syncs that Kick asks for.
+	// SyncEvery is how often the folders are looked at for changes to
+	// write back: at most this much of the run's files is lost with a
+	// killed process (the step's end and Close write back at once).
 	SyncEvery time.Duration
 	// Log receives what the mirror has to say (default slog.Default()).
 	Log *slog.Logger
@@ -76,10 +78,14 @@ type seen struct {
 	sum   [sha256.Size]byte
 }
 
-// Open takes run for this process on b, lays out locally what b holds
-// (a stored file replaces the local one, unless the local one extends it:
-// a log this process's predecessor on this machine wrote after its last
-// sync), and starts the heartbeat. Close it to write back and release.
+// Open takes run for this process on b, lays out locally what b holds,
+// and starts the heartbeat. Close it to write back and release.
+//
+// A stored file replaces a local one that differs, unless the run's last
+// holder worked in these same folders on this host: then the local file
+// is the newer (written after that holder's last sync, before it died)
+// and the first Sync writes it back. A local log that extends the stored
+// one is kept either way.
 func Open(ctx context.Context, b Backend, run string, places Places, o Options) (*Mirror, error) {
 	if o.TTL <= 0 {
 		o.TTL = DefaultTTL
@@ -90,7 +96,7 @@ func Open(ctx context.Context, b Backend, run string, places Places, o Options) 
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	me := Holder{Host: hostname(), PID: os.Getpid(), Since: time.Now()}
+	me := Holder{Host: hostname(), PID: os.Getpid(), Since: time.Now(), Where: where(places)}
 	start := time.Now()
 	lease, err := b.Acquire(ctx, run, me, o.TTL)
 	if err != nil {
@@ -99,7 +105,7 @@ func Open(ctx context.Context, b Backend, run string, places Places, o Options) 
 	m := &Mirror{run: run, places: places, lease: lease, ttl: o.TTL, every: o.SyncEvery, log: o.Log,
 		known: map[fileKey]seen{}, validUntil: start.Add(o.TTL),
 		lost: make(chan struct{}), kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
-	if err := m.restore(ctx); err != nil {
+	if err := m.restore(ctx, lease.Previous().Where == me.Where); err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -144,8 +150,8 @@ func (m *Mirror) markLost(err error) {
 	}
 }
 
-// Kick asks for a sync soon (at most one per SyncEvery): after a write
-// worth keeping, cheap to call often.
+// Kick asks for a sync now rather than at the next SyncEvery: after a
+// write worth keeping. Cheap to call often.
 func (m *Mirror) Kick() {
 	select {
 	case m.kick <- struct{}{}:
@@ -153,32 +159,38 @@ func (m *Mirror) Kick() {
 	}
 }
 
-// loop beats every TTL/3 and syncs when kicked.
+// loop beats every TTL/3, and every SyncEvery writes back what changed
+// (a walk of the folders that reads only the files whose size or time
+// changed), or sooner when kicked.
 func (m *Mirror) loop() {
 	defer close(m.done)
 	beat := time.NewTicker(m.ttl / 3)
 	defer beat.Stop()
-	var last time.Time
+	tick := time.NewTicker(m.every)
+	defer tick.Stop()
+	failing := false // said once until a sync succeeds
 	for {
 		select {
 		case <-m.quit:
 			return
 		case <-beat.C:
 			m.beat()
+			continue
+		case <-tick.C:
 		case <-m.kick:
-			if wait := m.every - time.Since(last); wait > 0 {
-				select {
-				case <-m.quit:
-					return
-				case <-time.After(wait):
-				}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), m.ttl)
+		err := m.Sync(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			if failing {
+				m.log.Info("runstate: the run's files are written back again", "run", m.run)
 			}
-			last = time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), m.ttl)
-			if err := m.Sync(ctx); err != nil && !errors.Is(err, ErrLeaseLost) {
-				m.log.Warn("runstate: the run's files were not written back; retrying at the next change", "run", m.run, "err", err)
-			}
-			cancel()
+			failing = false
+		case !failing && !errors.Is(err, ErrLeaseLost):
+			m.log.Warn("runstate: the run's files were not written back; retrying", "run", m.run, "err", err)
+			failing = true
 		}
 	}
 }
@@ -259,8 +271,19 @@ func (m *Mirror) Close(ctx context.Context) error {
 	return err
 }
 
-// restore lays out the stored files.
-func (m *Mirror) restore(ctx context.Context) error {
+// where names this host's working copy: the host and the folders.
+func where(places Places) string {
+	var b strings.Builder
+	b.WriteString(hostname())
+	for _, r := range []Root{RunDir, Human, Workbench, CLIFiles} {
+		b.WriteString("\n" + string(r) + "=" + places[r])
+	}
+	return b.String()
+}
+
+// restore lays out the stored files; samePlace keeps local files that
+// differ (see Open).
+func (m *Mirror) restore(ctx context.Context, samePlace bool) error {
 	return m.lease.Files(ctx, func(f File) error {
 		base := m.places[f.Root]
 		if base == "" {
@@ -277,6 +300,8 @@ func (m *Mirror) restore(ctx context.Context) error {
 		case lerr == nil && bytes.Equal(local, f.Data):
 		case lerr == nil && len(local) > len(f.Data) && bytes.HasPrefix(local, f.Data):
 			// Newer here: the next sync appends the rest.
+		case lerr == nil && samePlace:
+			// Newer here: the next sync writes it back.
 		default:
 			if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 				return fmt.Errorf("runstate: restore %s: %w", dst, err)

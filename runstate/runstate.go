@@ -54,6 +54,10 @@ type Places map[Root]string
 type Holder struct {
 	Host string
 	PID  int
+	// Where names the holder's working copy (its host and folders): a
+	// process that finds its predecessor had the same one keeps the
+	// local files, which may be newer than what reached the backend.
+	Where string
 	// Since is when the holder took the run.
 	Since time.Time
 }
@@ -115,6 +119,8 @@ type Backend interface {
 // transaction, that the lease is still this one's, and fails with
 // ErrLeaseLost, writing nothing, when it is not.
 type Lease interface {
+	// Previous is who held the run before (zero for a new run).
+	Previous() Holder
 	// Files calls fn for every stored file of the run.
 	Files(ctx context.Context, fn func(File) error) error
 	// Write stores changes at once: all or none.

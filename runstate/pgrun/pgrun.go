@@ -26,6 +26,7 @@ create table runstate_runs (
 	epoch bigint not null default 0,
 	holder_host text not null default '',
 	holder_pid integer not null default 0,
+	holder_where text not null default '',
 	acquired_at timestamptz,
 	beat_at timestamptz,
 	ttl interval not null default '30 seconds',
@@ -61,17 +62,17 @@ func (b *Backend) Acquire(ctx context.Context, run string, me runstate.Holder, t
 		return nil, errors.New("pgrun: a run needs a name")
 	}
 	var epoch int64
+	var h runstate.Holder
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "insert into runstate_runs (run) values ($1) on conflict do nothing", run); err != nil {
 			return err
 		}
-		var h runstate.Holder
 		var released, live bool
 		var since *time.Time
-		err := tx.QueryRow(ctx, `select epoch, holder_host, holder_pid, acquired_at, released,
+		err := tx.QueryRow(ctx, `select epoch, holder_host, holder_pid, holder_where, acquired_at, released,
 				coalesce(beat_at + ttl > now(), false)
 			from runstate_runs where run = $1 for update`, run).
-			Scan(&epoch, &h.Host, &h.PID, &since, &released, &live)
+			Scan(&epoch, &h.Host, &h.PID, &h.Where, &since, &released, &live)
 		if err != nil {
 			return err
 		}
@@ -82,22 +83,25 @@ func (b *Backend) Acquire(ctx context.Context, run string, me runstate.Holder, t
 			return &runstate.BusyError{Run: run, Holder: h}
 		}
 		epoch++
-		_, err = tx.Exec(ctx, `update runstate_runs set epoch = $2, holder_host = $3, holder_pid = $4,
+		_, err = tx.Exec(ctx, `update runstate_runs set epoch = $2, holder_host = $3, holder_pid = $4, holder_where = $6,
 			acquired_at = now(), beat_at = now(), ttl = make_interval(secs => $5), released = false where run = $1`,
-			run, epoch, me.Host, me.PID, ttl.Seconds())
+			run, epoch, me.Host, me.PID, ttl.Seconds(), me.Where)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &lease{pool: b.pool, run: run, epoch: epoch}, nil
+	return &lease{pool: b.pool, run: run, epoch: epoch, previous: h}, nil
 }
 
 type lease struct {
-	pool  *pgxpool.Pool
-	run   string
-	epoch int64
+	pool     *pgxpool.Pool
+	run      string
+	epoch    int64
+	previous runstate.Holder
 }
+
+func (l *lease) Previous() runstate.Holder { return l.previous }
 
 // fenced runs fn in a transaction that holds the run's row and found the
 // epoch still this lease's.
