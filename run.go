@@ -14,6 +14,7 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/runstate"
 )
 
 // RunOptions are the per-call settings of Run.
@@ -75,6 +76,14 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 		step = spec.Name
 	}
 	r := NewStepResult(step)
+	if !rt.mayWrite() {
+		return StepResult{}, fmt.Errorf("flower: step %s not started: %w", step, runstate.ErrLeaseLost)
+	}
+	if rt.db != nil {
+		var stop context.CancelFunc
+		ctx, stop = rt.db.watch(ctx)
+		defer stop()
+	}
 	rt.mu.Lock()
 	if rt.running {
 		rt.mu.Unlock()
@@ -100,6 +109,13 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 
 	s := &stepRun{rt: rt, spec: spec, r: r, step: step, prompt: prompt, ro: ro}
 	s.loop(ctx)
+	if rt.db != nil {
+		select {
+		case <-rt.db.Lost():
+			r.OK, r.Error = false, fmt.Sprintf("flower: %v: the step stopped and wrote nothing more", runstate.ErrLeaseLost)
+		default:
+		}
+	}
 
 	r.EndedAt = time.Now()
 	rt.mu.Lock()
@@ -114,10 +130,36 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 	rt.inflight, rt.rescuedRow = nil, -1
 	rt.mu.Unlock()
 	rt.writeManifest()
+	if rt.db != nil {
+		if err := rt.syncDatabase(ctx, s); err != nil {
+			if r.OK {
+				r.OK, r.Error = false, err.Error()
+			}
+			return *r, &StepError{Step: step, Reason: r.Error}
+		}
+	}
 	if !r.OK {
 		return *r, &StepError{Step: step, Reason: r.Error}
 	}
 	return *r, nil
+}
+
+// syncDatabase writes the run's files back at the end of a step, waiting
+// (with a retry event saying so) for a database that does not answer.
+func (rt *Runtime) syncDatabase(ctx context.Context, s *stepRun) error {
+	if ctx.Err() != nil {
+		// Stopped: one try, no wait; what it could not write stays here
+		// and is written when the run is opened again on this machine.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := rt.db.mirror.Sync(ctx); err != nil {
+			slog.Warn("flower: the run's files were not written to the database", "err", err)
+		}
+		return nil
+	}
+	return rt.db.Sync(ctx, func(why string) {
+		s.emit(event.New(event.Retry, why, s.retryPayload("database", 0)))
+	})
 }
 
 // stepRun is one Run in progress. Its StepResult belongs to the loop's

@@ -34,12 +34,15 @@ import (
 // events.jsonl) and is safe for use by one Run at a time; Interrupt and
 // Rescue may be called from any goroutine.
 type Runtime struct {
-	workspace   string
-	runDir      string
-	lang        Lang
-	portable    bool
-	store       claude.SessionStore
-	closeStore  func() error
+	workspace  string
+	runDir     string
+	lang       Lang
+	portable   bool
+	store      claude.SessionStore
+	closeStore func() error
+	// db holds the run's state in PostgreSQL (WithDatabase), nil for the
+	// run directory's files and SQLite.
+	db          *Database
 	resilience  Resilience
 	handoff     HandoffPolicy
 	workbench   *workbench.Workbench
@@ -93,6 +96,7 @@ type config struct {
 	handoff     HandoffPolicy
 	budget      float64
 	store       claude.SessionStore
+	db          *Database
 	env         map[string]string
 	sessionOpts []func(*claude.Options)
 	pluginDirs  []string
@@ -179,6 +183,15 @@ func WithBudget(usd float64) Option { return func(c *config) { c.budget = usd } 
 // WithStore replaces the session store (by default the pruning SQLite
 // store at <run dir>/sessions.db). The Runtime does not close it.
 func WithStore(s claude.SessionStore) Option { return func(c *config) { c.store = s } }
+
+// WithDatabase keeps the run's whole state in d (see OpenDatabase): its
+// sessions in d's store instead of <run dir>/sessions.db (unless WithStore
+// gives another), and its files written back to d as they change, so
+// that another machine can continue the run. The Runtime neither opens nor
+// closes d. While d's hold on the run is not confirmed (this process was
+// paused past its lease, or another took the run over) the Runtime writes
+// nothing and a step stops.
+func WithDatabase(d *Database) Option { return func(c *config) { c.db = d } }
 
 // WithEnv adds variables to every session's environment (under each
 // spec's own); credentials given here count for CheckCredentials, and a key
@@ -335,11 +348,18 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 		}
 		rt.workbench = wb
 	}
-	rt.store = c.store
+	rt.store, rt.db = c.store, c.db
 	if rt.store == nil {
-		db, err := sqlite.Open(filepath.Join(runDir, "sessions.db"))
-		if err != nil {
-			return nil, err
+		var base claude.SessionStore
+		closeBase := func() error { return nil }
+		if c.db != nil {
+			base = c.db.Sessions()
+		} else {
+			db, err := sqlite.Open(filepath.Join(runDir, "sessions.db"))
+			if err != nil {
+				return nil, err
+			}
+			base, closeBase = db, db.Close
 		}
 		// What the store writes into a resumed history speaks the run's
 		// language unless the caller chose its own words.
@@ -354,12 +374,12 @@ func New(workspace string, opts ...Option) (*Runtime, error) {
 			c.ephemeral.PointerText = t.expiredPointer
 		}
 		prune := store.PrunePolicy{KeepDenials: c.keepDenials, InterruptText: t.interruptedResult, OrphanText: t.orphan}
-		p, err := store.NewPruning(db, ws, c.trim, prune, c.ephemeral)
+		p, err := store.NewPruning(base, ws, c.trim, prune, c.ephemeral)
 		if err != nil {
-			db.Close()
+			closeBase()
 			return nil, err
 		}
-		rt.store, rt.closeStore = p, db.Close
+		rt.store, rt.closeStore = p, closeBase
 		rt.trimming = !c.trim.Disabled
 	}
 	return rt, nil
@@ -570,7 +590,15 @@ func (rt *Runtime) Close() error {
 	return errors.Join(errs...)
 }
 
+// mayWrite says whether the Runtime may write the run's files: always,
+// unless its Database's hold on the run is not confirmed.
+func (rt *Runtime) mayWrite() bool { return rt.db == nil || rt.db.Valid() }
+
 func (rt *Runtime) writeManifest() {
+	if !rt.mayWrite() {
+		slog.Error("flower: manifest not written: this process no longer holds the run")
+		return
+	}
 	rt.mu.Lock()
 	results := append([]StepResult(nil), rt.results...)
 	rt.mu.Unlock()
@@ -594,6 +622,9 @@ func (rt *Runtime) logEvent(step string, e Event) {
 		Event
 	}{rt.runID, step, e})
 	if err != nil {
+		return
+	}
+	if !rt.mayWrite() {
 		return
 	}
 	rt.mu.Lock()

@@ -59,6 +59,9 @@ type Config struct {
 	// Workbench is -W: a workbench under <run_dir>/workbench, for run
 	// workflows that declare none.
 	Workbench bool
+	// Database holds the run's state when $FLOWER_DATABASE_URL names one
+	// (opened by go before the flow reads the run), nil for files.
+	Database *flower.Database
 	// BudgetUSD caps the whole run's cost; 0 means no cap.
 	BudgetUSD float64
 	// Notify is a shell command run whenever a question starts waiting.

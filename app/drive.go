@@ -42,6 +42,9 @@ func (cfg Config) RuntimeOptions(wf *flower.Workflow) []flower.Option {
 	if cfg.BudgetUSD > 0 {
 		opts = append(opts, flower.WithBudget(cfg.BudgetUSD))
 	}
+	if cfg.Database != nil {
+		opts = append(opts, flower.WithDatabase(cfg.Database))
+	}
 	switch {
 	case wf != nil && wf.Workbench != nil:
 		opts = append(opts, flower.WithWorkbench(wf.Workbench))

@@ -52,6 +52,14 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 	if err := m.ensureCredentials(ctx, ui); err != nil {
 		return err
 	}
+	db, err := m.openDatabase(ctx, ui, &cfg)
+	if err != nil {
+		return err
+	}
+	if db != nil {
+		defer db.Close(context.WithoutCancel(ctx))
+		cfg.Database = db
+	}
 	wf, err := prog(ctx, cfg, ui)
 	if err != nil {
 		return err

@@ -60,6 +60,10 @@ type Holder struct {
 	Where string
 	// Since is when the holder took the run.
 	Since time.Time
+	// Beat is when the holder was last heard from, and TTL how long after
+	// that the run is free for another (zero where not known).
+	Beat time.Time
+	TTL  time.Duration
 }
 
 func (h Holder) String() string {
@@ -76,7 +80,13 @@ type BusyError struct {
 }
 
 func (e *BusyError) Error() string {
-	return fmt.Sprintf("run %s is busy on %s; wait for it to end, or stop it there", e.Run, e.Holder)
+	msg := fmt.Sprintf("run %s is busy on %s", e.Run, e.Holder)
+	if !e.Holder.Beat.IsZero() && e.Holder.TTL > 0 {
+		ago := max(time.Since(e.Holder.Beat), 0).Round(time.Second)
+		free := max(e.Holder.TTL-time.Since(e.Holder.Beat), 0).Round(time.Second)
+		return msg + fmt.Sprintf(", last heard from %s ago: wait for it to end, or stop it there; if that machine is gone, the run is free in %s", ago, free)
+	}
+	return msg + ": wait for it to end, or stop it there"
 }
 
 func (e *BusyError) Unwrap() error { return ErrBusy }

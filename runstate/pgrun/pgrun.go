@@ -68,16 +68,20 @@ func (b *Backend) Acquire(ctx context.Context, run string, me runstate.Holder, t
 			return err
 		}
 		var released, live bool
-		var since *time.Time
-		err := tx.QueryRow(ctx, `select epoch, holder_host, holder_pid, holder_where, acquired_at, released,
-				coalesce(beat_at + ttl > now(), false)
+		var since, beat *time.Time
+		var ttlSecs float64
+		err := tx.QueryRow(ctx, `select epoch, holder_host, holder_pid, holder_where, acquired_at, beat_at,
+				extract(epoch from ttl)::float8, released, coalesce(beat_at + ttl > now(), false)
 			from runstate_runs where run = $1 for update`, run).
-			Scan(&epoch, &h.Host, &h.PID, &h.Where, &since, &released, &live)
+			Scan(&epoch, &h.Host, &h.PID, &h.Where, &since, &beat, &ttlSecs, &released, &live)
 		if err != nil {
 			return err
 		}
 		if since != nil {
 			h.Since = *since
+		}
+		if beat != nil {
+			h.Beat, h.TTL = *beat, time.Duration(ttlSecs*float64(time.Second))
 		}
 		if !released && live {
 			return &runstate.BusyError{Run: run, Holder: h}

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// openDatabase opens the run's database when $FLOWER_DATABASE_URL names
+// one (nil, nil otherwise): the run is taken for this process and what the
+// database holds of it is laid out here before anything reads the run
+// directory, so a run started on another machine wakes here as it was.
+// A run restored here may speak another language than the locale's: the
+// screen follows it from here on.
+func (m *Command) openDatabase(ctx context.Context, ui *UI, cfg *Config) (*flower.Database, error) {
+	url := strings.TrimSpace(m.getenv(flower.DatabaseEnv))
+	if url == "" {
+		return nil, nil
+	}
+	var lease time.Duration
+	if v := strings.TrimSpace(m.getenv(flower.LeaseEnv)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return nil, usageErrorf("%s=%s: give a duration of at least 1s, like 30s (how soon another machine may take over a run whose machine died)", flower.LeaseEnv, v)
+		}
+		lease = d
+	}
+	db, err := flower.OpenDatabase(ctx, url, flower.DatabaseOptions{
+		Workspace: cfg.Workspace, RunDir: cfg.RunDir, Isolate: cfg.Isolate,
+		Run: strings.TrimSpace(m.getenv(flower.RunNameEnv)), Lease: lease,
+	})
+	if err != nil {
+		return nil, &exitError{code: ExitFailure, err: fmt.Errorf("%w\n%s", err, ui.T("databaseHint"))}
+	}
+	cfg.Lang = m.language(&m.flags, cfg.RunDir)
+	ui.Lang = cfg.Lang
+	ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("databaseOpen"), db.Name(), db.URL()))
+	return db, nil
+}

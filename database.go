@@ -1,0 +1,287 @@
+package flower
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/runstate"
+	"github.com/flowerrun/flower/runstate/pgrun"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/postgres"
+	"github.com/flowerrun/flower/workbench"
+)
+
+// DatabaseEnv names the variable that gives the command a database.
+const DatabaseEnv = "FLOWER_DATABASE_URL"
+
+// RunNameEnv names the variable that names the run in the database, when
+// the default (see RunName) is not wanted.
+const RunNameEnv = "FLOWER_RUN"
+
+// LeaseEnv names the variable that sets DatabaseOptions.Lease for the
+// command (a Go duration: 30s, 2m).
+const LeaseEnv = "FLOWER_DATABASE_LEASE"
+
+// DatabaseWait bounds how long a run waits for its database to come back
+// (a restart, a network blip) before it stops, resumable.
+const DatabaseWait = 2 * time.Minute
+
+// ErrDatabase is wrapped by every error of a run's database: unreachable,
+// refused, of another schema.
+var ErrDatabase = errors.New("flower: the database")
+
+// Database is a run's whole state in PostgreSQL, so that any machine of a
+// team can continue the run: the transcripts (the session store) and the
+// run's files (lineage, manifest, events, the human's side, the
+// workbench's documents and spills, the outputs the CLI kept whole), which
+// stay the working copy on each machine and are written back as they
+// change. The process that opens it holds the run until Close; another
+// process opening the same run is told where it is busy.
+type Database struct {
+	url      string // redacted
+	name     string
+	sessions *postgres.Store
+	pool     *pgxpool.Pool
+	mirror   *runstate.Mirror
+}
+
+// DatabaseOptions say which run a Database holds and where its files are
+// on this machine.
+type DatabaseOptions struct {
+	// Workspace and RunDir as for the Runtime and the starter flow
+	// (default "." and DefaultRunDir(Workspace)); Isolate as for
+	// StarterOptions (where the workbench is).
+	Workspace, RunDir string
+	Isolate           bool
+	// Run names the run in the database; default RunName(Workspace, RunDir).
+	Run string
+	// ConfigDir is the CLI's configuration folder the sessions use
+	// (default $CLAUDE_CONFIG_DIR, else ~/.claude): where it keeps whole
+	// outputs for the model to read back.
+	ConfigDir string
+	// Lease is how long the run stays held without a heartbeat: how soon
+	// another machine may take over after this process dies (default
+	// runstate.DefaultTTL).
+	Lease time.Duration
+}
+
+// OpenDatabase connects to the PostgreSQL database at url, brings its
+// tables up to this flower's version, takes the run for this process and
+// lays out on this machine what the database holds of it. Errors name the
+// URL with its password masked.
+func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database, error) {
+	shown := postgres.Redact(url)
+	ws, err := filepath.Abs(cmp.Or(o.Workspace, "."))
+	if err != nil {
+		return nil, err
+	}
+	runDir := o.RunDir
+	if runDir == "" {
+		runDir = DefaultRunDir(ws)
+	}
+	if runDir, err = filepath.Abs(runDir); err != nil {
+		return nil, err
+	}
+	name := o.Run
+	if name == "" {
+		if name, err = RunName(ctx, ws, runDir); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w URL %s does not parse (want postgres://user:password@host:port/database): %v", ErrDatabase, shown, scrub(err, url))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s: %v", ErrDatabase, shown, scrub(err, url))
+	}
+	fail := func(err error) (*Database, error) {
+		pool.Close()
+		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, scrub(err, url))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = pool.Ping(pctx)
+	cancel()
+	if err != nil {
+		return fail(err)
+	}
+	backend, err := pgrun.New(ctx, pool)
+	if err != nil {
+		return fail(err)
+	}
+	sessions, err := postgres.Open(ctx, url)
+	if err != nil {
+		pool.Close()
+		return nil, err // it names the URL, masked, itself
+	}
+	configDir := o.ConfigDir
+	if configDir == "" {
+		configDir = cliConfigDir()
+	}
+	places := runstate.Places{
+		runstate.RunDir:    runDir,
+		runstate.Human:     human.Dir(runDir),
+		runstate.Workbench: workbench.Location(ws, o.Isolate),
+	}
+	if configDir != "" {
+		places[runstate.CLIFiles] = filepath.Join(configDir, "projects", claude.ProjectKey(ws))
+	}
+	mirror, err := runstate.Open(ctx, backend, name, places, runstate.Options{TTL: o.Lease})
+	if err != nil {
+		sessions.Close()
+		pool.Close()
+		var busy *runstate.BusyError
+		if errors.As(err, &busy) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, scrub(err, url))
+	}
+	return &Database{url: shown, name: name, sessions: sessions, pool: pool, mirror: mirror}, nil
+}
+
+// Name is the run's name in the database.
+func (d *Database) Name() string { return d.name }
+
+// URL is the database's URL with its password masked.
+func (d *Database) URL() string { return d.url }
+
+// Sessions is the session store the run's Runtime uses, before its layers:
+// every checkout's sessions filed under the run.
+func (d *Database) Sessions() claude.SessionStore {
+	return store.OneProject{Base: d.sessions, Project: "run:" + d.name, Guard: func() error {
+		if !d.Valid() {
+			return fmt.Errorf("flower: transcript not stored: %w", runstate.ErrLeaseLost)
+		}
+		return nil
+	}}
+}
+
+// watch is ctx, cancelled when another process takes the run over.
+func (d *Database) watch(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-d.Lost():
+			cancel(runstate.ErrLeaseLost)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// Valid reports whether this process still holds the run: false once
+// another took it over, or while the lease could not be confirmed (this
+// process was paused, or the database is unreachable). Nothing may be
+// written then.
+func (d *Database) Valid() bool { return d.mirror.Valid() }
+
+// Lost is closed when another process took the run over.
+func (d *Database) Lost() <-chan struct{} { return d.mirror.Lost() }
+
+// Sync writes back the run's files that changed, waiting up to
+// DatabaseWait for a database that does not answer; wait is told once
+// when it starts waiting. It fails with runstate.ErrLeaseLost after a
+// takeover.
+func (d *Database) Sync(ctx context.Context, wait func(string)) error {
+	deadline := time.Now().Add(DatabaseWait)
+	told := false
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := d.mirror.Sync(sctx)
+		cancel()
+		if err == nil || errors.Is(err, runstate.ErrLeaseLost) || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w at %s did not answer for %s (%v); the run stopped and continues when it is back", ErrDatabase, d.url, DatabaseWait, err)
+		}
+		if !told && wait != nil {
+			wait(fmt.Sprintf("waiting for the database at %s (up to %s): %v", d.url, DatabaseWait, err))
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// Close writes the run's files back, releases the run and disconnects.
+func (d *Database) Close(ctx context.Context) error {
+	err := d.mirror.Close(ctx)
+	d.sessions.Close()
+	d.pool.Close()
+	return err
+}
+
+// RunName is the default name of a run in a database: the same on every
+// clone of a repository, so that another machine finds the run from its
+// own checkout. It is "git:<the repository's first commit>" and the paths
+// of the workspace in the repository and of the run directory in the
+// workspace. Outside a git repository there is nothing every machine
+// shares: name the run ($FLOWER_RUN, DatabaseOptions.Run).
+func RunName(ctx context.Context, workspace, runDir string) (string, error) {
+	if v := strings.TrimSpace(os.Getenv(RunNameEnv)); v != "" {
+		return v, nil
+	}
+	git := func(args ...string) (string, error) {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(cctx, "git", append([]string{"-C", workspace}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	roots, err := git("rev-list", "--max-parents=0", "HEAD")
+	if err != nil || roots == "" {
+		return "", fmt.Errorf("flower: a run in a database needs a name every machine can derive, and %s is not a git repository with a commit: set %s=<name>", workspace, RunNameEnv)
+	}
+	top, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", fmt.Errorf("flower: %s: %w", workspace, err)
+	}
+	first := strings.Fields(roots)
+	inRepo, err := filepath.Rel(top, workspace)
+	if err != nil || strings.HasPrefix(inRepo, "..") {
+		inRepo = "."
+	}
+	runRel, err := filepath.Rel(workspace, runDir)
+	if err != nil || strings.HasPrefix(runRel, "..") {
+		runRel = runDir // outside the workspace: only this machine's path says which
+	}
+	return "git:" + first[len(first)-1] + ":" + filepath.ToSlash(inRepo) + ":" + filepath.ToSlash(runRel), nil
+}
+
+// cliConfigDir is where the CLI keeps its files: $CLAUDE_CONFIG_DIR, else
+// ~/.claude.
+func cliConfigDir() string {
+	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		slog.Warn("flower: no home directory: the CLI's kept outputs are not kept with the run", "err", err)
+		return ""
+	}
+	return filepath.Join(home, ".claude")
+}
+
+// scrub removes url's password from an error's text.
+func scrub(err error, url string) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(postgres.Redact(strings.ReplaceAll(err.Error(), url, postgres.Redact(url))))
+}
