@@ -149,6 +149,9 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 		}
 		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, scrub(err, url))
 	}
+	if err := adoptLineage(runDir, ws); err != nil {
+		slog.Warn("flower: the lineage names another workspace and was not changed", "err", err)
+	}
 	return &Database{url: shown, name: name, sessions: sessions, pool: pool, mirror: mirror}, nil
 }
 

@@ -202,6 +202,41 @@ func (l *Lineage) update(change func(*lineageFile)) error {
 	return nil
 }
 
+// adoptLineage records workspace in the lineage of runDir when the file
+// names another: a run continued from a database on another machine (or
+// in another checkout) is the same run in a folder at another path, and
+// its steps' sessions stay its own. Without the file it does nothing.
+func adoptLineage(runDir, workspace string) error {
+	path := filepath.Join(runDir, LineageName)
+	ctx, cancel := context.WithTimeout(context.Background(), lineageLockWait)
+	defer cancel()
+	return filelock.With(ctx, path+".lock", func() error {
+		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("flower: lineage: %w", err)
+		}
+		var f map[string]json.RawMessage
+		if json.Unmarshal(b, &f) != nil {
+			return nil // unusable either way: OpenLineage says so
+		}
+		var was string
+		_ = json.Unmarshal(f["workspace"], &was)
+		if filepath.Clean(was) == workspace {
+			return nil
+		}
+		f["workspace"], _ = json.Marshal(workspace)
+		out, err := json.MarshalIndent(f, "", "  ")
+		if err != nil {
+			return err
+		}
+		slog.Info("flower: the run continues in this workspace", "was", was, "now", workspace)
+		return atomicfile.Write(path, append(out, '\n'), 0o600)
+	})
+}
+
 // Archive moves lineage.json and those of extra that exist (a brief, a
 // goal: files or folders) into <into>/<YYYYmmdd-HHMMSS>/ and returns that
 // folder; nothing is deleted. The Lineage is empty afterwards (no steps,

@@ -2,12 +2,14 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/runstate"
 )
 
 // openDatabase opens the run's database when $FLOWER_DATABASE_URL names
@@ -33,7 +35,11 @@ func (m *Command) openDatabase(ctx context.Context, ui *UI, cfg *Config) (*flowe
 		Workspace: cfg.Workspace, RunDir: cfg.RunDir, Isolate: cfg.Isolate,
 		Run: strings.TrimSpace(m.getenv(flower.RunNameEnv)), Lease: lease,
 	})
-	if err != nil {
+	var busy *runstate.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return nil, &exitError{code: ExitFailure, err: err}
+	case err != nil:
 		return nil, &exitError{code: ExitFailure, err: fmt.Errorf("%w\n%s", err, ui.T("databaseHint"))}
 	}
 	cfg.Lang = m.language(&m.flags, cfg.RunDir)

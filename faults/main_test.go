@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/flowerrun/flower/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
-	code := m.Run()
+	code := pgtest.Run(m)
 	removeBin()
 	line := suite.summary()
 	fmt.Fprintln(os.Stderr, line)

@@ -202,21 +202,31 @@ func checkTranscripts(t *testing.T, ws, runDir string, m mode, configDirs ...str
 		t.Fatalf("open the store: %v", err)
 	}
 	defer db.Close()
-	pk := claude.ProjectKey(ws)
+	checkStoreTranscripts(t, db, []string{claude.ProjectKey(ws)}, m, configDirs...)
+}
+
+// checkStoreTranscripts is checkTranscripts on store s, for the CLI's
+// transcripts of the workspaces whose project keys are pks (one per
+// machine's checkout), looked up in s under the first.
+func checkStoreTranscripts(t *testing.T, s claude.SessionStore, pks []string, m mode, configDirs ...string) {
+	t.Helper()
 	bySession := map[string][][]string{}
 	for _, dir := range configDirs {
-		files, _ := filepath.Glob(filepath.Join(dir, "projects", pk, "*.jsonl"))
-		more, _ := filepath.Glob(filepath.Join(dir, pk, "*.jsonl")) // a captured copy
-		for _, f := range append(files, more...) {
-			sid := strings.TrimSuffix(filepath.Base(f), ".jsonl")
-			bySession[sid] = append(bySession[sid], transcripttest.FileIDs(t, f))
+		for _, pk := range pks {
+			files, _ := filepath.Glob(filepath.Join(dir, "projects", pk, "*.jsonl"))
+			more, _ := filepath.Glob(filepath.Join(dir, pk, "*.jsonl")) // a captured copy
+			for _, f := range append(files, more...) {
+				sid := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+				bySession[sid] = append(bySession[sid], transcripttest.FileIDs(t, f))
+			}
 		}
 	}
 	if len(bySession) == 0 {
-		t.Fatalf("the CLI wrote no transcript for %s in %v", pk, configDirs)
+		t.Fatalf("the CLI wrote no transcript for %v in %v", pks, configDirs)
 	}
+	pk := pks[0]
 	for sid, locals := range bySession {
-		entries, err := db.Load(context.Background(), claude.SessionKey{ProjectKey: pk, SessionID: sid})
+		entries, err := s.Load(context.Background(), claude.SessionKey{ProjectKey: pk, SessionID: sid})
 		if err != nil {
 			t.Fatalf("load %s: %v", sid, err)
 		}

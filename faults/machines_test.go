@@ -1,0 +1,303 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/pgtest"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/postgres"
+	"github.com/flowerrun/flower/store/readback"
+)
+
+// machine is one machine of a team: its own clone of the repository, its
+// own HOME for the CLI, its own state folders, one database for all.
+type machine struct {
+	t       *testing.T
+	ws      string
+	env     map[string]string
+	capture string
+	cmdEnv  []string
+}
+
+// origin makes a bare repository with one commit: the team's remote.
+func origin(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bare, work := filepath.Join(dir, "origin.git"), filepath.Join(dir, "seed")
+	git(t, "", "init", "-q", "--bare", bare)
+	git(t, "", "init", "-q", work)
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# cli\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, work, "add", "README.md")
+	git(t, work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first")
+	git(t, work, "push", "-q", bare, "HEAD:refs/heads/main")
+	return bare
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	if dir != "" {
+		args = append([]string{"-C", dir}, args...)
+	}
+	out, err := exec.Command("git", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func newMachine(t *testing.T, srv *claudetest.Server, remote, dbURL string) *machine {
+	t.Helper()
+	ownflow(t)
+	ws := filepath.Join(t.TempDir(), "checkout")
+	git(t, "", "clone", "-q", "-b", "main", remote, ws)
+	mc := &machine{t: t, ws: ws, env: claudetest.Env(t, srv), capture: t.TempDir()}
+	mc.cmdEnv = claudetest.BaseEnv()
+	for k, v := range mc.env {
+		mc.cmdEnv = append(mc.cmdEnv, k+"="+v)
+	}
+	mc.cmdEnv = append(mc.cmdEnv, "FLOWER_CLAUDE="+capturingCLI(t, claudetest.CLIPath(t), mc.capture),
+		"XDG_CONFIG_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir(),
+		flower.DatabaseEnv+"="+dbURL, flower.LeaseEnv+"=3s")
+	return mc
+}
+
+func (mc *machine) command(ctx context.Context) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.CommandContext(ctx, ownflow(mc.t), "-w", mc.ws, "-W", "--lang", "en", "add a --json flag")
+	cmd.Env, cmd.Dir = mc.cmdEnv, mc.t.TempDir()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	return cmd, &out
+}
+
+func (mc *machine) config() string { return mc.env["CLAUDE_CONFIG_DIR"] }
+
+// usesTool reports whether req's history holds a Bash call of command.
+func usesTool(req *claudetest.Request, command string) bool {
+	for _, m := range req.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && strings.Contains(string(b.Input), command) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pidsRunning lists the processes whose command line holds text.
+func pidsRunning(text string) []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(text)) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// descendants lists pid's children, their children and so on.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		rest := b[bytes.LastIndexByte(b, ')')+1:]
+		f := strings.Fields(string(rest))
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+		children[ppid] = append(children[ppid], child)
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+func TestFaultARunContinuedOnAnotherMachine(t *testing.T) {
+	t.Parallel()
+	fault(t, "a run whose machine dies (flower and its CLI killed with SIGKILL mid-tool-call) is continued from PostgreSQL by another machine with its own HOME and its own clone: the same session resumed from the store (none of the first machine's CLI files there), the lineage and spills restored, every pointed byte readable there, and every line of both machines' CLI transcripts in the database in order")
+	dbURL := pgtest.Database(t)
+	remote := origin(t)
+	marker := filepath.Join(t.TempDir(), "sleeping")
+	sleep := "sleep 600.25"  // a fraction no other test's sleep has
+	bigCmd := "seq 1 3000"   // 13,893 bytes: spilled to the workbench
+	hugeCmd := "seq 1 8200"  // 40,000 bytes: cut by the CLI, which keeps it whole in its HOME, then spilled whole
+	var sleeping atomic.Bool // handed out once: a second time would run for ten minutes
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		switch {
+		case r.MaxTokens == 16:
+			return claudetest.Say("hi")
+		case len(r.Tools) == 0:
+			return claudetest.Say("ok")
+		case !r.HasText("Now make the change"):
+			return claudetest.Say("the plan: one flag")
+		case usesTool(r, sleep):
+			return claudetest.Say("made the change")
+		case usesTool(r, hugeCmd) && sleeping.CompareAndSwap(false, true):
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + marker + "; " + sleep, "description": "wait"}))
+		}
+		if sleeping.Load() {
+			return claudetest.Say("a new session: the old one was not continued")
+		}
+		if usesTool(r, bigCmd) {
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": hugeCmd, "description": "count more"}))
+		}
+		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": bigCmd, "description": "count"}))
+	})
+	a, b := newMachine(t, srv, remote, dbURL), newMachine(t, srv, remote, dbURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	first, outA := a.command(ctx)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			first.Process.Kill()
+			first.Wait()
+			t.Fatalf("machine A never ran the long tool call:\n%s", outA)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // a second's write-back of the workbench, then the machine dies
+	// The machine goes down: flower, its CLIs and the tool, all at once
+	// (a resumed session's CLI has a temporary config folder: its
+	// processes are found as flower's descendants).
+	for _, pid := range append(descendants(first.Process.Pid), first.Process.Pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	first.Wait()
+	if left := pidsRunning(sleep); len(left) > 0 {
+		t.Fatalf("machine A's tool outlived the machine: %v", left)
+	}
+	linA := readLineage(t, filepath.Join(a.ws, "runs"))
+	if linA["build"] == "" {
+		t.Fatalf("machine A's lineage has no build session: %v\n%s", linA, outA)
+	}
+
+	// Machine B at once: the run is busy until A's lease lapses.
+	early, outEarly := b.command(ctx)
+	if err := early.Run(); err == nil || !strings.Contains(outEarly.String(), "is busy on") {
+		t.Fatalf("machine B right after the kill: %v, want busy\n%s", err, outEarly)
+	}
+	t.Logf("machine B right after the kill: %s", lastLine(outEarly.String()))
+	if _, err := os.Stat(filepath.Join(b.ws, "runs", flower.LineageName)); err == nil {
+		t.Fatal("machine B, refused, laid out the run anyway")
+	}
+	time.Sleep(3500 * time.Millisecond) // past A's 3 s lease
+
+	before := srv.Count()
+	second, outB := b.command(ctx)
+	if err := second.Run(); err != nil {
+		t.Fatalf("machine B: %v\n%s", err, outB)
+	}
+	t.Logf("machine B's screen:\n%s", outB)
+	for _, want := range []string{"run state in the database", "made the change"} {
+		if !strings.Contains(outB.String(), want) {
+			t.Errorf("machine B's screen lacks %q", want)
+		}
+	}
+	linB := readLineage(t, filepath.Join(b.ws, "runs"))
+	if linB["build"] != linA["build"] || linB["plan"] != linA["plan"] {
+		t.Errorf("machine B did not continue A's sessions: A %v, B %v", linA, linB)
+	}
+	if _, err := os.Stat(filepath.Join(b.config(), "projects", claude.ProjectKey(a.ws))); err == nil {
+		t.Error("machine B's HOME holds machine A's project: the test's machines are not apart")
+	}
+
+	// B's requests continue A's build: the plan, the spilled output's
+	// pointer, and the killed call, healed.
+	var last *claudetest.Request
+	for _, r := range srv.Requests()[before:] {
+		if r.HasText("Now make the change") && len(r.Tools) > 0 {
+			last = r
+		}
+	}
+	if last == nil || !last.HasText("the plan: one flag") || !usesTool(last, bigCmd) || !usesTool(last, sleep) {
+		t.Fatalf("machine B's build request does not carry A's session")
+	}
+	want := map[string]readback.Output{}
+	for _, m := range last.Messages {
+		for _, bl := range m.Content {
+			if cmd := bashCommand(bl); bl.Type == "tool_use" && (cmd == bigCmd || cmd == hugeCmd) {
+				out, err := exec.Command("bash", "-c", cmd).Output()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[bl.ID] = readback.Output{Text: string(out)}
+			}
+		}
+	}
+	sent := map[string]string{}
+	for _, bl := range last.ToolResults() {
+		sent[bl.ToolUseID] = bl.Content
+	}
+	rep := readback.Check(sent, want, b.ws)
+	t.Logf("read back on machine B: %s", rep)
+	if len(want) != 2 || rep.Percent() != 100 {
+		t.Errorf("on machine B %.1f%% of the pointed bytes are readable: %+v", rep.Percent(), rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Status != readback.Recoverable {
+			t.Errorf("%s: %s (%s): the output was not spilled, or its file is not on machine B", r.ToolUseID, r.Status, r.Why)
+		}
+	}
+
+	s, err := postgres.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	name := strings.TrimSpace(git(t, a.ws, "rev-list", "--max-parents=0", "HEAD"))
+	runs := store.OneProject{Base: s, Project: "run:git:" + name + ":.:runs"}
+	checkStoreTranscripts(t, runs, []string{claude.ProjectKey(a.ws), claude.ProjectKey(b.ws)}, killed,
+		a.config(), a.capture, b.config(), b.capture)
+}
+
+func bashCommand(b claudetest.Block) string {
+	var in struct{ Command string }
+	_ = json.Unmarshal(b.Input, &in)
+	return in.Command
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
