@@ -208,6 +208,9 @@ func (l *Lineage) update(change func(*lineageFile)) error {
 // its steps' sessions stay its own. Without the file it does nothing.
 func adoptLineage(runDir, workspace string) error {
 	path := filepath.Join(runDir, LineageName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil // a new run: nothing to adopt
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), lineageLockWait)
 	defer cancel()
 	return filelock.With(ctx, path+".lock", func() error {

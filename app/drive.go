@@ -219,6 +219,13 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		}
 	}
 	end := outcomeOf(wctx, err, errors.Is(context.Cause(ctx), errQuit), ui.Lang)
+	if cfg.Database != nil && !cfg.Database.Valid() {
+		select {
+		case <-cfg.Database.Lost():
+			end = Ending{Outcome: OutcomeTakenOver}
+		default:
+		}
+	}
 	end.Request, end.Rounds = cmp.Or(ui.request, cfg.Request), status.Rounds()
 	end.Started, end.Ended, end.CostUSD = start, time.Now(), rt.TotalCost()
 	end.TokensIn, end.TokensOut = status.Tokens()
@@ -226,6 +233,9 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	showEnding(ui, end, endingPlace{runDir: cfg.RunDir, workspace: cfg.Workspace, name: "flower", manifest: rt.ManifestPath(), demo: ui.answerer})
 	if err != nil {
 		return err
+	}
+	if end.Outcome == OutcomeTakenOver {
+		return &exitError{code: ExitFailure, err: errors.New(ui.T("endTakenOver")), silent: true}
 	}
 	if step, failed := wctx.FailedAt(); failed {
 		msg := fmt.Sprintf(ui.T("aborted"), step)

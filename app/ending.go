@@ -25,6 +25,10 @@ const (
 	OutcomeUnreachable = "unreachable"  // the judge ruled it unreachable and nobody decided otherwise
 	OutcomeStopped     = "stopped"      // Ctrl-C to quit
 	OutcomeFailed      = "failed"       // a step failed or stopped; Reason says why
+	// OutcomeTakenOver: another process took the run over (its database
+	// lease lapsed while this one was paused or cut off); it goes on
+	// there, and this process writes nothing more, not even its ending.
+	OutcomeTakenOver = "taken_over"
 )
 
 // endingFile is the last run's ending in the run directory: what bare
@@ -276,6 +280,8 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 		lines = append(lines, fmt.Sprintf(t("endUnreachable"), orNone(lang, e.Reason)), t("endUnreachableDo"))
 	case OutcomeStopped:
 		lines = append(lines, t("endStopped"))
+	case OutcomeTakenOver:
+		lines = append(lines, t("endTakenOver"), t("endTakenOverDo"))
 	default:
 		what := e.Reason
 		if e.Step != "" {
@@ -327,7 +333,7 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 	}
 	lines = append(lines, report)
 	switch {
-	case p.once, p.demo:
+	case p.once, p.demo, e.Outcome == OutcomeTakenOver:
 	case e.Outcome == OutcomeAchieved || e.Outcome == OutcomeDone:
 		lines = append(lines, fmt.Sprintf(t("endNext"), p.name, shellQuote(ws)))
 	default:
@@ -359,7 +365,7 @@ func shellQuote(s string) string {
 // run directory that cannot take it is said, not fatal).
 func showEnding(ui *UI, e Ending, p endingPlace) {
 	ui.Screen.Block(screen.Plain, e.Block(ui.Lang, p)...)
-	if p.once {
+	if p.once || e.Outcome == OutcomeTakenOver {
 		return
 	}
 	if err := e.save(p.runDir); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -134,6 +134,8 @@ var texts = map[string][2]string{
 	"endNotAchievedDo":   {"  怎么办:再跑一次 flower 接着做(可以说一句新的话),或加 --rounds N 多给几轮", "  What to do: run flower again to continue (you may add words), or give more rounds with --rounds N"},
 	"endUnreachable":     {"x 目标被判为无法达成:%s", "x Goal ruled unreachable: %s"},
 	"endUnreachableDo":   {"  怎么办:看目标和判定理由;改目标后再跑 flower,或 /new 换一件事", "  What to do: read the goal and the reason; amend the goal and run flower again, or /new for something else"},
+	"endTakenOver":       {"x 另一台机器接手了这个运行(本机暂停或断线超过了租约),它在那边接着跑", "x Another machine took this run over (this one was paused or cut off past its lease); it goes on there"},
+	"endTakenOverDo":     {"  本机什么都没再写;要看进度,去那台机器,或在任一台机器上等它结束后再跑 flower", "  Nothing more was written here; follow it on that machine, or run flower on any machine once it has ended"},
 	"endStopped":         {"! 你按 Ctrl-C 停下了", "! Stopped by you (Ctrl-C)"},
 	"endFailed":          {"x 失败:%s", "x Failed: %s"},
 	"endFailedDo":        {"  怎么办:按上面的原因修好,再跑一次 flower 会接着做", "  What to do: fix the cause above, then run flower again to continue"},

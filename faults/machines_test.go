@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
@@ -300,4 +303,118 @@ func bashCommand(b claudetest.Block) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// snapshot is what the database holds of every run, and the files of one
+// machine's run directory: what a process that lost its run must not
+// change.
+func snapshot(t *testing.T, dbURL, runDir string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var b strings.Builder
+	for _, q := range []string{
+		"select count(*)::text || ':' || coalesce(md5(string_agg(store_key || seq::text || md5(payload), ',' order by store_key, seq)), '') from session_entries",
+		"select count(*)::text || ':' || coalesce(md5(string_agg(root || path || md5(data) || updated_at::text, ',' order by root, path)), '') from runstate_files",
+		"select string_agg(epoch::text || holder_host || holder_pid::text || beat_at::text, ',') from runstate_runs",
+	} {
+		var out string
+		if err := conn.QueryRow(ctx, q).Scan(&out); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		b.WriteString(out + "\n")
+	}
+	entries, _ := os.ReadDir(runDir)
+	for _, e := range entries {
+		if data, err := os.ReadFile(filepath.Join(runDir, e.Name())); err == nil {
+			fmt.Fprintf(&b, "%s %d %x\n", e.Name(), len(data), data[max(0, len(data)-32):])
+		}
+	}
+	return b.String()
+}
+
+func TestFaultAMachinePausedPastItsLeaseWritesNothingWhenItWakes(t *testing.T) {
+	t.Parallel()
+	fault(t, "flower paused (SIGSTOP) mid-tool-call past its lease: another machine takes the run over and finishes it; continued (SIGCONT), the paused flower stops with a message and writes nothing: the database's rows and its run directory's files are as the other machine left them")
+	dbURL := pgtest.Database(t)
+	remote := origin(t)
+	marker := filepath.Join(t.TempDir(), "sleeping")
+	sleep := "sleep 600.35"
+	var handed atomic.Bool
+	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		switch {
+		case r.MaxTokens == 16:
+			return claudetest.Say("hi")
+		case len(r.Tools) == 0:
+			return claudetest.Say("ok")
+		case !r.HasText("Now make the change"):
+			return claudetest.Say("the plan: one flag")
+		case usesTool(r, sleep):
+			return claudetest.Say("made the change")
+		case handed.CompareAndSwap(false, true):
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + marker + "; " + sleep, "description": "wait"}))
+		}
+		return claudetest.Say("a new session: the old one was not continued")
+	})
+	a, b := newMachine(t, srv, remote, dbURL), newMachine(t, srv, remote, dbURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	first, outA := a.command(ctx)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- first.Wait() }()
+	t.Cleanup(func() {
+		for _, pid := range append(descendants(first.Process.Pid), first.Process.Pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		syscall.Kill(first.Process.Pid, syscall.SIGCONT)
+		<-done
+	})
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("machine A never ran the long tool call:\n%s", outA)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // past A's 3 s lease
+
+	second, outB := b.command(ctx)
+	if err := second.Run(); err != nil {
+		t.Fatalf("machine B: %v\n%s", err, outB)
+	}
+	if !strings.Contains(outB.String(), "made the change") {
+		t.Fatalf("machine B did not finish the run:\n%s", outB)
+	}
+	before := snapshot(t, dbURL, filepath.Join(a.ws, "runs"))
+	if err := first.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		done <- err // for the cleanup
+		if err == nil {
+			t.Errorf("machine A, continued after losing the run, exited 0:\n%s", outA)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("machine A, continued after losing the run, did not stop:\n%s", outA)
+	}
+	t.Logf("machine A after SIGCONT:\n%s", outA)
+	if !strings.Contains(outA.String(), "Another machine took this run over") {
+		t.Errorf("machine A's screen does not say another took the run over")
+	}
+	if after := snapshot(t, dbURL, filepath.Join(a.ws, "runs")); after != before {
+		t.Errorf("machine A wrote after it lost the run:\nbefore %s\nafter  %s", before, after)
+	}
 }
