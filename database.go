@@ -3,15 +3,21 @@ package flower
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/flowerrun/flower/claude"
@@ -50,7 +56,11 @@ var ErrDatabase = errors.New("flower: the database")
 // change. The process that opens it holds the run until Close; another
 // process opening the same run is told where it is busy.
 type Database struct {
-	url      string // redacted
+	url  string // redacted
+	wait time.Duration
+	// onWait is told when a call starts waiting for the database: the
+	// running step's retry event (see Runtime.Run).
+	onWait   atomic.Pointer[func(string)]
 	name     string
 	sessions *postgres.Store
 	pool     *pgxpool.Pool
@@ -75,6 +85,9 @@ type DatabaseOptions struct {
 	// another machine may take over after this process dies (default
 	// runstate.DefaultTTL).
 	Lease time.Duration
+	// Wait bounds how long a step's end waits for a database that does
+	// not answer before the run stops, resumable (default DatabaseWait).
+	Wait time.Duration
 }
 
 // OpenDatabase connects to the PostgreSQL database at url, brings its
@@ -152,7 +165,7 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	if err := adoptLineage(runDir, ws); err != nil {
 		slog.Warn("flower: the lineage names another workspace and was not changed", "err", err)
 	}
-	return &Database{url: shown, name: name, sessions: sessions, pool: pool, mirror: mirror}, nil
+	return &Database{url: shown, wait: cmp.Or(o.Wait, DatabaseWait), name: name, sessions: sessions, pool: pool, mirror: mirror}, nil
 }
 
 // Name is the run's name in the database.
@@ -164,12 +177,79 @@ func (d *Database) URL() string { return d.url }
 // Sessions is the session store the run's Runtime uses, before its layers:
 // every checkout's sessions filed under the run.
 func (d *Database) Sessions() claude.SessionStore {
-	return store.OneProject{Base: d.sessions, Project: "run:" + d.name, Guard: func() error {
-		if !d.Valid() {
-			return fmt.Errorf("flower: transcript not stored: %w", runstate.ErrLeaseLost)
+	return patientStore{OneProject: store.OneProject{Base: d.sessions, Project: "run:" + d.name, Guard: func() error {
+		if err := d.mirror.Check(); err != nil {
+			return fmt.Errorf("flower: transcript not stored: %w", err)
 		}
 		return nil
-	}}
+	}}, d: d}
+}
+
+// patientStore waits out a database that cannot be reached (a restart, a
+// network blip) in Append and Load, up to the Database's wait or the
+// caller's deadline, instead of failing the first time.
+type patientStore struct {
+	store.OneProject
+	d *Database
+}
+
+func (s patientStore) Append(ctx context.Context, key claude.SessionKey, entries []json.RawMessage) error {
+	return s.d.patient(ctx, func(ctx context.Context) error { return s.OneProject.Append(ctx, key, entries) })
+}
+
+func (s patientStore) Load(ctx context.Context, key claude.SessionKey) (out []json.RawMessage, err error) {
+	err = s.d.patient(ctx, func(ctx context.Context) error {
+		out, err = s.OneProject.Load(ctx, key)
+		return err
+	})
+	return out, err
+}
+
+// patient runs try until it succeeds, fails for another reason than an
+// unreachable database, or the wait is over.
+func (d *Database) patient(ctx context.Context, try func(context.Context) error) error {
+	deadline := time.Now().Add(d.wait)
+	told := false
+	for {
+		err := try(ctx)
+		if err == nil || !unreachable(err) || time.Now().After(deadline) {
+			if err == nil && told {
+				slog.Info("flower: the database answers again", "url", d.url)
+			}
+			return err
+		}
+		if !told {
+			why := fmt.Sprintf("waiting for the database at %s (up to %s): %v", d.url, d.wait, err)
+			if f := d.onWait.Load(); f != nil {
+				(*f)(why)
+			} else {
+				slog.Warn("flower: " + why)
+			}
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// unreachable says err is the database being away (connection refused or
+// cut, the server shutting down or starting), not a refusal of what was
+// asked.
+func unreachable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// 08: connection exception; 57P01-57P03: shutdown, crash,
+		// cannot connect now (starting up).
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ENOENT)
 }
 
 // watch is ctx, cancelled when another process takes the run over.
@@ -195,11 +275,11 @@ func (d *Database) Valid() bool { return d.mirror.Valid() }
 func (d *Database) Lost() <-chan struct{} { return d.mirror.Lost() }
 
 // Sync writes back the run's files that changed, waiting up to
-// DatabaseWait for a database that does not answer; wait is told once
-// when it starts waiting. It fails with runstate.ErrLeaseLost after a
+// DatabaseOptions.Wait for a database that does not answer; wait is told
+// once when it starts waiting. It fails with runstate.ErrLeaseLost after a
 // takeover.
 func (d *Database) Sync(ctx context.Context, wait func(string)) error {
-	deadline := time.Now().Add(DatabaseWait)
+	deadline := time.Now().Add(d.wait)
 	told := false
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -208,11 +288,14 @@ func (d *Database) Sync(ctx context.Context, wait func(string)) error {
 		if err == nil || errors.Is(err, runstate.ErrLeaseLost) || ctx.Err() != nil {
 			return err
 		}
+		if !unreachable(err) && d.mirror.Valid() {
+			return fmt.Errorf("%w at %s: the run's files were not written: %w", ErrDatabase, d.url, err)
+		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w at %s did not answer for %s (%v); the run stopped and continues when it is back", ErrDatabase, d.url, DatabaseWait, err)
+			return fmt.Errorf("%w at %s did not answer for %s (%v); the run stopped and continues when it is back", ErrDatabase, d.url, d.wait, err)
 		}
 		if !told && wait != nil {
-			wait(fmt.Sprintf("waiting for the database at %s (up to %s): %v", d.url, DatabaseWait, err))
+			wait(fmt.Sprintf("waiting for the database at %s (up to %s): %v", d.url, d.wait, err))
 			told = true
 		}
 		select {

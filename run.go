@@ -84,6 +84,18 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 		ctx, stop = rt.db.watch(ctx)
 		defer stop()
 	}
+	s := &stepRun{rt: rt, spec: spec, r: r, step: step, ro: ro}
+	if rt.db != nil {
+		// Said from the store's goroutine, not the loop's: the event goes
+		// out without touching the step's result.
+		say := func(why string) {
+			e := event.New(event.Retry, why, map[string]any{"step": step, "reason": "database"})
+			rt.logEvent(step, e)
+			s.deliver(e)
+		}
+		rt.db.onWait.Store(&say)
+		defer rt.db.onWait.Store(nil)
+	}
 	rt.mu.Lock()
 	if rt.running {
 		rt.mu.Unlock()
@@ -107,7 +119,7 @@ func (rt *Runtime) Run(ctx context.Context, spec AgentSpec, prompt string, ro Ru
 		prompt += "\n\n" + fmt.Sprintf(textsFor(rt.lang).betweenSteps, carried)
 	}
 
-	s := &stepRun{rt: rt, spec: spec, r: r, step: step, prompt: prompt, ro: ro}
+	s.prompt = prompt
 	s.loop(ctx)
 	if rt.db != nil {
 		select {
@@ -180,6 +192,9 @@ type stepRun struct {
 	loops loopQueue
 	// offered are the tools the current session's CLI offers.
 	offered offeredTools
+	// deliverMu keeps OnEvent calls one at a time: the database's wait is
+	// said from another goroutine than the loop's.
+	deliverMu sync.Mutex
 }
 
 // publish copies the step's result to the Runtime's in-flight snapshot,
@@ -204,9 +219,17 @@ func (s *stepRun) emit(e Event) {
 	}
 	s.publish()
 	s.rt.logEvent(s.step, e)
+	s.deliver(e)
+}
+
+// deliver hands e to OnEvent, one event at a time whichever goroutine
+// says it.
+func (s *stepRun) deliver(e Event) {
 	if s.ro.OnEvent == nil {
 		return
 	}
+	s.deliverMu.Lock()
+	defer s.deliverMu.Unlock()
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("flower: OnEvent panicked; the step goes on", "step", s.step, "panic", p)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -416,5 +418,156 @@ func TestFaultAMachinePausedPastItsLeaseWritesNothingWhenItWakes(t *testing.T) {
 	}
 	if after := snapshot(t, dbURL, filepath.Join(a.ws, "runs")); after != before {
 		t.Errorf("machine A wrote after it lost the run:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// dbScene is a Runtime on a database of a server of the test's own, which
+// the test stops and starts.
+type dbScene struct {
+	srv    *pgtest.Server
+	url    string
+	db     *flower.Database
+	rt     *flower.Runtime
+	api    *claudetest.Server
+	ws     string
+	env    map[string]string
+	config string
+}
+
+func newDBScene(t *testing.T, h claudetest.Handler, wait time.Duration) *dbScene {
+	t.Helper()
+	ctx := context.Background()
+	sc := &dbScene{srv: pgtest.Start(t), api: claudetest.NewServer(t, h), ws: t.TempDir()}
+	var err error
+	if sc.url, err = sc.srv.CreateDatabase(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc.env = claudetest.Env(t, sc.api)
+	sc.config = sc.env["CLAUDE_CONFIG_DIR"]
+	sc.db, err = flower.OpenDatabase(ctx, sc.url, flower.DatabaseOptions{Workspace: sc.ws, Run: "restart", ConfigDir: sc.config, Lease: 5 * time.Second, Wait: wait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.db.Close(context.Background()) })
+	cli := claudetest.CLIPath(t)
+	sc.rt, err = flower.New(sc.ws, flower.WithDatabase(sc.db), flower.WithEnv(sc.env), flower.WithResilience(fastResilience()),
+		flower.WithLanguage(flower.English), flower.WithDefaultWorkbench(),
+		flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath, o.BaseEnv = cli, claudetest.BaseEnv() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.rt.Close() })
+	return sc
+}
+
+// toolThenSay answers a step with one Bash call of command, then text.
+func toolThenSay(command, text string) claudetest.Handler {
+	return func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		if len(r.Tools) == 0 {
+			return claudetest.Say("ok")
+		}
+		if _, ok := r.LastToolResult(); ok {
+			return claudetest.Say(text)
+		}
+		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": command, "description": "work"}))
+	}
+}
+
+func TestFaultDatabaseRestartedMidStep(t *testing.T) {
+	t.Parallel()
+	fault(t, "PostgreSQL restarted (down 3 s) while a step's tool runs: the step waits for it with a line saying so, succeeds, and the database holds every transcript line of the CLI and the run's files")
+	marker := filepath.Join(t.TempDir(), "working")
+	sc := newDBScene(t, toolThenSay("touch "+marker+"; sleep 2", "done after the restart"), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	restarted := make(chan error, 1)
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(marker); err == nil {
+				if err := sc.srv.Stop(ctx); err != nil {
+					restarted <- err
+					return
+				}
+				time.Sleep(3 * time.Second)
+				restarted <- sc.srv.Start(ctx)
+				return
+			}
+		}
+		restarted <- errors.New("the tool never ran")
+	}()
+	var waits []string
+	var mu sync.Mutex
+	r, err := sc.rt.Run(ctx, spec(), "work through a restart", flower.RunOptions{OnEvent: func(e flower.Event) {
+		if e.Kind == "retry" && strings.Contains(e.Text, "waiting for the database") {
+			mu.Lock()
+			waits = append(waits, e.Text)
+			mu.Unlock()
+		}
+	}})
+	if err := <-restarted; err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || !r.OK || !strings.Contains(r.Text, "done after the restart") {
+		t.Fatalf("the step: ok %v text %q err %v (%s)\n%s", r.OK, r.Text, err, r.Error, sc.srv.Log())
+	}
+	mu.Lock()
+	if len(waits) == 0 {
+		t.Error("the step never said it was waiting for the database")
+	} else {
+		t.Logf("the step said: %s", waits[0])
+	}
+	mu.Unlock()
+	s, err := postgres.Open(ctx, sc.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkStoreTranscripts(t, store.OneProject{Base: s, Project: "run:restart"}, []string{claude.ProjectKey(sc.ws)}, strict, sc.config)
+	if err := sc.db.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// What a second machine finds: the manifest with the step's row.
+	other := filepath.Join(t.TempDir(), "ws")
+	db2, err := flower.OpenDatabase(ctx, sc.url, flower.DatabaseOptions{Workspace: other, Run: "restart", ConfigDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close(ctx)
+	rows := readManifest(t, filepath.Join(other, "runs"))
+	if len(rows) != 1 || !rows[0].OK {
+		t.Errorf("the manifest in the database: %+v", rows)
+	}
+}
+
+func TestFaultDatabaseGoneForGood(t *testing.T) {
+	t.Parallel()
+	fault(t, "PostgreSQL stopped for good during a step: the step's end waits the configured time, then the run stops, resumable, with a message naming the database's URL with its password masked")
+	marker := filepath.Join(t.TempDir(), "working")
+	sc := newDBScene(t, toolThenSay("touch "+marker+"; sleep 1", "done"), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	go func() {
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(marker); err == nil {
+				sc.srv.Stop(ctx)
+				return
+			}
+		}
+	}()
+	r, err := sc.rt.Run(ctx, spec(), "work", flower.RunOptions{})
+	if err == nil || r.OK {
+		t.Fatalf("the step succeeded with its database gone: %+v", r)
+	}
+	t.Logf("the step's error: %v", err)
+	shown := postgres.Redact(sc.url)
+	if !strings.Contains(err.Error(), shown) || !strings.Contains(shown, "xxxxx") {
+		t.Errorf("the error does not name the URL %s", shown)
+	}
+	if pw := strings.TrimPrefix(strings.SplitN(strings.TrimPrefix(sc.url, "postgres://postgres:"), "@", 2)[0], ""); strings.Contains(err.Error(), pw) {
+		t.Error("the error shows the password")
+	}
+	// Resumable: the step's session is on this machine and in the lineage.
+	if _, err := os.Stat(filepath.Join(sc.ws, "runs", flower.ManifestName)); err != nil {
+		t.Errorf("the run left no manifest to resume from: %v", err)
 	}
 }

@@ -58,6 +58,12 @@ type Mirror struct {
 	mu         sync.Mutex
 	validUntil time.Time // monotonic: the lease as this process knows it
 	lostErr    error
+	// away says the last beat could not reach the backend, at attemptAt:
+	// while beats keep trying, the run goes on here (nobody can take it
+	// over through a backend nobody reaches, and whatever this process
+	// writes there is fenced anyway).
+	away      bool
+	attemptAt time.Time
 
 	lost  chan struct{}
 	kick  chan struct{}
@@ -120,25 +126,30 @@ func (m *Mirror) Run() string { return m.run }
 func (m *Mirror) Lost() <-chan struct{} { return m.lost }
 
 // Valid reports whether this process may still write the run: its lease
-// was confirmed within the TTL and was not lost. A process resumed after a
-// pause longer than the TTL (SIGSTOP, a suspended laptop) finds it false
-// before its first beat, and must write nothing, locally or remotely.
-func (m *Mirror) Valid() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lostErr == nil && time.Now().Before(m.validUntil)
-}
+// was not lost, and either it was confirmed within the TTL or the backend
+// is away and the heartbeat is still trying to reach it. A process resumed
+// after a pause longer than the TTL (SIGSTOP, a suspended laptop) finds it
+// false before its first beat, and must write nothing, locally or
+// remotely, until that beat says whether the run is still its own.
+func (m *Mirror) Valid() bool { return m.check() == nil }
+
+// Check is Valid's reason: nil, ErrLeaseLost, or why the hold is not
+// confirmed.
+func (m *Mirror) Check() error { return m.check() }
 
 func (m *Mirror) check() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lostErr != nil {
+	now := time.Now()
+	switch {
+	case m.lostErr != nil:
 		return m.lostErr
+	case now.Before(m.validUntil):
+		return nil
+	case m.away && now.Sub(m.attemptAt) < 2*m.ttl/3:
+		return nil
 	}
-	if !time.Now().Before(m.validUntil) {
-		return fmt.Errorf("runstate: the lease of run %s was not confirmed for %s (paused, or the database is unreachable): nothing written", m.run, m.ttl)
-	}
-	return nil
+	return fmt.Errorf("runstate: the hold on run %s was not confirmed for %s (this process was paused, or stopped beating): nothing written until it is", m.run, m.ttl)
 }
 
 func (m *Mirror) markLost(err error) {
@@ -203,16 +214,22 @@ func (m *Mirror) beat() {
 	ctx, cancel := context.WithTimeout(context.Background(), m.ttl/3)
 	defer cancel()
 	err := m.lease.Beat(ctx)
-	switch {
-	case err == nil:
-		m.mu.Lock()
+	m.mu.Lock()
+	wasAway := m.away
+	m.away, m.attemptAt = err != nil && !errors.Is(err, ErrLeaseLost), start
+	if err == nil {
 		m.validUntil = start.Add(m.ttl)
-		m.mu.Unlock()
+	}
+	m.mu.Unlock()
+	switch {
+	case err == nil && wasAway:
+		m.log.Info("runstate: the run's database answers again", "run", m.run)
+	case err == nil:
 	case errors.Is(err, ErrLeaseLost):
 		m.log.Error("runstate: another process took the run over; this one writes nothing more", "run", m.run)
 		m.markLost(err)
-	default:
-		m.log.Warn("runstate: heartbeat failed; retrying", "run", m.run, "err", err)
+	case !wasAway:
+		m.log.Warn("runstate: the run's database does not answer; the run goes on here and its files wait", "run", m.run, "err", err)
 	}
 }
 
