@@ -135,6 +135,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(lockTimeout.Milliseconds(), 10)
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+		// A commit returns before the server flushes its WAL, as
+		// store/sqlite's synchronous=NORMAL does: a crash of the server may
+		// drop the last commits (the CLI's own JSONL is the other copy) but
+		// never corrupts, and other connections see a commit at once.
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "flower"
 	}
