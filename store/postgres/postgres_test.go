@@ -577,3 +577,15 @@ func TestPostgresServerRestartFailsCleanlyAndRecovers(t *testing.T) {
 		t.Fatalf("after the restart: %d entries, %v", len(got), err)
 	}
 }
+
+// Debian's server has lz4: the payloads use it (see the migration).
+func TestPostgresPayloadsUseLZ4(t *testing.T) {
+	u := pgtest.Database(t)
+	openURL(t, u)
+	var method string
+	err := admin(t, u).QueryRow(t.Context(), `select attcompression::text from pg_attribute
+		where attrelid = 'session_entries'::regclass and attname = 'payload'`).Scan(&method)
+	if err != nil || method != "l" {
+		t.Fatalf("payload compression = %q (%v), want l (lz4)", method, err)
+	}
+}
