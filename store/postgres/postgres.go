@@ -217,14 +217,26 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 	}
 	op := "append " + sk
 	start := time.Now()
-	tx, err := s.pool.Begin(ctx)
+	// The transaction spans two round trips on one connection, its BEGIN
+	// in the first and its COMMIT in the second: a one-entry append costs
+	// two round trips, not four.
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.fail(ctx, op, start, err)
 	}
-	defer rollback(ctx, tx) // after Commit, a no-op
+	// The pool closes a connection released inside a transaction, and the
+	// server then rolls the transaction back.
+	defer conn.Release()
+	committed := false
+	defer func() {
+		if !committed {
+			rollback(ctx, conn)
+		}
+	}()
 
-	// One round trip: the key's lock, where its entries go on, which of the
-	// batch's uuids it holds, and the summary the new entries fold into.
+	// The first round trip: the key's lock, where its entries go on, which
+	// of the batch's uuids it holds, and the summary the new entries fold
+	// into.
 	var uids []string
 	for _, r := range batch {
 		if r.UUID != "" {
@@ -237,6 +249,7 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		summary []byte
 	)
 	read := &pgx.Batch{}
+	read.Queue(`begin`)
 	read.Queue(`select pg_advisory_xact_lock($1, hashtext($2))`, appendLockClass, sk)
 	read.Queue(`select next_seq from session_meta where store_key = $1`, sk).QueryRow(func(r pgx.Row) error {
 		if err := r.Scan(&next); !errors.Is(err, pgx.ErrNoRows) {
@@ -257,7 +270,7 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 			return nil
 		})
 	}
-	if err := tx.SendBatch(ctx, read).Close(); err != nil {
+	if err := conn.SendBatch(ctx, read).Close(); err != nil {
 		if ctx.Err() != nil { // the wait here is for the key's lock
 			return scrub(fmt.Errorf("store: %s on %s: %w: the context ended after %v of waiting for the session's append lock, which another connection or process (a second flower on this run?) holds: %w",
 				op, s.url, store.ErrLocked, since(start), ctx.Err()), s.secret)
@@ -296,7 +309,7 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		return nil // all replays: the key's mtime and summary stay as they were
 	}
 
-	// A second round trip writes the rows, ticks the clock (taking its row
+	// The second round trip writes the rows, ticks the clock (taking its row
 	// lock last, so appends to other keys wait for each other only this
 	// long) and stamps the key and its summary.
 	var now *int64
@@ -321,12 +334,11 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 			on conflict (project_key, session_id) do update set mtime = excluded.mtime, data = excluded.data`,
 			key.ProjectKey, key.SessionID, data, sk)
 	}
-	if err := tx.SendBatch(ctx, write).Close(); err != nil {
+	write.Queue(`commit`)
+	if err := conn.SendBatch(ctx, write).Close(); err != nil {
 		return s.fail(ctx, op, start, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return s.fail(ctx, op, start, err)
-	}
+	committed = true
 	return nil
 }
 
@@ -578,13 +590,17 @@ type also struct{ err, sentinel error }
 func (e also) Error() string   { return e.err.Error() }
 func (e also) Unwrap() []error { return []error{e.err, e.sentinel} }
 
-// rollback ends tx if it is still open. It runs after the caller's context
-// may have ended, so it has a bound of its own; a connection that cannot
-// say ROLLBACK is closed, and the server rolls back.
-func rollback(ctx context.Context, tx pgx.Tx) {
+// rollback ends the transaction open on conn, if any. It runs after the
+// caller's context may have ended, so it has a bound of its own; a
+// connection that cannot say ROLLBACK stays inside its transaction, and the
+// pool closes it on release.
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' {
+		return // not in a transaction: nothing began, or it ended
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_ = tx.Rollback(ctx) // the error that matters is the caller's
+	_, _ = conn.Exec(ctx, "rollback") // the error that matters is the caller's
 }
 
 // since is the time from start, rounded for a message.
