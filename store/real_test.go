@@ -7,6 +7,7 @@ package store_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -406,4 +407,74 @@ func testRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T, db realBack
 	if !req.HasText("SCENARIO:doomed") {
 		t.Error("the earlier prompt is missing from the resumed history")
 	}
+}
+
+// countingStore counts the appends its base refused.
+type countingStore struct {
+	*postgres.Store
+	refused atomic.Int32
+}
+
+func (c *countingStore) Append(ctx context.Context, key claude.SessionKey, entries []json.RawMessage) error {
+	err := c.Store.Append(ctx, key, entries)
+	if err != nil {
+		c.refused.Add(1)
+	}
+	return err
+}
+
+// The PostgreSQL server stopped in the middle of a run and started again a
+// few tool calls later: the appends refused meanwhile are kept by the
+// mirror and sent again once the server is back, and the store ends up
+// holding the CLI's transcript line for line, with no mirror_error.
+func TestRealMirrorIntoPostgresLosesNothingAcrossAServerRestart(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	u, err := pg.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	db := &countingStore{Store: base}
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:restart": {bashTurn("echo one"), bashTurn("echo two"), bashTurn("echo three"), bashTurn("echo four"), claudetest.Say("done")},
+	}.Handler())
+	cwd := t.TempDir()
+	opts := realOpts(t, srv, cwd, db)
+	var serverErr atomic.Value
+	restart := func(ctx context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
+		var err error
+		switch {
+		case strings.Contains(string(in.ToolInput), "echo two"):
+			err = pg.Stop(ctx)
+		case strings.Contains(string(in.ToolInput), "echo four"):
+			err = pg.Start(ctx)
+		}
+		if err != nil {
+			serverErr.Store(err)
+		}
+		return nil, nil // the other hook decides
+	}
+	m := opts.Hooks[claude.PreToolUse][0]
+	m.Hooks = append([]claude.HookFunc{restart}, m.Hooks...)
+	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {m}}
+	res := run(t, ctx, "SCENARIO:restart", opts)
+	if err, _ := serverErr.Load().(error); err != nil {
+		t.Fatalf("stopping or starting the server: %v", err)
+	}
+	if db.refused.Load() == 0 {
+		t.Fatal("no append was refused while the server was down: the test did not test a restart")
+	}
+	pk := claude.ProjectKey(cwd)
+	file := filepath.Join(opts.Env["HOME"], ".claude", "projects", pk, res.SessionID+".jsonl")
+	if got, want := len(storedRows(t, db, claude.SessionKey{ProjectKey: pk, SessionID: res.SessionID})), countLines(t, file); got != want {
+		t.Fatalf("%d rows stored after the restart, %d lines in the CLI's file (%d appends were refused)", got, want, db.refused.Load())
+	}
+	t.Logf("%d appends refused while the server was down; every line stored", db.refused.Load())
 }
