@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
@@ -588,4 +589,34 @@ func TestPostgresPayloadsUseLZ4(t *testing.T) {
 	if err != nil || method != "l" {
 		t.Fatalf("payload compression = %q (%v), want l (lz4)", method, err)
 	}
+}
+
+func TestOpenNamesAServerThatCannotBeReached(t *testing.T) {
+	dir := t.TempDir() // no server listens here
+	raw := "postgres://flower:s3cret-pw@/runs?host=" + url.QueryEscape(dir) + "&connect_timeout=5"
+	start := time.Now()
+	_, err := Open(t.Context(), raw)
+	oneLine(t, err, "s3cret-pw")
+	if !strings.Contains(err.Error(), "cannot reach the PostgreSQL server") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("the error does not say the server was not reached at the URL: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+}
+
+// Close stops every goroutine the pool started.
+func TestPostgresCloseLeavesNoGoroutine(t *testing.T) {
+	u := pgtest.Database(t)
+	before := goleak.IgnoreCurrent()
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "p", SessionID: "s"}, entry("1"))
+	if _, err := s.Load(t.Context(), claude.SessionKey{ProjectKey: "p", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	goleak.VerifyNone(t, before)
 }
