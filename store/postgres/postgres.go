@@ -59,10 +59,19 @@ const lockTimeout = 30 * time.Second
 // connect_timeout, so an unreachable host fails instead of hanging.
 const connectTimeout = 15 * time.Second
 
-// appendLockClass is the first key of the advisory lock an Append holds on
-// its session key (the second is the key's hash): two-key advisory locks
-// live apart from pgmigrate's one-key lock.
-const appendLockClass = 0x73657373 // "sess"
+// sessionLockClass is the first key of the advisory lock an Append or
+// Delete holds on its session (the second is the hash of the session's main
+// row key): two-key advisory locks live apart from pgmigrate's one-key lock.
+// One lock for the main transcript and its subagents' means a Delete of a
+// session cannot interleave with an Append to one of its subkeys, as
+// SQLite's single writer guarantees.
+const sessionLockClass = 0x73657373 // "sess"
+
+// queueSessionLock queues the statement that takes the session's lock for
+// the rest of the transaction.
+func queueSessionLock(b *pgx.Batch, key claude.SessionKey) {
+	b.Queue(`select pg_advisory_xact_lock($1, hashtext($2))`, sessionLockClass, key.ProjectKey+"/"+key.SessionID)
+}
 
 // Store is a claude.SessionStore in a PostgreSQL database, shared by every
 // flower process, on any machine, that opens the same URL. It implements
@@ -73,7 +82,7 @@ const appendLockClass = 0x73657373 // "sess"
 // "uuid" string is already stored for its key or appears earlier in the
 // batch (entries without one are never deduplicated). Each Append is one
 // transaction: all of the batch or nothing; appends to one key take turns
-// (an advisory lock on the key). An Append that stores something stamps its
+// (an advisory lock on the session). An Append that stores something stamps its
 // key with the next tick of the database's strictly increasing millisecond
 // clock, max(now, last+1), read and moved inside the transaction, and for a
 // main key folds the new entries into the session's summary
@@ -250,7 +259,7 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 	)
 	read := &pgx.Batch{}
 	read.Queue(`begin`)
-	read.Queue(`select pg_advisory_xact_lock($1, hashtext($2))`, appendLockClass, sk)
+	queueSessionLock(read, key)
 	read.Queue(`select next_seq from session_meta where store_key = $1`, sk).QueryRow(func(r pgx.Row) error {
 		if err := r.Scan(&next); !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -461,9 +470,9 @@ func (s *Store) Delete(ctx context.Context, key claude.SessionKey) error {
 	}
 	op := "delete " + sk
 	b := &pgx.Batch{}
-	// An Append to the key in flight finishes first, so what it stored
-	// is deleted too.
-	b.Queue(`select pg_advisory_xact_lock($1, hashtext($2))`, appendLockClass, sk)
+	// An Append to the session (or a subkey of it) in flight finishes
+	// first, so what it stored is deleted too.
+	queueSessionLock(b, key)
 	b.Queue(`delete from session_entries where store_key = $1`, sk)
 	b.Queue(`delete from session_meta where store_key = $1`, sk)
 	if key.Subpath == "" {

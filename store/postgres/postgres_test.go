@@ -499,7 +499,7 @@ func TestPostgresLockedSessionTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(t.Context(), `select pg_advisory_xact_lock($1, hashtext($2))`, appendLockClass, "p/s"); err != nil {
+	if _, err := tx.Exec(t.Context(), `select pg_advisory_xact_lock($1, hashtext($2))`, sessionLockClass, "p/s"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -522,6 +522,17 @@ func TestPostgresLockedSessionTimesOut(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("gave up after %v with a 300 ms lock timeout", d)
 	}
+	// A subagent's transcript of the session waits for the same lock, so a
+	// Delete of the session never interleaves with it.
+	sub := claude.SessionKey{ProjectKey: "p", SessionID: "s", Subpath: "subagents/agent-1"}
+	if err := impatient.Append(t.Context(), sub, []json.RawMessage{entry("during")}); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("Append to a subkey under the session's lock: %v; want store.ErrLocked", err)
+	}
+	if err := impatient.Delete(t.Context(), key); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("Delete under the session's lock: %v; want store.ErrLocked", err)
+	}
+	// Another session is not held up.
+	mustAppend(t, impatient, claude.SessionKey{ProjectKey: "p", SessionID: "other"}, entry("free"))
 
 	// The caller's context.
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
