@@ -311,8 +311,8 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		} else {
 			uidCol = append(uidCol, nil)
 		}
-		payloads = append(payloads, []byte(r.Payload))
-		added = append(added, json.RawMessage(r.Payload))
+		payloads = append(payloads, r.Payload)
+		added = append(added, r.Payload)
 	}
 	if len(added) == 0 {
 		return nil // all replays: the key's mtime and summary stay as they were

@@ -88,7 +88,8 @@ func Range(prefix string) (lo, hi string) {
 // Row is an entry ready to insert.
 type Row struct {
 	// Payload is the entry as compact JSON, its keys in the order given.
-	Payload string
+	// The payloads of a batch share one allocation.
+	Payload json.RawMessage
 	// UUID is the entry's "uuid" string; "" when it has none, and then
 	// the entry is never deduplicated.
 	UUID string
@@ -99,17 +100,23 @@ type Row struct {
 // Errors wrap store.ErrInvalidEntry and say that nothing was stored.
 func Prepare(sk string, entries []json.RawMessage) ([]Row, error) {
 	out := make([]Row, len(entries))
+	total := 0
+	for _, e := range entries {
+		total += len(e)
+	}
 	var buf bytes.Buffer
+	buf.Grow(total) // compacting never lengthens an entry
 	for i, e := range entries {
-		buf.Reset()
+		start := buf.Len()
 		if err := json.Compact(&buf, e); err != nil {
 			return nil, fmt.Errorf("store: append %s: %w: entry %d is not valid JSON (%v); nothing of this batch was stored", sk, store.ErrInvalidEntry, i, err)
 		}
-		if buf.Len() == 0 || buf.Bytes()[0] != '{' {
-			return nil, fmt.Errorf("store: append %s: %w: entry %d is not a JSON object (it starts %.20q); nothing of this batch was stored", sk, store.ErrInvalidEntry, i, buf.String())
+		compact := buf.Bytes()[start:buf.Len():buf.Len()]
+		if len(compact) == 0 || compact[0] != '{' {
+			return nil, fmt.Errorf("store: append %s: %w: entry %d is not a JSON object (it starts %.20q); nothing of this batch was stored", sk, store.ErrInvalidEntry, i, compact)
 		}
-		out[i].Payload = buf.String()
-		out[i].UUID = uuidOf(buf.Bytes())
+		out[i].Payload = compact
+		out[i].UUID = uuidOf(compact)
 	}
 	return out, nil
 }

@@ -73,7 +73,7 @@ func TestUUIDOfReadsTheKeyAsEncodingJSONDoes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Prepare(%s): %v", c, err)
 		}
-		if got, want := rows[0].UUID, uuidByUnmarshal([]byte(rows[0].Payload)); got != want {
+		if got, want := rows[0].UUID, uuidByUnmarshal(rows[0].Payload); got != want {
 			t.Errorf("uuid of %s = %q, encoding/json reads %q", c, got, want)
 		}
 	}
