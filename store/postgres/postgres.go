@@ -204,7 +204,7 @@ func (s *Store) IdempotentAppend() bool { return true }
 // does nothing.
 //
 // It fails, storing nothing of the batch, when ctx is done, when another
-// process kept the key's lock or the clock past the lock timeout
+// process kept the session's lock or the clock past the lock timeout
 // (store.ErrLocked), when key is invalid (store.ErrInvalidKey), when an entry
 // is not a JSON object (store.ErrInvalidEntry), or when the database fails
 // (a connection cut, the server gone). Retrying the same batch then stores
@@ -243,9 +243,9 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		}
 	}()
 
-	// The first round trip: the key's lock, where its entries go on, which
-	// of the batch's uuids it holds, and the summary the new entries fold
-	// into.
+	// The first round trip: the session's lock, where the key's entries
+	// go on, which of the batch's uuids it holds, and the summary the new
+	// entries fold into.
 	var uids []string
 	for _, r := range batch {
 		if r.UUID != "" {
@@ -280,7 +280,7 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		})
 	}
 	if err := conn.SendBatch(ctx, read).Close(); err != nil {
-		if ctx.Err() != nil { // the wait here is for the key's lock
+		if ctx.Err() != nil { // the wait here is for the session's lock
 			return scrub(fmt.Errorf("store: %s on %s: %w: the context ended after %v of waiting for the session's append lock, which another connection or process (a second flower on this run?) holds: %w",
 				op, s.url, store.ErrLocked, since(start), ctx.Err()), s.secret)
 		}
