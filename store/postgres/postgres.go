@@ -81,13 +81,14 @@ func queueSessionLock(b *pgx.Batch, key claude.SessionKey) {
 // Append stores entries as compact JSON bytes and skips an entry whose
 // "uuid" string is already stored for its key or appears earlier in the
 // batch (entries without one are never deduplicated). Each Append is one
-// transaction: all of the batch or nothing; appends to one key take turns
-// (an advisory lock on the session). An Append that stores something stamps its
-// key with the next tick of the database's strictly increasing millisecond
-// clock, max(now, last+1), read and moved inside the transaction, and for a
-// main key folds the new entries into the session's summary
-// (claude.FoldSessionSummary) under the same mtime. A batch that stores
-// nothing (empty, or all replays) changes nothing.
+// transaction: all of the batch or nothing; appends to one session (its
+// main transcript and its subagents') take turns under an advisory lock. An
+// Append that stores something stamps its key with the next tick of the
+// database's strictly increasing millisecond clock, max(now, last+1), read
+// and moved inside the transaction, and for a main key folds the new
+// entries into the session's summary (claude.FoldSessionSummary) under the
+// same mtime. A batch that stores nothing (empty, or all replays) changes
+// nothing.
 //
 // A Store is safe for concurrent use.
 type Store struct {
