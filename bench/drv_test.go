@@ -157,9 +157,12 @@ func TestStoreTiny(t *testing.T) {
 		t.Fatalf("runStore: %v\n%s", err, out.String())
 	}
 	got := out.String()
-	for _, want := range []string{"a 200-entry session", "append, one entry a transaction", "append, batches of 100",
-		"read + decode the JSONL file", "store Load + expire + trim + prune", "of it: resume preparation",
-		"goal (load+trim ≤ 1.5× the JSONL read)", "goal (≥ 20,000 appends/s batched)"} {
+	for _, want := range []string{"a 200-entry session",
+		"SQLite: append, one entry a transaction", "SQLite: append, batches of 100", "SQLite: store Load + expire + trim + prune",
+		"PostgreSQL: append, one entry a transaction", "PostgreSQL: append, batches of 100", "PostgreSQL: store Load + expire + trim + prune",
+		"read + decode the JSONL file", "of it: resume preparation",
+		"goal (SQLite load+trim ≤ 1.5× the JSONL read)", "goal (SQLite: ≥ 20,000 appends/s batched)",
+		"goal (PostgreSQL: ≥ 20,000 appends/s batched)", "goal (PostgreSQL load+trim ≤ 1.5× SQLite's)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}

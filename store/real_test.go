@@ -1,12 +1,13 @@
 package store_test
 
 // Real-CLI tests: the pinned Claude Code CLI against claudetest's fake
-// Messages API, mirroring into SQLite and resuming through the pruning
+// Messages API, mirroring into SQLite or PostgreSQL and resuming through the pruning
 // store with a fresh HOME (the history only in the database).
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/pgtest"
 	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/postgres"
 	"github.com/flowerrun/flower/store/sqlite"
 )
 
@@ -98,7 +101,7 @@ func validHistory(next claudetest.Handler) claudetest.Handler {
 // resumeThroughPruning resumes session sid with a fresh HOME through a
 // default pruning store over db, asserts the CLI took the history, and
 // returns the request the fake API got.
-func resumeThroughPruning(t *testing.T, ctx context.Context, srv *claudetest.Server, db *sqlite.Store, cwd, sid string) *claudetest.Request {
+func resumeThroughPruning(t *testing.T, ctx context.Context, srv *claudetest.Server, db claude.SessionStore, cwd, sid string) *claudetest.Request {
 	t.Helper()
 	pruning, err := store.NewPruning(db, cwd, store.TrimPolicy{}, store.PrunePolicy{}, store.EphemeralPolicy{})
 	if err != nil {
@@ -112,7 +115,7 @@ func resumeThroughPruning(t *testing.T, ctx context.Context, srv *claudetest.Ser
 	return srv.Requests()[srv.Count()-1]
 }
 
-func storedRows(t *testing.T, db *sqlite.Store, key claude.SessionKey) []string {
+func storedRows(t *testing.T, db claude.SessionStore, key claude.SessionKey) []string {
 	t.Helper()
 	rows, err := db.Load(context.Background(), key)
 	if err != nil {
@@ -144,13 +147,41 @@ func countLines(t *testing.T, path string) int {
 	return n
 }
 
-func TestRealSQLiteMirrorsEveryMainAndSubagentEntry(t *testing.T) {
-	t.Parallel()
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+// realBackend is a database session store the real-CLI tests mirror into.
+type realBackend interface {
+	claude.SessionStore
+	claude.SubkeyLister
+}
+
+// eachBackend runs test once per database backend, in parallel subtests,
+// each on a fresh store: SQLite in a temporary file, PostgreSQL in a new
+// database of the test binary's cluster.
+func eachBackend(t *testing.T, test func(t *testing.T, db realBackend)) {
+	t.Run("SQLite", func(t *testing.T) {
+		t.Parallel()
+		db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		test(t, db)
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		t.Parallel()
+		db, err := postgres.Open(t.Context(), pgtest.Database(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		test(t, db)
+	})
+}
+
+func TestRealMirrorsEveryMainAndSubagentEntry(t *testing.T) {
+	eachBackend(t, testRealMirrorsEveryMainAndSubagentEntry)
+}
+
+func testRealMirrorsEveryMainAndSubagentEntry(t *testing.T, db realBackend) {
 	srv := claudetest.NewServer(t, claudetest.Script{
 		"SCENARIO:dispatch": {
 			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{
@@ -184,7 +215,10 @@ func TestRealSQLiteMirrorsEveryMainAndSubagentEntry(t *testing.T) {
 }
 
 func TestRealResumeThroughThePruningStoreFeedsALighterHistory(t *testing.T) {
-	t.Parallel()
+	eachBackend(t, testRealResumeThroughThePruningStoreFeedsALighterHistory)
+}
+
+func testRealResumeThroughThePruningStoreFeedsALighterHistory(t *testing.T, db realBackend) {
 	bulky1 := strings.Repeat("a", 5000)
 	bulky2 := strings.Repeat("b", 5000)
 	srv := claudetest.NewServer(t, validHistory(claudetest.Script{
@@ -199,12 +233,6 @@ func TestRealResumeThroughThePruningStoreFeedsALighterHistory(t *testing.T) {
 		},
 		"SCENARIO:next": {claudetest.Say("resumed fine")},
 	}.Handler()))
-	dir := t.TempDir()
-	db, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	cwd := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -284,16 +312,14 @@ func TestRealResumeThroughThePruningStoreFeedsALighterHistory(t *testing.T) {
 }
 
 func TestRealInterruptedSessionResumesWithoutAnAPIError(t *testing.T) {
-	t.Parallel()
+	eachBackend(t, testRealInterruptedSessionResumesWithoutAnAPIError)
+}
+
+func testRealInterruptedSessionResumesWithoutAnAPIError(t *testing.T, db realBackend) {
 	srv := claudetest.NewServer(t, validHistory(claudetest.Script{
 		"SCENARIO:slow": {bashTurn("timeout 30 tail -f /dev/null; echo woke"), claudetest.Say("never")},
 		"SCENARIO:next": {claudetest.Say("resumed fine")},
 	}.Handler()))
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	cwd := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -343,7 +369,10 @@ func TestRealInterruptedSessionResumesWithoutAnAPIError(t *testing.T) {
 }
 
 func TestRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T) {
-	t.Parallel()
+	eachBackend(t, testRealSessionEndingInAnAPIErrorResumesWithoutIt)
+}
+
+func testRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T, db realBackend) {
 	var failing atomic.Bool // read by the fake API's goroutines
 	failing.Store(true)
 	script := claudetest.Script{"SCENARIO:next": {claudetest.Say("resumed fine")}}.Handler()
@@ -353,11 +382,6 @@ func TestRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T) {
 		}
 		return script(ctx, r)
 	}))
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	cwd := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -383,4 +407,74 @@ func TestRealSessionEndingInAnAPIErrorResumesWithoutIt(t *testing.T) {
 	if !req.HasText("SCENARIO:doomed") {
 		t.Error("the earlier prompt is missing from the resumed history")
 	}
+}
+
+// countingStore counts the appends its base refused.
+type countingStore struct {
+	*postgres.Store
+	refused atomic.Int32
+}
+
+func (c *countingStore) Append(ctx context.Context, key claude.SessionKey, entries []json.RawMessage) error {
+	err := c.Store.Append(ctx, key, entries)
+	if err != nil {
+		c.refused.Add(1)
+	}
+	return err
+}
+
+// The PostgreSQL server stopped in the middle of a run and started again a
+// few tool calls later: the appends refused meanwhile are kept by the
+// mirror and sent again once the server is back, and the store ends up
+// holding the CLI's transcript line for line, with no mirror_error.
+func TestRealMirrorIntoPostgresLosesNothingAcrossAServerRestart(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	u, err := pg.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := postgres.Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	db := &countingStore{Store: base}
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:restart": {bashTurn("echo one"), bashTurn("echo two"), bashTurn("echo three"), bashTurn("echo four"), claudetest.Say("done")},
+	}.Handler())
+	cwd := t.TempDir()
+	opts := realOpts(t, srv, cwd, db)
+	var serverErr atomic.Value
+	restart := func(ctx context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
+		var err error
+		switch {
+		case strings.Contains(string(in.ToolInput), "echo two"):
+			err = pg.Stop(ctx)
+		case strings.Contains(string(in.ToolInput), "echo four"):
+			err = pg.Start(ctx)
+		}
+		if err != nil {
+			serverErr.Store(err)
+		}
+		return nil, nil // the other hook decides
+	}
+	m := opts.Hooks[claude.PreToolUse][0]
+	m.Hooks = append([]claude.HookFunc{restart}, m.Hooks...)
+	opts.Hooks = map[string][]claude.HookMatcher{claude.PreToolUse: {m}}
+	res := run(t, ctx, "SCENARIO:restart", opts)
+	if err, _ := serverErr.Load().(error); err != nil {
+		t.Fatalf("stopping or starting the server: %v", err)
+	}
+	if db.refused.Load() == 0 {
+		t.Fatal("no append was refused while the server was down: the test did not test a restart")
+	}
+	pk := claude.ProjectKey(cwd)
+	file := filepath.Join(opts.Env["HOME"], ".claude", "projects", pk, res.SessionID+".jsonl")
+	if got, want := len(storedRows(t, db, claude.SessionKey{ProjectKey: pk, SessionID: res.SessionID})), countLines(t, file); got != want {
+		t.Fatalf("%d rows stored after the restart, %d lines in the CLI's file (%d appends were refused)", got, want, db.refused.Load())
+	}
+	t.Logf("%d appends refused while the server was down; every line stored", db.refused.Load())
 }

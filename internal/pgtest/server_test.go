@@ -73,3 +73,18 @@ func TestDatabasesOfTheSharedServerAreSeparate(t *testing.T) {
 		t.Fatalf("two databases share a URL: %s", a)
 	}
 }
+
+// scripts/test counts the tests that used a cluster from FLOWER_PG_LOG.
+func TestDatabaseLogsItsTestForTheTierCheck(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "pg.log")
+	t.Setenv("FLOWER_PG_LOG", log)
+	Database(t)
+	Database(t)
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Repeat(t.Name()+"\n", 2); string(got) != want {
+		t.Fatalf("FLOWER_PG_LOG holds %q, want %q", got, want)
+	}
+}

@@ -56,6 +56,7 @@ func Database(t testing.TB) string {
 	if err != nil {
 		unavailable(t, err)
 	}
+	logUse(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	u, err := s.CreateDatabase(ctx)
@@ -75,6 +76,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		unavailable(t, err)
 	}
+	logUse(t)
 	t.Cleanup(func() { s.Remove() })
 	return s
 }
@@ -85,4 +87,21 @@ func unavailable(t testing.TB, err error) {
 		t.Skipf("%v (install: %s)", err, Install)
 	}
 	t.Fatal(err)
+}
+
+// logUse appends the test's name to $FLOWER_PG_LOG, when set: scripts/test
+// fails when no test used a server, as it does for the real-CLI tier.
+func logUse(t testing.TB) {
+	path := os.Getenv("FLOWER_PG_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatalf("pgtest: FLOWER_PG_LOG: %v", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(t.Name() + "\n"); err != nil {
+		t.Fatalf("pgtest: FLOWER_PG_LOG: %v", err)
+	}
 }

@@ -59,10 +59,19 @@ const lockTimeout = 30 * time.Second
 // connect_timeout, so an unreachable host fails instead of hanging.
 const connectTimeout = 15 * time.Second
 
-// appendLockClass is the first key of the advisory lock an Append holds on
-// its session key (the second is the key's hash): two-key advisory locks
-// live apart from pgmigrate's one-key lock.
-const appendLockClass = 0x73657373 // "sess"
+// sessionLockClass is the first key of the advisory lock an Append or
+// Delete holds on its session (the second is the hash of the session's main
+// row key): two-key advisory locks live apart from pgmigrate's one-key lock.
+// One lock for the main transcript and its subagents' means a Delete of a
+// session cannot interleave with an Append to one of its subkeys, as
+// SQLite's single writer guarantees.
+const sessionLockClass = 0x73657373 // "sess"
+
+// queueSessionLock queues the statement that takes the session's lock for
+// the rest of the transaction.
+func queueSessionLock(b *pgx.Batch, key claude.SessionKey) {
+	b.Queue(`select pg_advisory_xact_lock($1, hashtext($2))`, sessionLockClass, key.ProjectKey+"/"+key.SessionID)
+}
 
 // Store is a claude.SessionStore in a PostgreSQL database, shared by every
 // flower process, on any machine, that opens the same URL. It implements
@@ -72,13 +81,14 @@ const appendLockClass = 0x73657373 // "sess"
 // Append stores entries as compact JSON bytes and skips an entry whose
 // "uuid" string is already stored for its key or appears earlier in the
 // batch (entries without one are never deduplicated). Each Append is one
-// transaction: all of the batch or nothing; appends to one key take turns
-// (an advisory lock on the key). An Append that stores something stamps its
-// key with the next tick of the database's strictly increasing millisecond
-// clock, max(now, last+1), read and moved inside the transaction, and for a
-// main key folds the new entries into the session's summary
-// (claude.FoldSessionSummary) under the same mtime. A batch that stores
-// nothing (empty, or all replays) changes nothing.
+// transaction: all of the batch or nothing; appends to one session (its
+// main transcript and its subagents') take turns under an advisory lock. An
+// Append that stores something stamps its key with the next tick of the
+// database's strictly increasing millisecond clock, max(now, last+1), read
+// and moved inside the transaction, and for a main key folds the new
+// entries into the session's summary (claude.FoldSessionSummary) under the
+// same mtime. A batch that stores nothing (empty, or all replays) changes
+// nothing.
 //
 // A Store is safe for concurrent use.
 type Store struct {
@@ -135,6 +145,13 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(lockTimeout.Milliseconds(), 10)
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+		// A commit returns before the server flushes its WAL, as
+		// store/sqlite's synchronous=NORMAL does: a crash of the server may
+		// drop the last commits (the CLI's own JSONL is the other copy) but
+		// never corrupts, and other connections see a commit at once.
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "flower"
 	}
@@ -188,7 +205,7 @@ func (s *Store) IdempotentAppend() bool { return true }
 // does nothing.
 //
 // It fails, storing nothing of the batch, when ctx is done, when another
-// process kept the key's lock or the clock past the lock timeout
+// process kept the session's lock or the clock past the lock timeout
 // (store.ErrLocked), when key is invalid (store.ErrInvalidKey), when an entry
 // is not a JSON object (store.ErrInvalidEntry), or when the database fails
 // (a connection cut, the server gone). Retrying the same batch then stores
@@ -210,14 +227,26 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 	}
 	op := "append " + sk
 	start := time.Now()
-	tx, err := s.pool.Begin(ctx)
+	// The transaction spans two round trips on one connection, its BEGIN
+	// in the first and its COMMIT in the second: a one-entry append costs
+	// two round trips, not four.
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.fail(ctx, op, start, err)
 	}
-	defer rollback(ctx, tx) // after Commit, a no-op
+	// The pool closes a connection released inside a transaction, and the
+	// server then rolls the transaction back.
+	defer conn.Release()
+	committed := false
+	defer func() {
+		if !committed {
+			rollback(ctx, conn)
+		}
+	}()
 
-	// One round trip: the key's lock, where its entries go on, which of the
-	// batch's uuids it holds, and the summary the new entries fold into.
+	// The first round trip: the session's lock, where the key's entries
+	// go on, which of the batch's uuids it holds, and the summary the new
+	// entries fold into.
 	var uids []string
 	for _, r := range batch {
 		if r.UUID != "" {
@@ -230,7 +259,8 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		summary []byte
 	)
 	read := &pgx.Batch{}
-	read.Queue(`select pg_advisory_xact_lock($1, hashtext($2))`, appendLockClass, sk)
+	read.Queue(`begin`)
+	queueSessionLock(read, key)
 	read.Queue(`select next_seq from session_meta where store_key = $1`, sk).QueryRow(func(r pgx.Row) error {
 		if err := r.Scan(&next); !errors.Is(err, pgx.ErrNoRows) {
 			return err
@@ -250,8 +280,8 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 			return nil
 		})
 	}
-	if err := tx.SendBatch(ctx, read).Close(); err != nil {
-		if ctx.Err() != nil { // the wait here is for the key's lock
+	if err := conn.SendBatch(ctx, read).Close(); err != nil {
+		if ctx.Err() != nil { // the wait here is for the session's lock
 			return scrub(fmt.Errorf("store: %s on %s: %w: the context ended after %v of waiting for the session's append lock, which another connection or process (a second flower on this run?) holds: %w",
 				op, s.url, store.ErrLocked, since(start), ctx.Err()), s.secret)
 		}
@@ -282,14 +312,14 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		} else {
 			uidCol = append(uidCol, nil)
 		}
-		payloads = append(payloads, []byte(r.Payload))
-		added = append(added, json.RawMessage(r.Payload))
+		payloads = append(payloads, r.Payload)
+		added = append(added, r.Payload)
 	}
 	if len(added) == 0 {
 		return nil // all replays: the key's mtime and summary stay as they were
 	}
 
-	// A second round trip writes the rows, ticks the clock (taking its row
+	// The second round trip writes the rows, ticks the clock (taking its row
 	// lock last, so appends to other keys wait for each other only this
 	// long) and stamps the key and its summary.
 	var now *int64
@@ -314,12 +344,11 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 			on conflict (project_key, session_id) do update set mtime = excluded.mtime, data = excluded.data`,
 			key.ProjectKey, key.SessionID, data, sk)
 	}
-	if err := tx.SendBatch(ctx, write).Close(); err != nil {
+	write.Queue(`commit`)
+	if err := conn.SendBatch(ctx, write).Close(); err != nil {
 		return s.fail(ctx, op, start, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return s.fail(ctx, op, start, err)
-	}
+	committed = true
 	return nil
 }
 
@@ -442,9 +471,9 @@ func (s *Store) Delete(ctx context.Context, key claude.SessionKey) error {
 	}
 	op := "delete " + sk
 	b := &pgx.Batch{}
-	// An Append to the key in flight finishes first, so what it stored
-	// is deleted too.
-	b.Queue(`select pg_advisory_xact_lock($1, hashtext($2))`, appendLockClass, sk)
+	// An Append to the session (or a subkey of it) in flight finishes
+	// first, so what it stored is deleted too.
+	queueSessionLock(b, key)
 	b.Queue(`delete from session_entries where store_key = $1`, sk)
 	b.Queue(`delete from session_meta where store_key = $1`, sk)
 	if key.Subpath == "" {
@@ -571,13 +600,17 @@ type also struct{ err, sentinel error }
 func (e also) Error() string   { return e.err.Error() }
 func (e also) Unwrap() []error { return []error{e.err, e.sentinel} }
 
-// rollback ends tx if it is still open. It runs after the caller's context
-// may have ended, so it has a bound of its own; a connection that cannot
-// say ROLLBACK is closed, and the server rolls back.
-func rollback(ctx context.Context, tx pgx.Tx) {
+// rollback ends the transaction open on conn, if any. It runs after the
+// caller's context may have ended, so it has a bound of its own; a
+// connection that cannot say ROLLBACK stays inside its transaction, and the
+// pool closes it on release.
+func rollback(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() == 'I' {
+		return // not in a transaction: nothing began, or it ended
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_ = tx.Rollback(ctx) // the error that matters is the caller's
+	_, _ = conn.Exec(ctx, "rollback") // the error that matters is the caller's
 }
 
 // since is the time from start, rounded for a message.

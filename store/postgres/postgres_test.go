@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
@@ -498,7 +499,7 @@ func TestPostgresLockedSessionTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(t.Context(), `select pg_advisory_xact_lock($1, hashtext($2))`, appendLockClass, "p/s"); err != nil {
+	if _, err := tx.Exec(t.Context(), `select pg_advisory_xact_lock($1, hashtext($2))`, sessionLockClass, "p/s"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -521,6 +522,17 @@ func TestPostgresLockedSessionTimesOut(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("gave up after %v with a 300 ms lock timeout", d)
 	}
+	// A subagent's transcript of the session waits for the same lock, so a
+	// Delete of the session never interleaves with it.
+	sub := claude.SessionKey{ProjectKey: "p", SessionID: "s", Subpath: "subagents/agent-1"}
+	if err := impatient.Append(t.Context(), sub, []json.RawMessage{entry("during")}); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("Append to a subkey under the session's lock: %v; want store.ErrLocked", err)
+	}
+	if err := impatient.Delete(t.Context(), key); !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("Delete under the session's lock: %v; want store.ErrLocked", err)
+	}
+	// Another session is not held up.
+	mustAppend(t, impatient, claude.SessionKey{ProjectKey: "p", SessionID: "other"}, entry("free"))
 
 	// The caller's context.
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
@@ -576,4 +588,46 @@ func TestPostgresServerRestartFailsCleanlyAndRecovers(t *testing.T) {
 	if got, err := s.Load(t.Context(), key); err != nil || len(got) != 2 {
 		t.Fatalf("after the restart: %d entries, %v", len(got), err)
 	}
+}
+
+// Debian's server has lz4: the payloads use it (see the migration).
+func TestPostgresPayloadsUseLZ4(t *testing.T) {
+	u := pgtest.Database(t)
+	openURL(t, u)
+	var method string
+	err := admin(t, u).QueryRow(t.Context(), `select attcompression::text from pg_attribute
+		where attrelid = 'session_entries'::regclass and attname = 'payload'`).Scan(&method)
+	if err != nil || method != "l" {
+		t.Fatalf("payload compression = %q (%v), want l (lz4)", method, err)
+	}
+}
+
+func TestOpenNamesAServerThatCannotBeReached(t *testing.T) {
+	dir := t.TempDir() // no server listens here
+	raw := "postgres://flower:s3cret-pw@/runs?host=" + url.QueryEscape(dir) + "&connect_timeout=5"
+	start := time.Now()
+	_, err := Open(t.Context(), raw)
+	oneLine(t, err, "s3cret-pw")
+	if !strings.Contains(err.Error(), "cannot reach the PostgreSQL server") || !strings.Contains(err.Error(), dir) {
+		t.Errorf("the error does not say the server was not reached at the URL: %v", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+}
+
+// Close stops every goroutine the pool started.
+func TestPostgresCloseLeavesNoGoroutine(t *testing.T) {
+	u := pgtest.Database(t)
+	before := goleak.IgnoreCurrent()
+	s, err := Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, claude.SessionKey{ProjectKey: "p", SessionID: "s"}, entry("1"))
+	if _, err := s.Load(t.Context(), claude.SessionKey{ProjectKey: "p", SessionID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	goleak.VerifyNone(t, before)
 }

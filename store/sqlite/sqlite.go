@@ -346,7 +346,7 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 		insert := tx.StmtContext(ctx, s.stmts.insert)
 		var added []json.RawMessage
 		for _, r := range batch {
-			res, err := insert.ExecContext(ctx, sk, next, nullable(r.UUID), r.Payload)
+			res, err := insert.ExecContext(ctx, sk, next, nullable(r.UUID), string(r.Payload)) // TEXT, as the schema says
 			if err != nil {
 				return err
 			}
@@ -354,7 +354,7 @@ func (s *Store) Append(ctx context.Context, key claude.SessionKey, entries []jso
 				return err
 			} else if n == 1 {
 				next++
-				added = append(added, json.RawMessage(r.Payload))
+				added = append(added, r.Payload)
 			}
 		}
 		if len(added) == 0 {
