@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/flowerrun/flower/claude"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flowerrun/flower"
-	"github.com/flowerrun/flower/human"
 	"go.uber.org/goleak"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/pgtest"
 )
 
 // flowerBin is the command, built once for the tests that run it as a
@@ -41,7 +43,7 @@ func TestMain(m *testing.M) {
 		if err := goleak.Find(); err != nil {
 			panic(err)
 		}
-		code = m.Run()
+		code = pgtest.Run(m)
 		if code == 0 {
 			if err := goleak.Find(); err != nil {
 				os.Stderr.WriteString("goleak: " + err.Error() + "\n")

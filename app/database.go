@@ -38,7 +38,7 @@ func (m *Command) openDatabase(ctx context.Context, ui *UI, cfg *Config) (*flowe
 	var busy *runstate.BusyError
 	switch {
 	case errors.As(err, &busy):
-		return nil, &exitError{code: ExitFailure, err: err}
+		return nil, &exitError{code: ExitFailure, err: busyError(ui, busy)}
 	case err != nil:
 		return nil, &exitError{code: ExitFailure, err: fmt.Errorf("%w\n%s", err, ui.T("databaseHint"))}
 	}
@@ -46,4 +46,17 @@ func (m *Command) openDatabase(ctx context.Context, ui *UI, cfg *Config) (*flowe
 	ui.Lang = cfg.Lang
 	ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("databaseOpen"), db.Name(), db.URL()))
 	return db, nil
+}
+
+// busyError says, in the person's language, where the run is busy and
+// when it is free should that machine be gone.
+func busyError(ui *UI, b *runstate.BusyError) error {
+	h := b.Holder
+	msg := fmt.Sprintf(ui.T("databaseBusy"), b.Run, h.Host, h.PID, h.Since.Local().Format("2006-01-02 15:04:05"))
+	if !h.Beat.IsZero() && h.TTL > 0 {
+		ago := max(time.Since(h.Beat), 0).Round(time.Second)
+		free := max(h.TTL-time.Since(h.Beat), 0).Round(time.Second)
+		msg += "\n" + fmt.Sprintf(ui.T("databaseBusyFree"), ago, free)
+	}
+	return errors.New(msg)
 }

@@ -152,7 +152,7 @@ func demoProgram(ctx context.Context, cfg Config, ui *UI, ask string) (*flower.W
 		return starterProgram(ctx, cfg, ui)
 	}
 	home, _ := os.UserHomeDir()
-	ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace), wake.Woke+1))
+	ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace, cfg.Database), wake.Woke+1))
 	return flower.StarterFlow("", o)
 }
 

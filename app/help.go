@@ -41,6 +41,17 @@ const filesWritten = `Files written:
   <workspace>/.flower/             the workbench: INDEX.md scripts/ artifacts/ notes/ spill/
   ${XDG_CONFIG_HOME:-~/.config}/flower/.env   credentials (flower setup, mode 0600)
   ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/   the pinned Claude Code CLI (npm)
+
+A run in PostgreSQL, so any machine of a team can continue it:
+  FLOWER_DATABASE_URL=postgres://user:password@host:5432/db
+                        keeps the run's sessions and files (run dir, the human's
+                        side, the workbench) in the database; each machine works in
+                        its own checkout and HOME, one machine at a time
+  FLOWER_RUN=NAME       the run's name there (default: the repository's first
+                        commit, the workspace's path in it and the run dir's: the
+                        same on every clone)
+  FLOWER_DATABASE_LEASE=30s   how soon another machine may take over a run whose
+                        machine died (a live run beats every third of it)
 `
 
 func (m *Command) usage() string {

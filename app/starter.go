@@ -14,6 +14,7 @@ import (
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/store"
 	"github.com/flowerrun/flower/store/sqlite"
 )
 
@@ -110,7 +111,7 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 			ui.request = last.Request
 		}
 		home, _ := os.UserHomeDir()
-		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace), wake.Woke+1))
+		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace, cfg.Database), wake.Woke+1))
 	}
 	return flower.StarterFlow(ask, o)
 }
@@ -160,8 +161,18 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 // workContext is the work session's last context size for the banner, 0
 // when it is not known (no session yet, no database: one is never created
 // just to look).
-func workContext(ctx context.Context, wake flower.Wake, workspace string) int {
+func workContext(ctx context.Context, wake flower.Wake, workspace string, database *flower.Database) int {
 	id := wake.Steps[flower.StarterNamesFor(wake.Lang).Work]
+	if database != nil && id != "" {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if r, ok := database.Sessions().(store.LastContextReader); ok {
+			if n, err := r.LastContext(ctx, claude.ProjectKey(workspace), id); err == nil {
+				return n
+			}
+		}
+		return 0
+	}
 	db := filepath.Join(wake.RunDir, "sessions.db")
 	if _, err := os.Stat(db); err != nil || id == "" {
 		return 0

@@ -74,6 +74,8 @@ var texts = map[string][2]string{
 	"stepResumed":        {"  <- 接上次 · 第 %d 次唤醒", "  <- resumed · wake #%d"},
 	"aborted":            {"在步骤 '%s' 中止", "stopped at step '%s'"},
 	"databaseOpen":       {"运行状态在数据库里:运行 %s,%s(任何一台机器都能接着跑)", "run state in the database: run %s at %s (any machine can continue it)"},
+	"databaseBusy":       {"运行 %s 正在 %s(进程 %d)上跑,从 %s 开始;等它结束,或到那台机器上停下它", "run %s is busy on %s (pid %d) since %s; wait for it to end, or stop it there"},
+	"databaseBusyFree":   {"最后一次听到它是 %s 前;要是那台机器已经没了,这个运行在 %s 后空出来", "last heard from %s ago; if that machine is gone, the run is free in %s"},
 	"databaseHint":       {"检查 FLOWER_DATABASE_URL(postgres://用户:密码@主机:端口/数据库),或去掉它,用本机的文件", "check FLOWER_DATABASE_URL (postgres://user:password@host:port/database), or unset it to keep the run in this machine's files"},
 	"trimOn":             {"续接会话时修剪旧的大块工具结果(--no-trim 关掉)", "resumed sessions are trimmed of bulky old tool results (--no-trim turns it off)"},
 	"trimOff":            {"续接会话时不修剪(-T 打开)", "resumed sessions are not trimmed (-T turns it on)"},
