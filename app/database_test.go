@@ -195,7 +195,9 @@ func TestADatabaseThatCannotBeUsedSaysWhyAndWritesNothing(t *testing.T) {
 		{"unparsable", "postgres://u:s3cret-pw@db.example:notaport/x", "", "s3cret-pw",
 			func(t1 func(string) string) []string { return []string{"xxxxx", t1("databaseHint")[:12]} }},
 		{"wrong password", wrong.String(), "", "wrong-pass-4711",
-			func(t1 func(string) string) []string { return []string{"xxxxx", "password authentication failed", t1("databaseHint")[:12]} }},
+			func(t1 func(string) string) []string {
+				return []string{"xxxxx", "password authentication failed", t1("databaseHint")[:12]}
+			}},
 		{"busy", dbURL, "held", u.User.String(),
 			func(t1 func(string) string) []string {
 				return []string{strings.SplitN(t1("databaseBusy"), "%s", 2)[0] + "held", host, strings.SplitN(t1("databaseBusyFree"), "%s", 2)[0]}
