@@ -417,3 +417,36 @@ func storedRows(t *testing.T, b *Backend) string {
 	}
 	return s
 }
+
+func TestProcessesOpeningARunAtOnceGetOneWriter(t *testing.T) {
+	ctx := context.Background()
+	b := backend(t, pgtest.Database(t))
+	const n = 8
+	type result struct {
+		lease runstate.Lease
+		err   error
+	}
+	results := make(chan result, n)
+	start := make(chan struct{})
+	for i := range n {
+		go func() {
+			<-start
+			l, err := b.Acquire(ctx, "race", runstate.Holder{Host: "h", PID: i + 1}, time.Minute)
+			results <- result{l, err}
+		}()
+	}
+	close(start)
+	writers := 0
+	for range n {
+		r := <-results
+		switch {
+		case r.err == nil:
+			writers++
+		case !errors.Is(r.err, runstate.ErrBusy):
+			t.Errorf("an opener failed otherwise: %v", r.err)
+		}
+	}
+	if writers != 1 {
+		t.Fatalf("%d writers, want exactly 1", writers)
+	}
+}
