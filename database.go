@@ -44,6 +44,10 @@ const LeaseEnv = "FLOWER_DATABASE_LEASE"
 // (a restart, a network blip) before it stops, resumable.
 const DatabaseWait = 2 * time.Minute
 
+// openWait bounds OpenDatabase: connecting, migrating, taking the run and
+// laying its files out.
+const openWait = 2 * time.Minute
+
 // ErrDatabase is wrapped by every error of a run's database: unreachable,
 // refused, of another schema.
 var ErrDatabase = errors.New("flower: the database")
@@ -117,6 +121,12 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	if err != nil {
 		return nil, fmt.Errorf("%w URL %s does not parse (want postgres://user:password@host:port/database): %v", ErrDatabase, shown, scrub(err, url))
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A host that drops packets fails in seconds, not minutes.
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, openWait)
+	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w at %s: %v", ErrDatabase, shown, scrub(err, url))
@@ -125,9 +135,9 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 		pool.Close()
 		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, scrub(err, url))
 	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 	err = pool.Ping(pctx)
-	cancel()
+	pcancel()
 	if err != nil {
 		return fail(err)
 	}
@@ -306,8 +316,12 @@ func (d *Database) Sync(ctx context.Context, wait func(string)) error {
 	}
 }
 
-// Close writes the run's files back, releases the run and disconnects.
+// Close writes the run's files back, releases the run and disconnects,
+// within a minute: what it could not write stays on this machine, and is
+// written when the run is opened here again.
 func (d *Database) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	err := d.mirror.Close(ctx)
 	d.sessions.Close()
 	d.pool.Close()
