@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -355,7 +356,7 @@ func TestAHolderPausedPastItsLeaseStopsWithoutAWriteWhenContinued(t *testing.T) 
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), holderEnv+"="+dir, "PGRUN_TEST_URL="+url)
-	var out bytes.Buffer
+	var out lockedBuffer // written by the process's copier, read here
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -449,4 +450,22 @@ func TestProcessesOpeningARunAtOnceGetOneWriter(t *testing.T) {
 	if writers != 1 {
 		t.Fatalf("%d writers, want exactly 1", writers)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and one reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
