@@ -119,7 +119,7 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("%w URL %s does not parse (want postgres://user:password@host:port/database): %v", ErrDatabase, shown, scrub(err, url))
+		return nil, fmt.Errorf("%w URL %s does not parse (want postgres://user:password@host:port/database): %v", ErrDatabase, shown, postgres.Scrub(err, url))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		// A host that drops packets fails in seconds, not minutes.
@@ -129,11 +129,11 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w at %s: %v", ErrDatabase, shown, scrub(err, url))
+		return nil, fmt.Errorf("%w at %s: %v", ErrDatabase, shown, postgres.Scrub(err, url))
 	}
 	fail := func(err error) (*Database, error) {
 		pool.Close()
-		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, scrub(err, url))
+		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, postgres.Scrub(err, url))
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 	err = pool.Ping(pctx)
@@ -170,7 +170,7 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 		if errors.As(err, &busy) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, scrub(err, url))
+		return nil, fmt.Errorf("%w at %s: %w", ErrDatabase, shown, postgres.Scrub(err, url))
 	}
 	if err := adoptLineage(runDir, ws); err != nil {
 		slog.Warn("flower: the lineage names another workspace and was not changed", "err", err)
@@ -376,12 +376,4 @@ func cliConfigDir() string {
 		return ""
 	}
 	return filepath.Join(home, ".claude")
-}
-
-// scrub removes url's password from an error's text.
-func scrub(err error, url string) error {
-	if err == nil {
-		return nil
-	}
-	return errors.New(postgres.Redact(strings.ReplaceAll(err.Error(), url, postgres.Redact(url))))
 }

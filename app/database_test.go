@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/internal/pgmigrate"
 	"github.com/flowerrun/flower/internal/pgtest"
 	"github.com/flowerrun/flower/workbench"
 )
@@ -237,4 +241,35 @@ func TestADatabaseThatCannotBeUsedSaysWhyAndWritesNothing(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(ansi.ReplaceAllString(s, "")), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// A database whose run-state tables a newer flower made is refused with
+// an error a caller can tell apart, its URL's password masked.
+func TestANewerRunStateSchemaIsRefusedAndNamed(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.Database(t)
+	ws := clones(t, 1)[0]
+	db, err := flower.OpenDatabase(ctx, dbURL, flower.DatabaseOptions{Workspace: ws, Run: "newer", ConfigDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close(ctx)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "update flower_schema set version = 99 where component = 'runstate'"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = flower.OpenDatabase(ctx, dbURL, flower.DatabaseOptions{Workspace: ws, Run: "newer", ConfigDir: t.TempDir()})
+	if !errors.Is(err, pgmigrate.ErrNewerSchema) || !errors.Is(err, flower.ErrDatabase) {
+		t.Fatalf("open: %v, want ErrNewerSchema inside ErrDatabase", err)
+	}
+	u, _ := url.Parse(dbURL)
+	pw, _ := u.User.Password()
+	if strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "xxxxx") {
+		t.Fatalf("the message shows the password or no URL: %v", err)
+	}
+	t.Log(err)
 }

@@ -84,3 +84,8 @@ func scrub(err error, secret string) error {
 	}
 	return &scrubbed{err: err, secret: secret}
 }
+
+// Scrub wraps err so its message never shows the password of the database
+// URL raw, however the driver spelled it; errors.Is and errors.As still see
+// the wrapped error. nil stays nil.
+func Scrub(err error, raw string) error { return scrub(err, passwordOf(raw)) }
