@@ -1,0 +1,467 @@
+// Package gitwork is the git layer of a team's queue: a worker machine
+// checks a run's branch out (Prepare), commits the workspace (Commit) and
+// pushes it only where the branch still is where the run left it (Push),
+// so a run moves between machines through its branch and never overwrites
+// anyone's commit. It runs the git binary; the repository is a stranger's,
+// so no hook of it runs, git never waits for a password, and no argument a
+// person gave can be read by git as an option.
+package gitwork
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The sentinels a caller branches on. Each error wraps one of them with
+// git's own message cut to one line, so errors.Is decides and the error
+// text is what the person reads.
+var (
+	// ErrUnreachable: clone, fetch or ls-remote failed; the run cannot
+	// start on this machine (retrying elsewhere may help).
+	ErrUnreachable = errors.New("gitwork: the repository cannot be reached")
+	// ErrForeignBranch: the branch holds commits this run did not push, or
+	// the run's branch is gone; working on it would lose someone's work.
+	ErrForeignBranch = errors.New("gitwork: the branch exists and is not this run's")
+	// ErrRejected: someone else moved the branch since the run's last push.
+	ErrRejected = errors.New("gitwork: the push was rejected")
+	// ErrNoBase: the branch to start a new run's branch from is absent.
+	ErrNoBase = errors.New("gitwork: the base branch does not exist")
+	// ErrBadBranch: a branch name git would refuse or read as an option;
+	// callers check names at submit time with CheckBranch.
+	ErrBadBranch = errors.New("gitwork: not a valid branch name")
+)
+
+// waitDelay bounds the wait for git's children (ssh, upload-pack) still
+// holding its pipes after the context killed git itself.
+const waitDelay = 5 * time.Second
+
+// safety is passed before every git subcommand: no hook of the repository
+// (or of a template) ever runs, and local paths work as remotes, submodule
+// or not. Config given with -c reaches the git processes git starts.
+var safety = []string{
+	"-c", "core.hooksPath=/dev/null",
+	"-c", "protocol.file.allow=always",
+}
+
+// locatingEnv are variables that would point git at another repository
+// than the one in dir (set when flower itself runs inside a git hook).
+var locatingEnv = []string{
+	"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+	"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+}
+
+// gitEnv is the environment of every git call: the process's own minus
+// locatingEnv, with every way of asking for a password turned into a
+// failure (a worker has nobody at its terminal).
+func gitEnv() []string {
+	var env []string
+	hasSSH := false
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if containsString(locatingEnv, name) {
+			continue
+		}
+		hasSSH = hasSSH || name == "GIT_SSH_COMMAND" || name == "GIT_SSH"
+		env = append(env, kv)
+	}
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=/bin/false", "SSH_ASKPASS=/bin/false")
+	if !hasSSH {
+		env = append(env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
+	}
+	return env
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// gitError is a failed git call: its arguments and git's stderr.
+type gitError struct {
+	args   []string
+	stderr string
+	err    error
+}
+
+func (e *gitError) Error() string {
+	if e.stderr == "" {
+		return fmt.Sprintf("git %s: %v", strings.Join(e.args, " "), e.err)
+	}
+	return fmt.Sprintf("git %s: %s", strings.Join(e.args, " "), e.stderr)
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+// git runs git in dir and returns its stdout without the trailing newline.
+// A context that ended is the error then, whatever git said.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safety...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	cmd.WaitDelay = waitDelay
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("gitwork: git %s: %w", strings.Join(args, " "), ctx.Err())
+	}
+	if err != nil {
+		return "", &gitError{args: args, stderr: oneLine(stderr.String()), err: err}
+	}
+	return strings.TrimRight(stdout.String(), "\n"), nil
+}
+
+// oneLine keeps what git said that matters (hints dropped) on one line of
+// at most 300 bytes, so the error fits a status line.
+func oneLine(stderr string) string {
+	var kept []string
+	for _, line := range strings.Split(stderr, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "hint:") {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	s := strings.Join(kept, "; ")
+	if len(s) > 300 {
+		s = s[:297] + "..."
+	}
+	return s
+}
+
+// CheckBranch refuses a branch name git would refuse, or one starting with
+// '-' that a git command could read as an option.
+func CheckBranch(ctx context.Context, name string) error {
+	if name == "" || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("%w: %q (a branch name is not empty and does not start with '-'; choose another)", ErrBadBranch, name)
+	}
+	// check-ref-format prints the name it accepted; "@{-1}" and the like
+	// would come back as another branch, so the name must return as given.
+	out, err := git(ctx, os.TempDir(), "check-ref-format", "--branch", name)
+	if ctx.Err() != nil {
+		return err
+	}
+	if err != nil || out != name {
+		return fmt.Errorf("%w: %q (git refuses it: no spaces, '..', '~', '^', ':', '?', '*', '[' or '@{'; choose another)", ErrBadBranch, name)
+	}
+	return nil
+}
+
+var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// Prepare makes dir a checkout of repo (any git URL or local path) on
+// branch, ready for a run, and returns its head commit:
+//   - it clones repo into dir when dir has no .git (parent dirs created),
+//     else fetches origin with prune, origin set to repo;
+//   - when the remote has branch, its head must be pushed (the last commit
+//     this run pushed), else ErrForeignBranch naming the branch, its head
+//     and what the run last pushed; the branch is checked out at that
+//     commit, local changes discarded (reset --hard, clean -fd without -x,
+//     so ignored files such as the run's state stay);
+//   - when it has not, pushed != "" is ErrForeignBranch too (the run's
+//     branch was deleted); else branch is created from origin/<base> (base
+//     "" is the remote's default branch); a base that is absent: ErrNoBase;
+//   - exclude patterns (flower's own files, "/runs/") are written to
+//     .git/info/exclude first, so clean keeps them and Commit never adds them.
+func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclude []string) (head string, err error) {
+	if err := CheckBranch(ctx, branch); err != nil {
+		return "", err
+	}
+	if base != "" {
+		if err := CheckBranch(ctx, base); err != nil {
+			return "", fmt.Errorf("base: %w", err)
+		}
+	}
+	if pushed != "" && !commitPattern.MatchString(pushed) {
+		return "", fmt.Errorf("gitwork: the run's last pushed commit %q is not a full commit id; the run's record is damaged", pushed)
+	}
+	if repo == "" {
+		return "", fmt.Errorf("%w: no repository given; give its URL or path", ErrUnreachable)
+	}
+	// A relative local path means the caller's directory; origin keeps it
+	// absolute, as git runs in dir.
+	if _, err := os.Stat(repo); err == nil && !filepath.IsAbs(repo) {
+		if repo, err = filepath.Abs(repo); err != nil {
+			return "", fmt.Errorf("gitwork: %w", err)
+		}
+	}
+	if err := fetchOrClone(ctx, repo, dir); err != nil {
+		return "", err
+	}
+	if err := writeExclude(ctx, dir, exclude); err != nil {
+		return "", err
+	}
+
+	remoteHead, err := trackingHead(ctx, dir, branch)
+	if err != nil {
+		return "", err
+	}
+	start := remoteHead
+	switch {
+	case remoteHead != "" && pushed == "":
+		return "", fmt.Errorf("%w: %s is at %s on %s and this run never pushed; give the run another branch or delete that one",
+			ErrForeignBranch, branch, short(remoteHead), repo)
+	case remoteHead != "" && remoteHead != pushed:
+		return "", fmt.Errorf("%w: %s is at %s on %s, but this run last pushed %s; someone else pushed to it: look at that commit, then move it aside or give the run another branch",
+			ErrForeignBranch, branch, short(remoteHead), repo, short(pushed))
+	case remoteHead == "" && pushed != "":
+		return "", fmt.Errorf("%w: %s is gone from %s, and this run last pushed %s there; restore the branch at that commit to continue the run",
+			ErrForeignBranch, branch, repo, short(pushed))
+	case remoteHead == "":
+		if start, err = baseHead(ctx, dir, base, repo); err != nil {
+			return "", err
+		}
+	}
+	// -f and reset --hard discard changes to tracked files, clean -fd the
+	// untracked ones; -x is not given, so excluded files stay.
+	if _, err := git(ctx, dir, "checkout", "-q", "-f", "--no-track", "-B", branch, start, "--"); err != nil {
+		return "", fmt.Errorf("gitwork: checking out %s in %s: %w", branch, dir, err)
+	}
+	if _, err := git(ctx, dir, "reset", "-q", "--hard", start, "--"); err != nil {
+		return "", fmt.Errorf("gitwork: resetting %s: %w", dir, err)
+	}
+	if _, err := git(ctx, dir, "clean", "-q", "-f", "-d"); err != nil {
+		return "", fmt.Errorf("gitwork: cleaning %s: %w", dir, err)
+	}
+	return start, nil
+}
+
+// fetchOrClone brings dir up to date with repo: a clone when dir is not a
+// checkout yet, else a fetch of origin (pointed at repo first).
+func fetchOrClone(ctx context.Context, repo, dir string) error {
+	_, statErr := os.Stat(filepath.Join(dir, ".git"))
+	if statErr == nil {
+		if _, err := git(ctx, dir, "remote", "set-url", "origin", "--", repo); err != nil {
+			return fmt.Errorf("gitwork: %s is a checkout without a usable origin (%w); remove it and try again", dir, err)
+		}
+		if _, err := git(ctx, dir, "fetch", "-q", "--prune", "origin"); err != nil {
+			return unreachable(ctx, repo, err)
+		}
+		return nil
+	}
+	if !errors.Is(statErr, os.ErrNotExist) {
+		return fmt.Errorf("gitwork: %w", statErr)
+	}
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return fmt.Errorf("gitwork: %s holds files but is not a git checkout; remove it or choose another directory", dir)
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
+		return fmt.Errorf("gitwork: %w", err)
+	}
+	if _, err := git(ctx, "", "clone", "-q", "--no-checkout", "--", repo, dir); err != nil {
+		return unreachable(ctx, repo, err)
+	}
+	return nil
+}
+
+// unreachable wraps a failed network call in ErrUnreachable, unless the
+// context ended (then that is the error).
+func unreachable(ctx context.Context, repo string, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %w; check the address and that this machine can read it", ErrUnreachable, repo, err)
+}
+
+// writeExclude replaces info/exclude with patterns: dir is flower's own
+// checkout, so the file holds flower's patterns and nothing else.
+func writeExclude(ctx context.Context, dir string, patterns []string) error {
+	for _, p := range patterns {
+		if strings.ContainsAny(p, "\n\r") {
+			return fmt.Errorf("gitwork: exclude pattern %q spans lines; give one pattern per entry", p)
+		}
+	}
+	path, err := git(ctx, dir, "rev-parse", "--git-path", "info/exclude")
+	if err != nil {
+		return fmt.Errorf("gitwork: finding info/exclude in %s: %w", dir, err)
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("gitwork: %w", err)
+	}
+	text := "# Written by flower: its own files, never committed.\n" + strings.Join(patterns, "\n") + "\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		return fmt.Errorf("gitwork: %w", err)
+	}
+	return nil
+}
+
+// trackingHead is origin's branch as the last fetch saw it ("" if absent).
+func trackingHead(ctx context.Context, dir, branch string) (string, error) {
+	out, err := git(ctx, dir, "rev-parse", "-q", "--verify", "refs/remotes/origin/"+branch+"^{commit}")
+	if exitCode(err) == 1 { // --verify -q: the ref does not exist
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("gitwork: reading origin/%s in %s: %w", branch, dir, err)
+	}
+	return out, nil
+}
+
+// exitCode is git's exit status in err, or -1 when git did not exit.
+func exitCode(err error) int {
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return exitErr.ExitCode()
+	}
+	return -1
+}
+
+// baseHead is the commit a new branch starts from: origin's base, or
+// origin's default branch when base is "".
+func baseHead(ctx context.Context, dir, base, repo string) (string, error) {
+	if base == "" {
+		var err error
+		if base, err = defaultBranch(ctx, dir, repo); err != nil {
+			return "", err
+		}
+	}
+	head, err := trackingHead(ctx, dir, base)
+	if err != nil {
+		return "", err
+	}
+	if head == "" {
+		return "", fmt.Errorf("%w: %s has no branch %s; give an existing branch to start from", ErrNoBase, repo, base)
+	}
+	return head, nil
+}
+
+// defaultBranch is the branch origin's HEAD names: from origin/HEAD, which
+// a clone sets, else asked of the remote (a fetch does not set it).
+func defaultBranch(ctx context.Context, dir, repo string) (string, error) {
+	if ref, err := git(ctx, dir, "symbolic-ref", "-q", "refs/remotes/origin/HEAD"); err == nil && ref != "" {
+		return strings.TrimPrefix(ref, "refs/remotes/origin/"), nil
+	}
+	out, err := git(ctx, dir, "ls-remote", "--symref", "origin", "HEAD")
+	if err != nil {
+		return "", unreachable(ctx, repo, err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		target, ok := strings.CutPrefix(line, "ref: refs/heads/")
+		if name, isHead := strings.CutSuffix(target, "\tHEAD"); ok && isHead {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s has no default branch; give the branch to start from", ErrNoBase, repo)
+}
+
+// Commit commits everything in dir's work tree that changed (git add -A,
+// so excluded files stay out) with message, as "flower"
+// <flower@HOSTNAME> given with -c, so the machine needs no git identity.
+// Nothing changed: changed is false, head the current commit, and no
+// empty commit is made.
+func Commit(ctx context.Context, dir, message string) (head string, changed bool, err error) {
+	if strings.TrimSpace(message) == "" {
+		return "", false, errors.New("gitwork: a commit needs a message; give one")
+	}
+	if _, err := git(ctx, dir, "add", "-A"); err != nil {
+		return "", false, fmt.Errorf("gitwork: adding the changes in %s: %w", dir, err)
+	}
+	_, err = git(ctx, dir, "diff", "--cached", "--quiet")
+	switch {
+	case err == nil:
+		head, err = git(ctx, dir, "rev-parse", "HEAD")
+		if err != nil {
+			return "", false, fmt.Errorf("gitwork: reading the head of %s: %w", dir, err)
+		}
+		return head, false, nil
+	case exitCode(err) != 1: // 1: the index differs from HEAD
+		return "", false, fmt.Errorf("gitwork: comparing %s with its head: %w", dir, err)
+	}
+	host, herr := os.Hostname()
+	if herr != nil || host == "" {
+		host = "localhost"
+	}
+	if _, err := git(ctx, dir,
+		"-c", "user.name=flower", "-c", "user.email=flower@"+host, "-c", "commit.gpgsign=false",
+		"commit", "-q", "--no-verify", "-m", message); err != nil {
+		return "", false, fmt.Errorf("gitwork: committing in %s: %w", dir, err)
+	}
+	head, err = git(ctx, dir, "rev-parse", "HEAD")
+	if err != nil {
+		return "", false, fmt.Errorf("gitwork: reading the head of %s: %w", dir, err)
+	}
+	return head, true, nil
+}
+
+// Push pushes HEAD to origin's branch only if origin's branch is still at
+// expect ("" = it must not exist yet): --force-with-lease with that value,
+// so a concurrent push by anyone is never overwritten. ErrRejected when the
+// branch moved; ErrUnreachable when origin cannot be asked.
+func Push(ctx context.Context, dir, branch, expect string) error {
+	if err := CheckBranch(ctx, branch); err != nil {
+		return err
+	}
+	if expect != "" && !commitPattern.MatchString(expect) {
+		return fmt.Errorf("gitwork: the expected head %q is not a full commit id; the run's record is damaged", expect)
+	}
+	ref := "refs/heads/" + branch
+	_, pushErr := git(ctx, dir, "push", "-q", "--no-verify", "--force-with-lease="+ref+":"+expect, "origin", "HEAD:"+ref)
+	if pushErr == nil || ctx.Err() != nil {
+		return pushErr
+	}
+	// Decide by what origin holds, not by git's wording.
+	remote, err := RemoteHead(ctx, dir, branch)
+	if err != nil {
+		return err
+	}
+	if local, err := git(ctx, dir, "rev-parse", "HEAD"); err == nil && remote == local {
+		return nil // pushed before, only the answer was lost
+	}
+	if remote != expect {
+		was := "absent"
+		if expect != "" {
+			was = "at " + short(expect)
+		}
+		now := "deleted"
+		if remote != "" {
+			now = "at " + short(remote)
+		}
+		return fmt.Errorf("%w: %s was %s when this run last looked and is now %s; someone else pushed to it, look at their commit before going on",
+			ErrRejected, branch, was, now)
+	}
+	return fmt.Errorf("gitwork: pushing %s: %w; check that this machine may push to origin", branch, pushErr)
+}
+
+// RemoteHead is origin's branch head ("" when absent), asked of origin
+// with ls-remote: the local tracking ref may be stale.
+func RemoteHead(ctx context.Context, dir, branch string) (string, error) {
+	if err := CheckBranch(ctx, branch); err != nil {
+		return "", err
+	}
+	ref := "refs/heads/" + branch
+	out, err := git(ctx, dir, "ls-remote", "origin", ref)
+	if err != nil {
+		url, _ := git(ctx, dir, "remote", "get-url", "origin")
+		return "", unreachable(ctx, url, err)
+	}
+	// ls-remote matches patterns by their tail; keep the exact ref only.
+	for _, line := range strings.Split(out, "\n") {
+		if id, name, ok := strings.Cut(line, "\t"); ok && name == ref {
+			return id, nil
+		}
+	}
+	return "", nil
+}
+
+// short is a commit id as people read it.
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,458 @@
+package gitwork
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// flowerFiles are the patterns a worker excludes.
+var flowerFiles = []string{"/runs/", "/.flower-workbench/"}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// run runs git as a test's person would, with an identity of its own.
+func run(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := git(testContext(t), dir, append([]string{"-c", "user.name=someone", "-c", "user.email=someone@example.com"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func write(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// remote is a bare repository whose default branch is "trunk" (so nothing
+// passes by assuming "main"), holding one commit on trunk and one more on
+// "dev". It returns the bare repo and the two heads.
+func remote(t *testing.T) (bare, trunk, dev string) {
+	t.Helper()
+	root := t.TempDir()
+	bare = filepath.Join(root, "origin.git")
+	run(t, root, "init", "-q", "--bare", "-b", "trunk", bare)
+	seed := filepath.Join(root, "seed")
+	run(t, root, "clone", "-q", bare, seed)
+	write(t, filepath.Join(seed, "README"), "seed\n")
+	run(t, seed, "add", "README")
+	run(t, seed, "commit", "-q", "-m", "seed")
+	trunk = run(t, seed, "rev-parse", "HEAD")
+	run(t, seed, "checkout", "-q", "-b", "dev")
+	write(t, filepath.Join(seed, "dev.txt"), "dev\n")
+	run(t, seed, "add", "dev.txt")
+	run(t, seed, "commit", "-q", "-m", "dev")
+	dev = run(t, seed, "rev-parse", "HEAD")
+	run(t, seed, "push", "-q", "origin", "trunk", "dev")
+	return bare, trunk, dev
+}
+
+func currentBranch(t *testing.T, dir string) string {
+	t.Helper()
+	return run(t, dir, "symbolic-ref", "--short", "HEAD")
+}
+
+func TestPrepareCreatesTheBranchFromTheBaseOrTheDefaultBranch(t *testing.T) {
+	ctx := testContext(t)
+	bare, trunk, dev := remote(t)
+
+	fromDev := filepath.Join(t.TempDir(), "deep", "machine", "run1")
+	head, err := Prepare(ctx, bare, fromDev, "flower/run1", "dev", "", flowerFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != dev || currentBranch(t, fromDev) != "flower/run1" {
+		t.Errorf("from dev: head %s on %s, want %s on flower/run1", head, currentBranch(t, fromDev), dev)
+	}
+
+	fromDefault := filepath.Join(t.TempDir(), "run2")
+	head, err = Prepare(ctx, bare, fromDefault, "flower/run2", "", "", flowerFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != trunk || currentBranch(t, fromDefault) != "flower/run2" {
+		t.Errorf("from the default: head %s on %s, want trunk's %s on flower/run2", head, currentBranch(t, fromDefault), trunk)
+	}
+
+	// A checkout that is fetched, not cloned, has no origin/HEAD: the
+	// default branch is asked of the remote.
+	run(t, fromDefault, "remote", "set-head", "origin", "-d")
+	head, err = Prepare(ctx, bare, fromDefault, "flower/run3", "", "", flowerFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != trunk {
+		t.Errorf("without origin/HEAD: head %s, want trunk's %s", head, trunk)
+	}
+}
+
+func TestARunContinuesOnAnotherMachineFromItsPushedCommit(t *testing.T) {
+	ctx := testContext(t)
+	bare, trunk, _ := remote(t)
+	machineA, machineB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+
+	if _, err := Prepare(ctx, bare, machineA, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(machineA, "work.txt"), "step 1\n")
+	pushed, changed, err := Commit(ctx, machineA, "step 1")
+	if err != nil || !changed || pushed == trunk {
+		t.Fatalf("commit: %s changed=%v err=%v", pushed, changed, err)
+	}
+	if author := run(t, machineA, "log", "-1", "--format=%an <%ae> / %cn"); !strings.HasPrefix(author, "flower <flower@") || !strings.HasSuffix(author, "/ flower") {
+		t.Errorf("author and committer: %q, want flower <flower@HOST>", author)
+	}
+	if err := Push(ctx, machineA, "flower/run", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RemoteHead(ctx, machineA, "flower/run"); err != nil || got != pushed {
+		t.Fatalf("remote head %q (%v), want %s", got, err, pushed)
+	}
+
+	head, err := Prepare(ctx, bare, machineB, "flower/run", "", pushed, flowerFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != pushed {
+		t.Fatalf("machine B starts at %s, want the pushed %s", head, pushed)
+	}
+	if text, err := os.ReadFile(filepath.Join(machineB, "work.txt")); err != nil || string(text) != "step 1\n" {
+		t.Fatalf("machine B's work.txt: %q %v", text, err)
+	}
+
+	// Nothing changed: no empty commit, the head as it was.
+	same, changed, err := Commit(ctx, machineB, "nothing")
+	if err != nil || changed || same != pushed {
+		t.Fatalf("commit of nothing: %s changed=%v err=%v, want %s unchanged", same, changed, err, pushed)
+	}
+	write(t, filepath.Join(machineB, "work.txt"), "step 2\n")
+	second, changed, err := Commit(ctx, machineB, "step 2")
+	if err != nil || !changed {
+		t.Fatal(changed, err)
+	}
+	if err := Push(ctx, machineB, "flower/run", pushed); err != nil {
+		t.Fatal(err)
+	}
+	if log := run(t, bare, "log", "--format=%s", "flower/run"); log != "step 2\nstep 1\nseed" {
+		t.Errorf("the branch's history:\n%s\nwant step 2, step 1, seed", log)
+	}
+	if got, _ := RemoteHead(ctx, machineB, "flower/run"); got != second {
+		t.Errorf("remote head %s, want %s", got, second)
+	}
+}
+
+func TestABranchThatIsNotTheRunsIsForeign(t *testing.T) {
+	ctx := testContext(t)
+	bare, trunk, dev := remote(t)
+	machineA := filepath.Join(t.TempDir(), "a")
+	if _, err := Prepare(ctx, bare, machineA, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(machineA, "work.txt"), "work\n")
+	pushed, _, err := Commit(ctx, machineA, "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, machineA, "flower/run", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name, branch, pushed string
+		want                 []string
+	}{
+		{"another last push", "flower/run", trunk, []string{"flower/run", short(pushed), short(trunk)}},
+		{"never pushed", "flower/run", "", []string{"flower/run", short(pushed), "never pushed"}},
+		{"an existing branch taken as new", "dev", "", []string{"dev", short(dev), "never pushed"}},
+		{"the run's branch deleted", "flower/gone", pushed, []string{"flower/gone", "gone", short(pushed)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "b")
+			_, err := Prepare(ctx, bare, dir, c.branch, "", c.pushed, flowerFiles)
+			if !errors.Is(err, ErrForeignBranch) {
+				t.Fatalf("got %v, want ErrForeignBranch", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not name %q", err, w)
+				}
+			}
+		})
+	}
+	if got, _ := RemoteHead(ctx, machineA, "flower/run"); got != pushed {
+		t.Errorf("the branch moved to %s; refusing must leave it at %s", got, pushed)
+	}
+}
+
+func TestAPushAfterSomeoneElsePushedIsRejectedAndTheirCommitStays(t *testing.T) {
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	machine := filepath.Join(t.TempDir(), "a")
+	if _, err := Prepare(ctx, bare, machine, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(machine, "work.txt"), "1\n")
+	first, _, err := Commit(ctx, machine, "step 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, machine, "flower/run", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	other := filepath.Join(t.TempDir(), "other")
+	run(t, "", "clone", "-q", "-b", "flower/run", bare, other)
+	write(t, filepath.Join(other, "theirs.txt"), "theirs\n")
+	run(t, other, "add", "theirs.txt")
+	run(t, other, "commit", "-q", "-m", "theirs")
+	run(t, other, "push", "-q", "origin", "flower/run")
+	theirs := run(t, other, "rev-parse", "HEAD")
+
+	write(t, filepath.Join(machine, "work.txt"), "2\n")
+	if _, _, err := Commit(ctx, machine, "step 2"); err != nil {
+		t.Fatal(err)
+	}
+	err = Push(ctx, machine, "flower/run", first)
+	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), short(theirs)) {
+		t.Fatalf("got %v, want ErrRejected naming their commit %s", err, short(theirs))
+	}
+	if got, err := RemoteHead(ctx, machine, "flower/run"); err != nil || got != theirs {
+		t.Errorf("remote head %s (%v), want their commit %s intact", got, err, theirs)
+	}
+
+	// "" expects the branch absent; it exists.
+	if err := Push(ctx, machine, "flower/other-run", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, machine, "flower/other-run", ""); err != nil {
+		t.Fatalf("a push whose commit is already there: %v", err)
+	}
+	run(t, machine, "commit", "-q", "--allow-empty", "-m", "later")
+	if err := Push(ctx, machine, "flower/other-run", ""); !errors.Is(err, ErrRejected) {
+		t.Errorf("pushing over an existing branch expected absent: %v, want ErrRejected", err)
+	}
+}
+
+func TestARemoteThatDeclinesAPushIsNotRejected(t *testing.T) {
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	write(t, filepath.Join(bare, "hooks", "pre-receive"), "#!/bin/sh\necho 'policy: flower/ branches are closed' >&2\nexit 1\n")
+	if err := os.Chmod(filepath.Join(bare, "hooks", "pre-receive"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "a")
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "work.txt"), "work\n")
+	if _, _, err := Commit(ctx, dir, "work"); err != nil {
+		t.Fatal(err)
+	}
+	err := Push(ctx, dir, "flower/run", "")
+	if err == nil || errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "policy: flower/ branches are closed") {
+		t.Fatalf("got %v, want the remote's own reason, not ErrRejected", err)
+	}
+}
+
+func TestAnUnreachableRepositoryIsNamed(t *testing.T) {
+	ctx := testContext(t)
+	missing := filepath.Join(t.TempDir(), "no-such-repo.git")
+	_, err := Prepare(ctx, missing, filepath.Join(t.TempDir(), "a"), "flower/run", "", "", flowerFiles)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), missing) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("got %q, want one line of ErrUnreachable naming %s", err, missing)
+	}
+
+	// A checkout whose remote went away: the fetch and ls-remote fail.
+	bare, _, _ := remote(t)
+	dir := filepath.Join(t.TempDir(), "b")
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	moved := bare + ".moved"
+	if err := os.Rename(bare, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "", "", flowerFiles); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), bare) {
+		t.Errorf("fetch: got %v, want ErrUnreachable naming %s", err, bare)
+	}
+	if _, err := RemoteHead(ctx, dir, "flower/run"); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("ls-remote: got %v, want ErrUnreachable", err)
+	}
+	if err := Push(ctx, dir, "flower/run", ""); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("push: got %v, want ErrUnreachable", err)
+	}
+}
+
+func TestABaseThatDoesNotExistIsErrNoBase(t *testing.T) {
+	bare, _, _ := remote(t)
+	_, err := Prepare(testContext(t), bare, filepath.Join(t.TempDir(), "a"), "flower/run", "release-9", "", flowerFiles)
+	if !errors.Is(err, ErrNoBase) || !strings.Contains(err.Error(), "release-9") {
+		t.Fatalf("got %v, want ErrNoBase naming release-9", err)
+	}
+}
+
+func TestExcludedFilesAreNeverCommittedAndSurvivePrepare(t *testing.T) {
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	dir := filepath.Join(t.TempDir(), "a")
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "runs", "r1", "manifest.json"), "{}\n")
+	write(t, filepath.Join(dir, ".flower-workbench", "note"), "note\n")
+	write(t, filepath.Join(dir, "src", "runs", "kept.go"), "package runs\n") // only the top-level /runs/ is flower's
+	pushed, changed, err := Commit(ctx, dir, "work")
+	if err != nil || !changed {
+		t.Fatal(changed, err)
+	}
+	if files := run(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "README\nsrc/runs/kept.go" {
+		t.Errorf("committed files:\n%s\nwant README and src/runs/kept.go only", files)
+	}
+	// Only flower's files changed: nothing to commit.
+	write(t, filepath.Join(dir, "runs", "r1", "manifest.json"), `{"step":2}`+"\n")
+	if _, changed, err := Commit(ctx, dir, "state only"); err != nil || changed {
+		t.Errorf("a change to excluded files only: changed=%v err=%v, want no commit", changed, err)
+	}
+	if err := Push(ctx, dir, "flower/run", ""); err != nil {
+		t.Fatal(err)
+	}
+
+	// Prepare again on the same machine: local changes go, flower's stay.
+	write(t, filepath.Join(dir, "README"), "edited\n")
+	write(t, filepath.Join(dir, "stray", "file"), "stray\n")
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "", pushed, flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := os.ReadFile(filepath.Join(dir, "README")); string(text) != "seed\n" {
+		t.Errorf("README %q, want the committed seed", text)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stray")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an untracked file stayed: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", "r1", "manifest.json")); err != nil {
+		t.Errorf("the run's state was removed: %v", err)
+	}
+}
+
+func TestNoHookOfTheRepositoryRuns(t *testing.T) {
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	marker := filepath.Join(t.TempDir(), "hook-ran")
+	hook := "#!/bin/sh\necho \"$0\" >> " + marker + "\n"
+	writeHook := func(hooksDir string, names ...string) {
+		for _, name := range names {
+			path := filepath.Join(hooksDir, name)
+			write(t, path, hook)
+			if err := os.Chmod(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// A hook in the remote's own hooks directory is not cloned. (Its
+	// receive hooks are the remote's policy and do run on a push, as they
+	// would on a server: TestARemoteThatDeclinesAPushIsNotRejected.)
+	writeHook(filepath.Join(bare, "hooks"), "post-checkout", "pre-commit")
+
+	dir := filepath.Join(t.TempDir(), "a")
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	writeHook(filepath.Join(dir, ".git", "hooks"), "pre-commit", "commit-msg", "post-commit", "post-checkout", "pre-push", "reference-transaction")
+	write(t, filepath.Join(dir, "work.txt"), "work\n")
+	pushed, _, err := Commit(ctx, dir, "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, dir, "flower/run", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "", pushed, flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	if ran, err := os.ReadFile(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("hooks ran:\n%s", ran)
+	}
+	// The hooks work when plain git runs them, so their silence above is ours.
+	plain := exec.CommandContext(ctx, "git", "-c", "user.name=someone", "-c", "user.email=someone@example.com",
+		"commit", "-q", "--allow-empty", "-m", "with hooks")
+	plain.Dir = dir
+	if out, err := plain.CombinedOutput(); err != nil {
+		t.Fatalf("plain git commit: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the test's hooks do not run even for plain git: %v", err)
+	}
+}
+
+func TestANameGitCouldReadAsAnOptionIsRefused(t *testing.T) {
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	dir := filepath.Join(t.TempDir(), "a")
+	for _, branch := range []string{"-x", "--upload-pack=touch " + marker, "a..b", "has space", "@{-1}", ""} {
+		if _, err := Prepare(ctx, bare, dir, branch, "", "", flowerFiles); !errors.Is(err, ErrBadBranch) {
+			t.Errorf("branch %q: got %v, want ErrBadBranch", branch, err)
+		}
+	}
+	if _, err := Prepare(ctx, bare, dir, "flower/run", "--orphan", "", flowerFiles); !errors.Is(err, ErrBadBranch) {
+		t.Errorf("base --orphan: got %v, want ErrBadBranch", err)
+	}
+	if err := Push(ctx, dir, "-f", ""); !errors.Is(err, ErrBadBranch) {
+		t.Errorf("push -f: got %v, want ErrBadBranch", err)
+	}
+	// A repository that reads as an option is a path that does not exist.
+	_, err := Prepare(ctx, "--upload-pack=touch "+marker, dir, "flower/run", "", "", flowerFiles)
+	if !errors.Is(err, ErrUnreachable) {
+		t.Errorf("repo --upload-pack: got %v, want ErrUnreachable", err)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an option in a name ran: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused Prepare left %s behind: %v", dir, err)
+	}
+}
+
+func TestADirectoryWithOtherFilesIsNotCloned(t *testing.T) {
+	bare, _, _ := remote(t)
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "mine.txt"), "mine\n")
+	_, err := Prepare(testContext(t), bare, dir, "flower/run", "", "", flowerFiles)
+	if err == nil || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "not a git checkout") {
+		t.Fatalf("got %v, want a refusal saying %s is not a checkout", err, dir)
+	}
+	if text, _ := os.ReadFile(filepath.Join(dir, "mine.txt")); string(text) != "mine\n" {
+		t.Errorf("mine.txt is %q", text)
+	}
+}
+
+func TestAnEndedContextStopsGit(t *testing.T) {
+	bare, _, _ := remote(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Prepare(ctx, bare, filepath.Join(t.TempDir(), "a"), "flower/run", "", "", flowerFiles)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrUnreachable) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
