@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,18 +89,31 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// gitError is a failed git call: its arguments and git's stderr.
+// gitError is a failed git call: its subcommand and git's stderr (the
+// paths and names are in the caller's message already).
 type gitError struct {
-	args   []string
-	stderr string
-	err    error
+	subcommand string
+	stderr     string
+	err        error
 }
 
 func (e *gitError) Error() string {
 	if e.stderr == "" {
-		return fmt.Sprintf("git %s: %v", strings.Join(e.args, " "), e.err)
+		return fmt.Sprintf("git %s: %v", e.subcommand, e.err)
 	}
-	return fmt.Sprintf("git %s: %s", strings.Join(e.args, " "), e.stderr)
+	return fmt.Sprintf("git %s: %s", e.subcommand, e.stderr)
+}
+
+// subcommand is the first argument that is neither -c nor its value.
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		if args[i] == "-c" {
+			i++
+			continue
+		}
+		return args[i]
+	}
+	return ""
 }
 
 func (e *gitError) Unwrap() error { return e.err }
@@ -115,10 +129,10 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("gitwork: git %s: %w", strings.Join(args, " "), ctx.Err())
+		return "", fmt.Errorf("gitwork: git %s: %w", subcommand(args), ctx.Err())
 	}
 	if err != nil {
-		return "", &gitError{args: args, stderr: oneLine(stderr.String()), err: err}
+		return "", &gitError{subcommand: subcommand(args), stderr: oneLine(stderr.String()), err: err}
 	}
 	return strings.TrimRight(stdout.String(), "\n"), nil
 }
@@ -272,7 +286,13 @@ func unreachable(ctx context.Context, repo string, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %s: %w; check the address and that this machine can read it", ErrUnreachable, repo, err)
+	msg := fmt.Sprintf("%s: %v", repo, err)
+	if u, perr := url.Parse(repo); perr == nil && u.User != nil {
+		if password, ok := u.User.Password(); ok && password != "" {
+			msg = strings.ReplaceAll(msg, password, "xxxxx") // a token in the URL stays out of logs
+		}
+	}
+	return fmt.Errorf("%w: %s; check the address and that this machine can read it", ErrUnreachable, msg)
 }
 
 // writeExclude replaces info/exclude with patterns: dir is flower's own

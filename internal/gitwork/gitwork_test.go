@@ -3,6 +3,8 @@ package gitwork
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -304,6 +306,47 @@ func TestAnUnreachableRepositoryIsNamed(t *testing.T) {
 	}
 }
 
+func TestARepositoryAskingForAPasswordFailsAtOnce(t *testing.T) {
+	asked := make(chan struct{}, 16)
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked <- struct{}{}
+		w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer server.Close()
+	// A password helper of the worker's environment would wait for
+	// somebody; flower's git never calls it.
+	helperRan := filepath.Join(t.TempDir(), "asked")
+	helper := filepath.Join(t.TempDir(), "askpass")
+	write(t, helper, "#!/bin/sh\ntouch "+helperRan+"\nsleep 20\n")
+	if err := os.Chmod(helper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_ASKPASS", helper)
+	t.Setenv("SSH_ASKPASS", helper)
+
+	for _, repo := range []string{
+		server.URL + "/team.git",
+		strings.Replace(server.URL, "http://", "http://worker:s3cret-token@", 1) + "/team.git",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := Prepare(ctx, repo, filepath.Join(t.TempDir(), "a"), "flower/run", "", "", flowerFiles)
+		cancel()
+		if !errors.Is(err, ErrUnreachable) {
+			t.Fatalf("got %v, want ErrUnreachable without waiting for a password", err)
+		}
+		if strings.Contains(err.Error(), "s3cret-token") {
+			t.Errorf("the error shows the URL's token: %v", err)
+		}
+	}
+	if len(asked) == 0 {
+		t.Fatal("git never asked the server; the test shows nothing")
+	}
+	if _, err := os.Stat(helperRan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the environment's password helper ran: %v", err)
+	}
+}
+
 func TestABaseThatDoesNotExistIsErrNoBase(t *testing.T) {
 	bare, _, _ := remote(t)
 	_, err := Prepare(testContext(t), bare, filepath.Join(t.TempDir(), "a"), "flower/run", "release-9", "", flowerFiles)
@@ -338,7 +381,10 @@ func TestExcludedFilesAreNeverCommittedAndSurvivePrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Prepare again on the same machine: local changes go, flower's stay.
+	// Prepare again on the same machine: local changes go, flower's stay,
+	// even where the exclude file lacks them (an older checkout): Prepare
+	// writes it before it cleans.
+	write(t, filepath.Join(dir, ".git", "info", "exclude"), "")
 	write(t, filepath.Join(dir, "README"), "edited\n")
 	write(t, filepath.Join(dir, "stray", "file"), "stray\n")
 	if _, err := Prepare(ctx, bare, dir, "flower/run", "", pushed, flowerFiles); err != nil {
