@@ -195,7 +195,7 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 	}
 	if base != "" {
 		if err := CheckBranch(ctx, base); err != nil {
-			return "", fmt.Errorf("base: %w", err)
+			return "", fmt.Errorf("the base branch: %w", err)
 		}
 	}
 	if pushed != "" && !commitPattern.MatchString(pushed) {
@@ -222,17 +222,18 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 	if err != nil {
 		return "", err
 	}
+	shown := masked(repo, repo)
 	start := remoteHead
 	switch {
 	case remoteHead != "" && pushed == "":
 		return "", fmt.Errorf("%w: %s is at %s on %s and this run never pushed; give the run another branch or delete that one",
-			ErrForeignBranch, branch, short(remoteHead), repo)
+			ErrForeignBranch, branch, short(remoteHead), shown)
 	case remoteHead != "" && remoteHead != pushed:
 		return "", fmt.Errorf("%w: %s is at %s on %s, but this run last pushed %s; someone else pushed to it: look at that commit, then move it aside or give the run another branch",
-			ErrForeignBranch, branch, short(remoteHead), repo, short(pushed))
+			ErrForeignBranch, branch, short(remoteHead), shown, short(pushed))
 	case remoteHead == "" && pushed != "":
 		return "", fmt.Errorf("%w: %s is gone from %s, and this run last pushed %s there; restore the branch at that commit to continue the run",
-			ErrForeignBranch, branch, repo, short(pushed))
+			ErrForeignBranch, branch, shown, short(pushed))
 	case remoteHead == "":
 		if start, err = baseHead(ctx, dir, base, repo); err != nil {
 			return "", err
@@ -286,13 +287,18 @@ func unreachable(ctx context.Context, repo string, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	msg := fmt.Sprintf("%s: %v", repo, err)
-	if u, perr := url.Parse(repo); perr == nil && u.User != nil {
+	return fmt.Errorf("%w: %s; check the address and that this machine can read it", ErrUnreachable, masked(repo, fmt.Sprintf("%s: %v", repo, err)))
+}
+
+// masked is text with the password of repo's URL (a token, often) hidden,
+// so that no error puts it on a screen or in a log.
+func masked(repo, text string) string {
+	if u, err := url.Parse(repo); err == nil && u.User != nil {
 		if password, ok := u.User.Password(); ok && password != "" {
-			msg = strings.ReplaceAll(msg, password, "xxxxx") // a token in the URL stays out of logs
+			return strings.ReplaceAll(text, password, "xxxxx")
 		}
 	}
-	return fmt.Errorf("%w: %s; check the address and that this machine can read it", ErrUnreachable, msg)
+	return text
 }
 
 // writeExclude replaces info/exclude with patterns: dir is flower's own
@@ -355,7 +361,7 @@ func baseHead(ctx context.Context, dir, base, repo string) (string, error) {
 		return "", err
 	}
 	if head == "" {
-		return "", fmt.Errorf("%w: %s has no branch %s; give an existing branch to start from", ErrNoBase, repo, base)
+		return "", fmt.Errorf("%w: %s has no branch %s; give an existing branch to start from", ErrNoBase, masked(repo, repo), base)
 	}
 	return head, nil
 }
@@ -376,7 +382,7 @@ func defaultBranch(ctx context.Context, dir, repo string) (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s has no default branch; give the branch to start from", ErrNoBase, repo)
+	return "", fmt.Errorf("%w: %s has no default branch (an empty repository?); push a first commit or give the branch to start from", ErrNoBase, masked(repo, repo))
 }
 
 // Commit commits everything in dir's work tree that changed (git add -A,

@@ -353,6 +353,14 @@ func TestABaseThatDoesNotExistIsErrNoBase(t *testing.T) {
 	if !errors.Is(err, ErrNoBase) || !strings.Contains(err.Error(), "release-9") {
 		t.Fatalf("got %v, want ErrNoBase naming release-9", err)
 	}
+
+	// An empty repository has no branch to start from, default or not.
+	empty := filepath.Join(t.TempDir(), "empty.git")
+	run(t, "", "init", "-q", "--bare", empty)
+	_, err = Prepare(testContext(t), empty, filepath.Join(t.TempDir(), "b"), "flower/run", "", "", flowerFiles)
+	if !errors.Is(err, ErrNoBase) {
+		t.Fatalf("an empty repository: got %v, want ErrNoBase", err)
+	}
 }
 
 func TestExcludedFilesAreNeverCommittedAndSurvivePrepare(t *testing.T) {
