@@ -510,3 +510,16 @@ func TestAnEndedContextStopsGit(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 }
+
+func TestMaskedHidesTheURLsPasswordOnly(t *testing.T) {
+	for repo, want := range map[string]string{
+		"https://worker:s3cret@git.example.com/team.git": "https://worker:xxxxx@git.example.com/team.git",
+		"https://git.example.com/team.git":               "https://git.example.com/team.git",
+		"git@git.example.com:team.git":                   "git@git.example.com:team.git",
+		"/srv/git/team.git":                              "/srv/git/team.git",
+	} {
+		if got := masked(repo, repo); got != want {
+			t.Errorf("masked(%q) = %q, want %q", repo, got, want)
+		}
+	}
+}
