@@ -132,7 +132,7 @@ func (m *Command) name() string {
 
 // subcommands is the one list the dispatcher and the rewrite read (the
 // original's rewrite had its own list and forgot setup).
-var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "help"}
+var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "runs", "cancel", "help"}
 
 func isSubcommand(s string) bool {
 	for _, c := range subcommands {
@@ -194,6 +194,14 @@ func (m *Command) dispatch(ctx context.Context, args []string) error {
 		err = m.runDemo(ctx, args[1:])
 	case "report":
 		err = m.runReport(ctx, args[1:])
+	case "submit":
+		err = m.runSubmit(ctx, args[1:])
+	case "worker":
+		err = m.runWorker(ctx, args[1:])
+	case "runs":
+		err = m.runRuns(ctx, args[1:])
+	case "cancel":
+		err = m.runCancel(ctx, args[1:])
 	default:
 		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
 	}

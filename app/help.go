@@ -67,6 +67,14 @@ Usage:
   flower demo               the whole flow offline on a simulated model: no credentials
   flower report [run_dir]   one HTML page of a run: cost, context, verdicts, timeline
 
+A team's queue on one PostgreSQL (see flower submit --help):
+  flower submit --db URL --repo REPO "request"   queue a run for any free worker
+  flower worker --db URL    work queued runs on this machine, each on its own branch
+  flower runs --db URL [RUN]   every run: state, host, step, cost, age
+  flower reply --db URL RUN "answer"   answer a run's question from any machine
+  flower cancel --db URL RUN   stop a run cleanly
+  flower report --db URL RUN   the report page of a run, from the database
+
 Examples:
   flower "add a --json flag to the CLI" --rounds 2
   flower -w ~/src/app --timeout 0 "fix the failing tests" < /dev/null
@@ -209,6 +217,8 @@ Flags:
   --skip       decline the question: it judges for itself
   --mail       leave a message for the inbox even when a question waits
   --wait D     how long to wait for the run (default 10s; 0 = do not wait)
+  --db URL     a run of the team's queue instead: flower reply --db URL RUN "answer"
+               reaches the worker running it at once, from any machine
 
 Examples:
   flower reply "use PostgreSQL"
@@ -253,6 +263,7 @@ Flags:
                       one per run directory)
   --open              also open the page with xdg-open or open, where there is one
   --json              print the page's data as JSON on stdout instead (no page)
+  --db URL RUN        a run of the team's queue, rendered from the database
 
 Examples:
   flower report
@@ -266,4 +277,74 @@ Exit codes:
   1    no such directory, no run in it, or the page could not be written
   2    a command-line error: unknown flag, more than one run_dir, --json with -o/--open
 `, "flower", m.name())
+}
+
+const teamFlags = `Every team command takes --db postgres://user:password@host:5432/db (default
+$FLOWER_DATABASE_URL): one database for the whole team, holding the queue (River),
+every run's state and transcripts.
+`
+
+func (m *Command) submitUsage() string {
+	return strings.ReplaceAll(`Usage: flower submit --db URL --repo REPO [--branch B] [--budget USD] "request"
+
+Queues a run of the request against a git repository. A free worker takes it,
+clones REPO, works on the run's own branch flower/rN (made from B) and pushes its
+work there after every step, every handoff and at the end. Prints the run's name.
+
+Flags:
+  --repo REPO     a git URL or path every worker can reach (checked from here first)
+  --branch B      the branch to start from (default: the repository's default branch)
+  --budget USD    stop the run cleanly when it has cost this much, on every worker together
+  --no-check      do not check from this machine that REPO and B exist
+
+Examples:
+  flower submit --db postgres://flower:pw@db:5432/flower --repo git@host:app.git "add a --json flag"
+  flower submit --db $DB --repo /srv/git/app.git --branch develop --budget 5 "fix the flaky tests"
+
+`+teamFlags+"\n"+exitCodes, "flower", m.name())
+}
+
+func (m *Command) workerUsage() string {
+	return strings.ReplaceAll(`Usage: flower worker --db URL [--concurrency N] [--dir DIR]
+
+Works queued runs on this machine until stopped: each in its own checkout under
+DIR with its own HOME for the CLI, its state in the database. Ctrl-C or SIGTERM:
+takes no new run, stops those in flight as resumable (the step in flight recorded,
+the work pushed) and gives them back to the queue. A worker that dies (SIGKILL, power,
+network) is not heard from; after --rescue its runs go to another worker, which
+continues each from its last pushed commit and its state in the database.
+
+Flags:
+  --concurrency N     runs at once (default 1)
+  --dir DIR           checkouts, HOMEs and logs (default ./flower-worker)
+  --name NAME         the worker's name in flower runs (default host-pid)
+  --rescue D          how long a run may go unconfirmed before another worker takes it
+                      (default 2m; this worker confirms every quarter of it)
+  --team-budget USD   take no new run once all runs together have cost this much
+  --max-failures N    park a run that failed on N workers (default 3)
+  --lang en|zh        the runs' language
+
+The CLI and credentials are found as for flower go (FLOWER_CLAUDE, flower setup, the
+environment); each run gets them.
+
+`+teamFlags+"\n"+exitCodes, "flower", m.name())
+}
+
+func (m *Command) runsUsage() string {
+	return strings.ReplaceAll(`Usage: flower runs --db URL [RUN]
+
+Every run of the team: its state (queued, running on a host, waiting for a person,
+achieved, stopped, failed, cancelled), step and round, cost against its budget, age
+and why it waits or ended. With RUN (r12): that run in detail, with its recent events.
+
+`+teamFlags+"\n"+exitCodes, "flower", m.name())
+}
+
+func (m *Command) cancelUsage() string {
+	return strings.ReplaceAll(`Usage: flower cancel --db URL RUN
+
+Stops a run. A queued run is never worked; a running one is stopped by its worker,
+which writes its state back and pushes its work to the run's branch first.
+
+`+teamFlags+"\n"+exitCodes, "flower", m.name())
 }

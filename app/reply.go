@@ -30,9 +30,22 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 	fl.BoolVar(&skip, "skip", false, "")
 	fl.BoolVar(&mail, "mail", false, "")
 	fl.DurationVar(&wait, "wait", wait, "")
+	var db string
+	fl.StringVar(&db, "db", "", "")
 	pos, err := m.parse(fl, m.replyUsage(), args)
 	if err != nil {
 		return err
+	}
+	if isSet(fl, "db") {
+		// A run of the team's queue, answered from any machine.
+		url, err := m.teamDB(db, "reply")
+		if err != nil {
+			return err
+		}
+		if mail {
+			id = ""
+		}
+		return m.replyTeam(ctx, url, pos, id, skip, m.language(&g, ""))
 	}
 	text := strings.TrimSpace(strings.Join(pos, " "))
 	switch {

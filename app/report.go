@@ -32,9 +32,26 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 	fs.StringVar(&out, "output", "", "")
 	fs.BoolVar(&open, "open", false, "")
 	fs.BoolVar(&asJSON, "json", false, "")
+	var db string
+	fs.StringVar(&db, "db", "", "")
 	pos, err := m.parse(fs, m.reportUsage(), args)
 	if err != nil {
 		return err
+	}
+	if isSet(fs, "db") {
+		if asJSON && (open || out != "") {
+			return usageErrorf("`%s report --json` prints the data and writes no page: drop --open and -o, or --json", m.name())
+		}
+		url, err := m.teamDB(db, "report")
+		if err != nil {
+			return err
+		}
+		return m.reportTeam(ctx, url, pos, m.language(&g, ""), func(runDir, ws string) error {
+			if out == "" && !asJSON {
+				out = filepath.Join(os.TempDir(), "flower-report-"+pos[0]+".html")
+			}
+			return m.renderReport(ctx, runDir, ws, out, open, asJSON)
+		})
 	}
 	if len(pos) > 1 {
 		return usageErrorf("`%s report` takes one run directory (got %d: %s); `%s report --help` shows how", m.name(), len(pos), strings.Join(pos, " "), m.name())
@@ -57,6 +74,11 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 	case g.runDir != "":
 		runDir = g.runDir
 	}
+	return m.renderReport(ctx, runDir, ws, out, open, asJSON)
+}
+
+// renderReport writes the page of runDir (or prints its data as JSON).
+func (m *Command) renderReport(ctx context.Context, runDir, ws, out string, open, asJSON bool) error {
 	rep, err := report.Gather(ctx, runDir, ws)
 	if err != nil {
 		return fmt.Errorf("flower report: %w", err)

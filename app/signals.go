@@ -22,8 +22,12 @@ var errQuit = errors.New(flower.QuitByHuman)
 type hooks struct {
 	mu        sync.Mutex
 	interrupt func() // the first Ctrl-C, when set; else Ctrl-C quits
-	rescue    []func()
-	presses   int
+	// stop, when set, is what every signal does (the worker drains:
+	// it stops taking runs and releases those in flight); a second
+	// signal then ends the process as without it.
+	stop    func()
+	rescue  []func()
+	presses int
 }
 
 // OnInterrupt makes the first Ctrl-C call fn (interrupt the round, ask
@@ -86,6 +90,14 @@ func (m *Command) watchSignals(cancel context.CancelCauseFunc) (stop func()) {
 			case <-done:
 				return
 			case sig := <-ch:
+				m.hooks.mu.Lock()
+				stop := m.hooks.stop
+				m.hooks.stop = nil
+				m.hooks.mu.Unlock()
+				if stop != nil {
+					stop()
+					continue
+				}
 				if sig == os.Interrupt {
 					m.hooks.mu.Lock()
 					m.hooks.presses++

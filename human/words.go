@@ -35,12 +35,16 @@ const StateDirEnv = "FLOWER_STATE_DIR"
 // command of a worker that may run anything could still reach it, which
 // no folder can prevent while the agents run as the same user.
 // Without any home directory it falls back to <runDir>/human.
-func Dir(runDir string) string {
+func Dir(runDir string) string { return DirIn(stateHome(), runDir) }
+
+// DirIn is Dir for a process whose state folder ($FLOWER_STATE_DIR) is
+// base: where a worker finds the human's side of a run it started with
+// its own state folder.
+func DirIn(base, runDir string) string {
 	abs, err := filepath.Abs(runDir)
 	if err != nil {
 		abs = filepath.Clean(runDir)
 	}
-	base := stateHome()
 	if base == "" {
 		return filepath.Join(abs, "human")
 	}

@@ -169,7 +169,17 @@ func (l *lease) Write(ctx context.Context, changes []runstate.Change) error {
 }
 
 func (l *lease) Files(ctx context.Context, fn func(runstate.File) error) error {
-	rows, err := l.pool.Query(ctx, "select root, path, data, mode from runstate_files where run = $1 order by root, path", l.run)
+	return files(ctx, l.pool, l.run, fn)
+}
+
+// Files calls fn for every stored file of run, without taking it: what a
+// reader (a report, a dashboard) sees of a run another process holds.
+func (b *Backend) Files(ctx context.Context, run string, fn func(runstate.File) error) error {
+	return files(ctx, b.pool, run, fn)
+}
+
+func files(ctx context.Context, pool *pgxpool.Pool, run string, fn func(runstate.File) error) error {
+	rows, err := pool.Query(ctx, "select root, path, data, mode from runstate_files where run = $1 order by root, path", run)
 	if err != nil {
 		return err
 	}

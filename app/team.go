@@ -1,0 +1,428 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/team"
+)
+
+// teamDB is the --db flag of the team's commands: the URL, else
+// $FLOWER_DATABASE_URL.
+func (m *Command) teamDB(flagValue, cmd string) (string, error) {
+	url := strings.TrimSpace(flagValue)
+	if url == "" {
+		url = strings.TrimSpace(m.getenv(flower.DatabaseEnv))
+	}
+	if url == "" {
+		return "", usageErrorf("%s %s needs the team's database: --db postgres://user:password@host:5432/db (or %s)", m.name(), cmd, flower.DatabaseEnv)
+	}
+	return url, nil
+}
+
+func (m *Command) openTeam(ctx context.Context, url string, lang flower.Lang) (*team.Team, error) {
+	t, err := team.Open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, text(lang, "teamDBHint"))
+	}
+	return t, nil
+}
+
+// runSubmit is `flower submit --db URL --repo REPO [--branch B] [--budget USD] "request"`.
+func (m *Command) runSubmit(ctx context.Context, args []string) error {
+	var g globals
+	var db, repo, base string
+	var budget float64
+	var noCheck bool
+	fs := newFlagSet("submit")
+	g.register(fs)
+	fs.StringVar(&db, "db", "", "")
+	fs.StringVar(&repo, "repo", "", "")
+	fs.StringVar(&base, "branch", "", "")
+	fs.Var(budgetValue{&budget}, "budget", "")
+	fs.BoolVar(&noCheck, "no-check", false, "")
+	pos, err := m.parse(fs, m.submitUsage(), args)
+	if err != nil {
+		return err
+	}
+	lang := m.language(&g, "")
+	request := strings.TrimSpace(strings.Join(pos, " "))
+	switch {
+	case request == "":
+		return usageErrorf("%s submit needs the request: %s submit --db URL --repo REPO \"what to do\"", m.name(), m.name())
+	case strings.TrimSpace(repo) == "":
+		return usageErrorf("%s submit needs --repo: a git URL or path every worker can reach", m.name())
+	}
+	url, err := m.teamDB(db, "submit")
+	if err != nil {
+		return err
+	}
+	if !noCheck {
+		// Refused here rather than parked later: a repository this machine
+		// cannot reach is most often a typo.
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		out, err := exec.CommandContext(cctx, "git", "-c", "core.hooksPath=/dev/null", "ls-remote", "--", repo, "HEAD").CombinedOutput()
+		cancel()
+		if err != nil {
+			return fmt.Errorf(text(lang, "teamRepoUnreachable"), repo, strings.TrimSpace(string(out)))
+		}
+		if base != "" {
+			cctx, cancel := context.WithTimeout(ctx, time.Minute)
+			out, err := exec.CommandContext(cctx, "git", "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", "--", repo, base).Output()
+			cancel()
+			if err == nil && len(strings.TrimSpace(string(out))) == 0 {
+				return fmt.Errorf(text(lang, "teamNoBranch"), repo, base)
+			}
+		}
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	host, _ := os.Hostname()
+	r, err := t.Submit(ctx, team.Submission{Request: request, Repo: repo, Base: base, Budget: budget, By: host})
+	if err != nil {
+		return err
+	}
+	m.say(text(lang, "teamSubmitted"), r.Name(), r.Branch)
+	m.say(text(lang, "teamFollow"), m.name(), r.Name(), m.name(), r.Name(), m.name(), r.Name())
+	return nil
+}
+
+// runWorker is `flower worker --db URL [--concurrency N] [--dir DIR]`.
+func (m *Command) runWorker(ctx context.Context, args []string) error {
+	var g globals
+	var db, dir, name string
+	var rescue time.Duration
+	var concurrency, maxFailures int
+	var teamBudget float64
+	fs := newFlagSet("worker")
+	g.register(fs)
+	fs.StringVar(&db, "db", "", "")
+	fs.StringVar(&dir, "dir", "flower-worker", "")
+	fs.StringVar(&name, "name", "", "")
+	fs.IntVar(&concurrency, "concurrency", 1, "")
+	fs.IntVar(&maxFailures, "max-failures", team.DefaultMaxFailures, "")
+	fs.DurationVar(&rescue, "rescue", team.DefaultRescue, "")
+	fs.Var(budgetValue{&teamBudget}, "team-budget", "")
+	if _, err := m.parse(fs, m.workerUsage(), args); err != nil {
+		return err
+	}
+	lang := m.language(&g, "")
+	switch {
+	case concurrency < 1:
+		return usageErrorf("--concurrency %d: give how many runs this worker works at once, at least 1", concurrency)
+	case maxFailures < 1:
+		return usageErrorf("--max-failures %d: give at least 1", maxFailures)
+	case rescue < 4*time.Second:
+		return usageErrorf("--rescue %s: give at least 4s (how soon another worker takes over the runs of a worker that died)", rescue)
+	}
+	url, err := m.teamDB(db, "worker")
+	if err != nil {
+		return err
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	var runArgs []string
+	if g.lang != "" {
+		runArgs = append(runArgs, "--lang", g.lang)
+	}
+	w, err := t.NewWorker(url, team.WorkerOptions{
+		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: teamBudget,
+		MaxFailures: maxFailures, Args: runArgs,
+	})
+	if err != nil {
+		return err
+	}
+	// SIGTERM, SIGHUP and Ctrl-C stop taking runs and release those in
+	// flight (each records its step as resumable and pushes its work).
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	m.hooks.mu.Lock()
+	m.hooks.stop = stop
+	m.hooks.mu.Unlock()
+	m.say(text(lang, "teamWorking"), w.Name(), t.URL(), concurrency, w.Dir())
+	err = w.Run(wctx)
+	m.say(text(lang, "teamWorkerStopped"), w.Name())
+	return err
+}
+
+// runRuns is `flower runs --db URL [RUN]`.
+func (m *Command) runRuns(ctx context.Context, args []string) error {
+	var g globals
+	var db string
+	fs := newFlagSet("runs")
+	g.register(fs)
+	fs.StringVar(&db, "db", "", "")
+	pos, err := m.parse(fs, m.runsUsage(), args)
+	if err != nil {
+		return err
+	}
+	lang := m.language(&g, "")
+	if len(pos) > 1 {
+		return usageErrorf("%s runs takes at most one run (got %s)", m.name(), strings.Join(pos, " "))
+	}
+	url, err := m.teamDB(db, "runs")
+	if err != nil {
+		return err
+	}
+	var id int64
+	if len(pos) == 1 {
+		if id, err = team.ParseRun(pos[0]); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if id != 0 {
+		return m.showRun(ctx, t, id, lang)
+	}
+	runs, err := t.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		m.say(text(lang, "teamNoRuns"), m.name())
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, text(lang, "teamRunsHeader"))
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name(), stateText(lang, r), stepText(r), costText(r),
+			age(r.Created), clip(r.Request, 40), clip(firstLine(r.Reason), 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if budget, err := t.TeamBudget(ctx); err == nil && budget > 0 {
+		spent, _ := t.Spent(ctx)
+		line := fmt.Sprintf(text(lang, "teamBudgetLine"), spent, budget)
+		if spent >= budget {
+			line += text(lang, "teamBudgetSpent")
+		}
+		m.say("%s", line)
+	}
+	return nil
+}
+
+func (m *Command) showRun(ctx context.Context, t *team.Team, id int64, lang flower.Lang) error {
+	r, err := t.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	out := &strings.Builder{}
+	tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", text(lang, k), v)
+		}
+	}
+	row("teamRun", r.Name())
+	row("teamState", stateText(lang, r))
+	row("teamRequest", r.Request)
+	row("teamRepo", r.Repo)
+	row("teamBranch", r.Branch+" ← "+orNone(lang, r.Base))
+	row("teamStep", stepText(r))
+	row("teamCost", costText(r))
+	row("teamQuestion", r.Question)
+	row("teamReason", r.Reason)
+	row("teamPushed", r.Pushed)
+	row("teamVersion", r.Version)
+	row("teamAge", age(r.Created))
+	if !r.Ended.IsZero() {
+		row("teamEnded", r.Ended.Local().Format("2006-01-02 15:04:05"))
+	}
+	for _, f := range r.Failures {
+		row("teamFailure", f.At.Local().Format("15:04:05")+" "+f.Host+": "+firstLine(f.Reason))
+	}
+	tw.Flush()
+	m.say("%s", strings.TrimRight(out.String(), "\n"))
+	evs, err := t.Events(ctx, id, 0, 15)
+	if err != nil {
+		return err
+	}
+	if len(evs) > 0 {
+		m.say("\n%s", text(lang, "teamRecent"))
+		for _, e := range evs {
+			m.say("  %s  %-10s %s", e.At.Local().Format("15:04:05"), e.Kind, clip(eventLine(e), 100))
+		}
+	}
+	if r.State == team.Waiting {
+		m.say("\n"+text(lang, "teamReplyHint"), m.name(), r.Name())
+	}
+	return nil
+}
+
+func eventLine(e team.Event) string {
+	if e.Text == "team_state" {
+		s := e.Str("state")
+		if h := e.Str("host"); h != "" {
+			s += " @ " + h
+		}
+		if why := e.Str("reason"); why != "" {
+			s += ": " + firstLine(why)
+		}
+		return s
+	}
+	if e.Tool != "" {
+		return e.Tool + " " + e.Text
+	}
+	return firstLine(e.Text)
+}
+
+func stateText(lang flower.Lang, r team.Run) string {
+	s := text(lang, "teamState_"+r.State)
+	if s == "" {
+		s = r.State
+	}
+	if (r.State == team.Running || r.State == team.Waiting) && r.Host != "" {
+		s += fmt.Sprintf(text(lang, "teamOnHost"), r.Host)
+	}
+	return s
+}
+
+func stepText(r team.Run) string {
+	if r.Step == "" {
+		return "-"
+	}
+	if r.Round > 0 {
+		return fmt.Sprintf("%s #%d", r.Step, r.Round)
+	}
+	return r.Step
+}
+
+func costText(r team.Run) string {
+	if r.Budget > 0 {
+		return fmt.Sprintf("$%.2f/$%.2f", r.Cost, r.Budget)
+	}
+	return fmt.Sprintf("$%.2f", r.Cost)
+}
+
+func age(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// runCancel is `flower cancel --db URL RUN`.
+func (m *Command) runCancel(ctx context.Context, args []string) error {
+	var g globals
+	var db string
+	fs := newFlagSet("cancel")
+	g.register(fs)
+	fs.StringVar(&db, "db", "", "")
+	pos, err := m.parse(fs, m.cancelUsage(), args)
+	if err != nil {
+		return err
+	}
+	lang := m.language(&g, "")
+	if len(pos) != 1 {
+		return usageErrorf("%s cancel takes one run: %s cancel --db URL r12", m.name(), m.name())
+	}
+	id, err := team.ParseRun(pos[0])
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	url, err := m.teamDB(db, "cancel")
+	if err != nil {
+		return err
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	r, err := t.Cancel(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.State == team.Cancelled {
+		m.say(text(lang, "teamCancelled"), r.Name())
+	} else {
+		m.say(text(lang, "teamCancelling"), r.Name(), r.Host)
+	}
+	return nil
+}
+
+// replyTeam is `flower reply --db URL RUN [ID] "answer"`.
+func (m *Command) replyTeam(ctx context.Context, url string, pos []string, id string, skip bool, lang flower.Lang) error {
+	if len(pos) < 1 {
+		return usageErrorf("%s reply --db URL RUN \"answer\": name the run (flower runs --db URL lists them)", m.name())
+	}
+	run, err := team.ParseRun(pos[0])
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	words := strings.TrimSpace(strings.Join(pos[1:], " "))
+	if words == "" && !skip {
+		return usageErrorf("%s reply --db URL %s needs the answer: %s reply --db URL %s \"use PostgreSQL\"", m.name(), pos[0], m.name(), pos[0])
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if err := t.Reply(ctx, run, id, words, skip); err != nil {
+		return err
+	}
+	m.say(text(lang, "teamReplied"), team.RunName(run))
+	return nil
+}
+
+// reportTeam renders `flower report --db URL RUN` from the database: the
+// run's files laid out in a temporary folder, the page written as for a
+// run directory.
+func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang flower.Lang, render func(runDir, workspace string) error) error {
+	if len(pos) != 1 {
+		return usageErrorf("%s report --db URL RUN: name one run (flower runs --db URL lists them)", m.name())
+	}
+	run, err := team.ParseRun(pos[0])
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	dir, err := os.MkdirTemp("", "flower-report-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ws := filepath.Join(dir, "work")
+	runDir := filepath.Join(ws, "runs")
+	if err := t.LayOut(ctx, run, runDir, filepath.Join(ws, ".flower")); err != nil {
+		return err
+	}
+	return render(runDir, ws)
+}

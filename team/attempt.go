@@ -1,0 +1,664 @@
+package team
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/gitwork"
+)
+
+// runDirName and workbenchDirName are flower's own files in a checkout:
+// kept in the database, never committed.
+const (
+	runDirName       = "runs"
+	workbenchDirName = ".flower"
+)
+
+// errLost: River gave the run's job to another worker (this one was not
+// heard from for the rescue interval): nothing more is written or pushed.
+var errLost = errors.New("another worker took the run over")
+
+// errDrain: the worker is stopping; the run goes back to the queue.
+var errDrain = errors.New("the worker is stopping")
+
+// attempt is one worker's work on one run: one River attempt of its job.
+type attempt struct {
+	w       *Worker
+	run     Run
+	job     *rivertype.JobRow
+	replies chan struct{}
+
+	checkout, home, state, runDir string
+
+	mu      sync.Mutex
+	base    float64            // the run's cost before this attempt
+	costs   map[string]float64 // the newest cost each session reported in this attempt
+	spentBy float64            // costs of sessions whose process ended (a session reports from 0 again when resumed)
+	step    string
+	round   int
+}
+
+func (a *attempt) kickReplies() {
+	select {
+	case a.replies <- struct{}{}:
+	default:
+	}
+}
+
+func (a *attempt) name() string { return a.run.Name() }
+
+// work runs the run to its end, or until it is lost, cancelled or the
+// worker stops.
+func (a *attempt) work(ctx context.Context) error {
+	t, w := a.w.t, a.w
+	base := filepath.Join(w.o.Dir, a.name())
+	a.checkout, a.home = filepath.Join(base, "work"), filepath.Join(base, "home")
+	a.runDir = filepath.Join(a.checkout, runDirName)
+	a.state = filepath.Join(base, "state")
+	a.base, a.costs = a.run.Cost, map[string]float64{}
+	if err := os.MkdirAll(a.home, 0o700); err != nil {
+		return a.failed(ctx, fmt.Errorf("worker %s cannot make %s: %w", w.o.Name, a.home, err))
+	}
+	_, err := t.pool.Exec(ctx, `update team_runs set state = 'running', host = $2, reason = '', updated_at = now(),
+		version = coalesce(nullif(version, ''), $3) where id = $1`, a.run.ID, w.o.Name, w.o.Version)
+	if err != nil {
+		return err
+	}
+	if err := t.recordState(ctx, a.run.ID, Running, w.o.Name, fmt.Sprintf("attempt %d", a.job.Attempt)); err != nil {
+		return err
+	}
+	head, err := gitwork.Prepare(ctx, a.run.Repo, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed,
+		[]string{"/" + runDirName + "/", "/" + workbenchDirName + "/"})
+	switch {
+	case errors.Is(err, gitwork.ErrForeignBranch), errors.Is(err, gitwork.ErrNoBase):
+		return a.park(ctx, err.Error())
+	case err != nil:
+		return a.failed(ctx, err)
+	}
+	a.w.log.Info("flower worker: working", "run", a.name(), "attempt", a.job.Attempt, "head", head)
+
+	actx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go a.confirm(actx, stop)
+	go func() {
+		select {
+		case <-w.drain:
+			stop(errDrain)
+		case <-actx.Done():
+		}
+	}()
+
+	cmd, logFile, err := a.command()
+	if err != nil {
+		return a.failed(ctx, err)
+	}
+	defer logFile.Close()
+	// An input that never closes: the run's questions wait for replies
+	// (a closed input would settle each at once, unanswered).
+	stdin, hold, err := os.Pipe()
+	if err != nil {
+		return a.failed(ctx, err)
+	}
+	defer stdin.Close()
+	defer hold.Close()
+	cmd.Stdin = stdin
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return a.failed(ctx, fmt.Errorf("worker %s cannot start %s: %w", w.o.Name, w.o.Flower, err))
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	tail := &tailer{path: filepath.Join(a.runDir, "events.jsonl")}
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	var exitErr error
+	var stopped error // why the worker stopped the run, nil when it ended by itself
+loop:
+	for {
+		select {
+		case exitErr = <-exited:
+			break loop
+		case <-a.replies:
+			a.deliver(ctx)
+		case <-tick.C:
+			a.follow(actx, tail)
+		case <-actx.Done():
+			stopped = context.Cause(actx)
+			if errors.Is(stopped, errLost) {
+				// Not ours any more: the process group goes at once and
+				// nothing it did since is pushed.
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+				return a.lost(ctx)
+			}
+			exitErr = a.stopChild(cmd, exited)
+			break loop
+		}
+	}
+	a.follow(context.WithoutCancel(ctx), tail)
+	ctx = context.WithoutCancel(ctx)
+	if !a.stillOurs(ctx) {
+		return a.lost(ctx)
+	}
+	pushErr := a.save(ctx, "end of attempt")
+	end, hasEnding := readEnding(a.runDir, started)
+	a.mu.Lock()
+	if hasEnding && end.CostUSD > 0 {
+		a.costs, a.spentBy = map[string]float64{}, end.CostUSD
+	}
+	a.mu.Unlock()
+	a.storeProgress(ctx)
+	if pushErr != nil {
+		if errors.Is(pushErr, gitwork.ErrRejected) {
+			return a.park(ctx, pushErr.Error())
+		}
+		return a.failed(ctx, pushErr)
+	}
+	switch {
+	case errors.Is(stopped, river.ErrJobCancelledRemotely) || errors.Is(ctx.Err(), river.ErrJobCancelledRemotely):
+		if err := t.end(ctx, a.run.ID, Cancelled, "cancelled by a person; its work is on "+a.run.Branch); err != nil {
+			return err
+		}
+		return river.JobCancel(errors.New("cancelled"))
+	case errors.Is(stopped, errDrain):
+		if err := t.setState(ctx, a.run.ID, Queued, w.o.Name, "released by "+w.o.Name+" (the worker stopped); any worker continues it", false); err != nil {
+			return err
+		}
+		return river.JobSnooze(0)
+	}
+	if !hasEnding {
+		return a.failed(ctx, fmt.Errorf("the run's process ended without an outcome (%v); its log: %s", exitErr, logFile.Name()))
+	}
+	switch end.Outcome {
+	case "achieved", "done":
+		return t.end(ctx, a.run.ID, Achieved, end.Reason)
+	case "not_achieved", "unreachable", "stopped":
+		return t.end(ctx, a.run.ID, Stopped, orElse(end.Reason, end.Outcome))
+	case "taken_over":
+		return a.lost(ctx)
+	}
+	return a.failed(ctx, fmt.Errorf("%s: %s", orElse(end.Outcome, "failed"), orElse(end.Reason, "no reason given")))
+}
+
+func orElse(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// command is the run's flower process: the checkout as its workspace, its
+// own HOME and temp folders, the database, the run's name and what is left
+// of its budget.
+func (a *attempt) command() (*exec.Cmd, *os.File, error) {
+	w := a.w
+	tmp := filepath.Join(filepath.Dir(a.home), "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, nil, err
+	}
+	logFile, err := os.OpenFile(filepath.Join(filepath.Dir(a.home), fmt.Sprintf("attempt-%d.log", a.job.Attempt)), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	args := append([]string{"go", "-w", a.checkout}, w.o.Args...)
+	if a.run.Budget > 0 {
+		args = append(args, "--budget", strconv.FormatFloat(max(a.run.Budget-a.run.Cost, 0.0001), 'f', 4, 64))
+	}
+	args = append(args, "--", a.run.Request)
+	cmd := exec.Command(w.o.Flower, args...)
+	cmd.Dir = a.checkout
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = childEnv(w.o.Env, map[string]string{
+		"HOME":                  a.home,
+		"CLAUDE_CONFIG_DIR":     filepath.Join(a.home, ".claude"),
+		"CLAUDE_CODE_TMPDIR":    tmp,
+		"TMPDIR":                tmp,
+		human.StateDirEnv:       a.state,
+		"FLOWER_DATABASE_URL":   w.url,
+		"FLOWER_RUN":            StateName(a.run.ID),
+		"FLOWER_DATABASE_LEASE": (w.o.Rescue / 2).String(),
+	})
+	// Its own process group, so that it (and its CLI) can be stopped as
+	// one; killed with the worker, so that a dead worker leaves nothing
+	// that still writes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd, logFile, nil
+}
+
+func childEnv(base []string, set map[string]string) []string {
+	out := make([]string, 0, len(base)+len(set))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// stopChild asks the run to quit (as Ctrl-C does: the step in flight is
+// recorded as resumable, the state written back), killing it after
+// stopGrace.
+func (a *attempt) stopChild(cmd *exec.Cmd, exited <-chan error) error {
+	_ = cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(stopGrace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return <-exited
+	}
+}
+
+// confirm refreshes the job's attempted_at, the column River's rescuer
+// reads, every quarter of the rescue interval; when the job is no longer
+// this attempt's (River rescued it after this worker was not heard from)
+// it stops the attempt with errLost.
+func (a *attempt) confirm(ctx context.Context, stop context.CancelCauseFunc) {
+	every := a.w.o.Rescue / 4
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, every)
+		ours, err := a.refresh(cctx)
+		cancel()
+		switch {
+		case err == nil && !ours:
+			stop(errLost)
+			return
+		case err == nil:
+			last = time.Now()
+		case time.Since(last) > a.w.o.Rescue:
+			// Unconfirmed for the whole interval (the database away, this
+			// machine paused): River may have given the run away.
+			stop(errLost)
+			return
+		}
+	}
+}
+
+// refresh confirms the job; false when it is not this attempt's any more.
+func (a *attempt) refresh(ctx context.Context) (bool, error) {
+	tag, err := a.w.t.pool.Exec(ctx, `update river_job set attempted_at = now()
+		where id = $1 and state = 'running' and attempt = $2 and attempted_at > now() - make_interval(secs => $3)`,
+		a.job.ID, a.job.Attempt, a.w.o.Rescue.Seconds())
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// stillOurs reports whether the job is still this attempt's.
+func (a *attempt) stillOurs(ctx context.Context) bool {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ours, err := a.refresh(cctx)
+	return err == nil && ours
+}
+
+// lost ends an attempt that is not ours any more. River's completer would
+// write this attempt's result over the new holder's running job, so it
+// returns only once that job has left the running state (or the worker
+// stops).
+func (a *attempt) lost(ctx context.Context) error {
+	a.w.log.Warn("flower worker: the run was taken over; this worker wrote nothing more", "run", a.name())
+	for {
+		var state string
+		var attempt int
+		err := a.w.t.pool.QueryRow(ctx, "select state::text, attempt from river_job where id = $1", a.job.ID).Scan(&state, &attempt)
+		if err != nil || state != "running" || attempt == a.job.Attempt {
+			// Gone, ended, or rescued and not yet taken again: an error
+			// result changes nothing then (River writes only a running
+			// job's result).
+			return errLost
+		}
+		select {
+		case <-a.w.drain:
+			return errLost
+		case <-ctx.Done():
+			return errLost
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// failed counts a failure of this attempt and parks the run once it failed
+// on MaxFailures workers (or twice as many times in all); otherwise River
+// retries it.
+func (a *attempt) failed(ctx context.Context, cause error) error {
+	ctx = context.WithoutCancel(ctx)
+	t, w := a.w.t, a.w
+	f := Failure{Host: w.o.Name, At: time.Now(), Reason: cause.Error()}
+	r, err := t.Run(ctx, a.run.ID)
+	if err != nil {
+		return err
+	}
+	failures := append(r.Failures, f)
+	hosts := map[string]bool{}
+	for _, f := range failures {
+		hosts[f.Host] = true
+	}
+	data, _ := json.Marshal(failures)
+	if _, err := t.pool.Exec(ctx, "update team_runs set failures = $2 where id = $1", a.run.ID, data); err != nil {
+		return err
+	}
+	if len(hosts) >= w.o.MaxFailures || len(failures) >= 2*w.o.MaxFailures {
+		var reasons []string
+		for _, f := range failures {
+			reasons = append(reasons, f.Host+": "+f.Reason)
+		}
+		return a.park(ctx, fmt.Sprintf("failed %d times on %d workers:\n%s", len(failures), len(hosts), strings.Join(reasons, "\n")))
+	}
+	if err := t.setState(ctx, a.run.ID, Queued, w.o.Name, "attempt failed on "+w.o.Name+", to be retried: "+cause.Error(), false); err != nil {
+		return err
+	}
+	return cause
+}
+
+// park ends a run that cannot be worked (a foreign branch, a rejected
+// push, too many failures) with its reason: it is not retried.
+func (a *attempt) park(ctx context.Context, reason string) error {
+	if err := a.w.t.end(context.WithoutCancel(ctx), a.run.ID, Failed, reason); err != nil {
+		return err
+	}
+	return river.JobCancel(errors.New(reason))
+}
+
+// save commits the checkout's work to the run's branch and pushes it,
+// only while the job is this attempt's. A rejected push keeps the work on
+// a branch of its own, so nothing is lost.
+func (a *attempt) save(ctx context.Context, what string) error {
+	if !a.stillOurs(ctx) {
+		return errLost
+	}
+	a.mu.Lock()
+	step, round := a.step, a.round
+	a.mu.Unlock()
+	msg := fmt.Sprintf("flower %s: %s", a.name(), what)
+	if step != "" {
+		msg += fmt.Sprintf(" (%s, round %d)", step, max(round, 1))
+	}
+	head, changed, err := gitwork.Commit(ctx, a.checkout, msg)
+	if err != nil {
+		return err
+	}
+	r, err := a.w.t.Run(ctx, a.run.ID)
+	if err != nil {
+		return err
+	}
+	if !changed && head == r.Pushed {
+		return nil
+	}
+	if err := gitwork.Push(ctx, a.checkout, a.run.Branch, r.Pushed); err != nil {
+		if errors.Is(err, gitwork.ErrRejected) {
+			keep := a.run.Branch + "-kept-" + head[:min(len(head), 12)]
+			if kerr := gitwork.Push(ctx, a.checkout, keep, ""); kerr == nil {
+				return fmt.Errorf("%w; the run's work is kept on %s", err, keep)
+			}
+		}
+		return err
+	}
+	_, err = a.w.t.pool.Exec(ctx, "update team_runs set pushed = $2, updated_at = now() where id = $1", a.run.ID, head)
+	return err
+}
+
+// deliver hands the run the replies given for it and not yet delivered,
+// as files its human channel reads (as `flower reply` does on the run's
+// own machine).
+func (a *attempt) deliver(ctx context.Context) {
+	type reply struct {
+		id       int64
+		question string
+		text     string
+		skip     bool
+	}
+	rows, err := a.w.t.pool.Query(ctx, "select id, question, text, skip from team_replies where run = $1 and delivered_at is null order by id", a.run.ID)
+	if err != nil {
+		return
+	}
+	replies, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (reply, error) {
+		var r reply
+		return r, row.Scan(&r.id, &r.question, &r.text, &r.skip)
+	})
+	if err != nil || len(replies) == 0 {
+		return
+	}
+	dir := a.humanDir()
+	for _, r := range replies {
+		hr := human.Reply{ID: r.question, Text: r.text, Skip: r.skip}
+		if hr.ID == "" {
+			if p, err := human.ReadPending(dir); err == nil && len(p.Questions) > 0 {
+				hr.ID = p.Questions[0].ID
+			} else {
+				continue // nothing asks yet: kept for the question to come
+			}
+		}
+		if _, err := human.WriteReply(dir, hr); err != nil {
+			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
+			continue
+		}
+		_, _ = a.w.t.pool.Exec(ctx, "update team_replies set delivered_at = now() where id = $1", r.id)
+		a.w.log.Info("flower worker: reply delivered", "run", a.name(), "question", hr.ID)
+	}
+}
+
+// follow reads the run's new events: they go to the database for anyone
+// to follow, move the run's step, round, cost and waiting question, and a
+// step's end or a handoff commits and pushes the work.
+func (a *attempt) follow(ctx context.Context, tail *tailer) {
+	lines := tail.next()
+	if len(lines) == 0 {
+		return
+	}
+	var evs []event.Event
+	save := ""
+	asked := false
+	for _, line := range lines {
+		var e struct {
+			Step string `json:"step"`
+			event.Event
+		}
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		a.mu.Lock()
+		switch e.Kind {
+		case event.Step:
+			if a.step != "" && a.step != e.Step {
+				save = "after " + a.step
+			}
+			a.step, a.round = e.Step, max(e.Int("rounds"), 1)
+		case event.Verdict:
+			a.round = e.Int("round")
+			save = "round " + strconv.Itoa(a.round) + " judged"
+		case event.Handoff:
+			if e.Str("phase") == "done" {
+				save = "handoff"
+			}
+		case event.Result:
+			sid := e.Str("session_id")
+			c := e.Float("cost_usd")
+			if old, ok := a.costs[sid]; ok && c < old {
+				a.spentBy += old // a new process of the session counts from 0
+			}
+			a.costs[sid] = c
+		case event.Ask:
+			asked = true
+		}
+		a.mu.Unlock()
+		if e.Kind == event.Text || e.Kind == event.Thinking || e.Kind == event.ToolResult {
+			continue // the transcripts are in the session store; the feed keeps what a dashboard shows
+		}
+		e.Payload = trimPayload(e.Payload)
+		evs = append(evs, e.Event)
+	}
+	_ = pgx.BeginFunc(ctx, a.w.t.pool, func(tx pgx.Tx) error {
+		for _, e := range evs {
+			if err := recordEvent(ctx, tx, a.run.ID, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	a.storeProgress(ctx)
+	if asked {
+		a.markWaiting(ctx)
+		a.deliver(ctx)
+	} else if a.isWaiting() {
+		a.markWaiting(ctx) // answered: back to running
+	}
+	if save != "" {
+		if err := a.save(ctx, save); err != nil && !errors.Is(err, errLost) {
+			a.w.log.Warn("flower worker: the work was not pushed", "run", a.name(), "err", err)
+		}
+	}
+}
+
+// humanDir is the run's human side as its process sees it.
+func (a *attempt) humanDir() string { return human.DirIn(a.state, a.runDir) }
+
+func (a *attempt) isWaiting() bool {
+	p, err := human.ReadPending(a.humanDir())
+	return err == nil && len(p.Questions) > 0
+}
+
+// markWaiting sets the run waiting with its question, or running again
+// when nothing waits.
+func (a *attempt) markWaiting(ctx context.Context) {
+	p, err := human.ReadPending(a.humanDir())
+	state, question := Running, ""
+	if err == nil && len(p.Questions) > 0 {
+		state, question = Waiting, p.Questions[0].Question
+	}
+	r, err := a.w.t.Run(ctx, a.run.ID)
+	if err != nil || (r.State == state && r.Question == question) {
+		return
+	}
+	if err := a.w.t.setState(ctx, a.run.ID, state, a.w.o.Name, "", false); err == nil && question != "" {
+		_, _ = a.w.t.pool.Exec(ctx, "update team_runs set question = $2 where id = $1", a.run.ID, question)
+	}
+}
+
+// storeProgress writes the run's step, round and cost.
+func (a *attempt) storeProgress(ctx context.Context) {
+	a.mu.Lock()
+	cost := a.base + a.spentBy
+	for _, c := range a.costs {
+		cost += c
+	}
+	step, round := a.step, a.round
+	a.mu.Unlock()
+	_, _ = a.w.t.pool.Exec(ctx, `update team_runs set cost_usd = $2, step = coalesce(nullif($3, ''), step), round = greatest($4, 0), updated_at = now()
+		where id = $1`, a.run.ID, cost, step, round)
+}
+
+// trimPayload keeps a dashboard's share of an event's payload: no tool
+// input of any size.
+func trimPayload(p map[string]any) map[string]any {
+	if len(p) == 0 {
+		return p
+	}
+	out := make(map[string]any, len(p))
+	for k, v := range p {
+		if s, ok := v.(string); ok && len(s) > 500 {
+			v = s[:500] + "…"
+		}
+		if k == "input" {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// tailer reads the lines appended to a file since the last call.
+type tailer struct {
+	path    string
+	offset  int64
+	partial []byte
+}
+
+func (t *tailer) next() [][]byte {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() < t.offset {
+		t.offset, t.partial = 0, nil // replaced (laid out anew): read it again
+	}
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return nil
+	}
+	data, err := io.ReadAll(bufio.NewReader(f))
+	if err != nil {
+		return nil
+	}
+	t.offset += int64(len(data))
+	data = append(t.partial, data...)
+	var lines [][]byte
+	for {
+		i := strings.IndexByte(string(data), '\n')
+		if i < 0 {
+			break
+		}
+		lines = append(lines, data[:i])
+		data = data[i+1:]
+	}
+	t.partial = append([]byte(nil), data...)
+	return lines
+}
+
+// ending is what the run's process wrote of how it ended (app.Ending's
+// fields the queue reads).
+type ending struct {
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason"`
+	CostUSD float64   `json:"cost_usd"`
+	Ended   time.Time `json:"ended"`
+}
+
+// readEnding reads the ending written since started (an older one is an
+// earlier attempt's, laid out from the database).
+func readEnding(runDir string, started time.Time) (ending, bool) {
+	var e ending
+	data, err := os.ReadFile(filepath.Join(runDir, "ending.json"))
+	if err != nil || json.Unmarshal(data, &e) != nil || e.Outcome == "" || e.Ended.Before(started) {
+		return e, false
+	}
+	return e, true
+}
+
+// recordState records a state event without changing the row (the caller
+// did).
+func (t *Team) recordState(ctx context.Context, id int64, state, host, reason string) error {
+	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error { return recordEvent(ctx, tx, id, stateEvent(state, host, reason)) })
+}

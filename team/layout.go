@@ -1,0 +1,54 @@
+package team
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowerrun/flower/runstate"
+	"github.com/flowerrun/flower/runstate/pgrun"
+)
+
+// StateName is the name of run id's state in the database (see
+// flower.DatabaseOptions.Run): what its worker gives the run's process.
+func StateName(id int64) string { return "team:" + RunName(id) }
+
+// LayOut writes what the database holds of a run's run directory into
+// runDir and of its workbench into workbench, for a reader (the report)
+// on any machine; it takes nothing from the worker that holds the run.
+func (t *Team) LayOut(ctx context.Context, id int64, runDir, workbench string) error {
+	if _, err := t.Run(ctx, id); err != nil {
+		return err
+	}
+	backend, err := pgrun.New(ctx, t.pool)
+	if err != nil {
+		return err
+	}
+	places := map[runstate.Root]string{runstate.RunDir: runDir, runstate.Workbench: workbench}
+	n := 0
+	err = backend.Files(ctx, StateName(id), func(f runstate.File) error {
+		base, ok := places[f.Root]
+		if !ok {
+			return nil
+		}
+		// A stored path is the run's own writing: it stays under base.
+		path := filepath.Join(base, filepath.FromSlash(f.Path))
+		if rel, err := filepath.Rel(base, path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(f.Path) {
+			return fmt.Errorf("the run's stored file %q is outside its folder", f.Path)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		n++
+		return os.WriteFile(path, f.Data, 0o600)
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%s has no state in the database yet: no worker has started it (flower runs --db URL %s)", RunName(id), RunName(id))
+	}
+	return nil
+}

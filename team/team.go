@@ -1,0 +1,505 @@
+// Package team is a team's queue of runs on one PostgreSQL database: runs
+// submitted from any machine against a git repository, worked by a pool of
+// worker machines, each run on its own branch, its state (transcripts,
+// lineage, the human's side, the workbench) in the same database (see
+// flower.OpenDatabase), so that any worker continues a run another left.
+//
+// The queue is River (github.com/riverqueue/river): a run is one River
+// job. River hands a job to one worker at a time, retries it after a
+// failure, and its rescuer gives a job whose worker vanished (SIGKILL,
+// power, network) to another worker once the job has not been confirmed
+// for the rescue interval; River's remote cancel stops a running job.
+// What River lacks and this package adds is small: a worker confirms its
+// job while it works (River has no job heartbeat; the worker refreshes the
+// job's attempted_at, the very column River's rescuer reads), the run's
+// own row (state, step, cost, the reasons it failed), replies and events,
+// both with LISTEN/NOTIFY.
+package team
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/internal/pgmigrate"
+	"github.com/flowerrun/flower/store/postgres"
+)
+
+// The states of a run, as `flower runs` shows them.
+const (
+	Queued    = "queued"    // waiting for a free worker
+	Running   = "running"   // a worker works it
+	Waiting   = "waiting"   // a question waits for a person
+	Achieved  = "achieved"  // it ended with its goal achieved (or every step passed)
+	Stopped   = "stopped"   // it ended short of its goal (rounds or budget spent, judged unreachable)
+	Failed    = "failed"    // parked: it failed on too many workers, or cannot be worked; Reason says why
+	Cancelled = "cancelled" // a person cancelled it
+)
+
+// Ended reports whether a run in state s is over.
+func Ended(s string) bool {
+	return s == Achieved || s == Stopped || s == Failed || s == Cancelled
+}
+
+// queueName is River's queue for runs.
+const queueName = "flower_runs"
+
+// Channels of LISTEN/NOTIFY: a reply given, an event recorded; the payload
+// is the run's id.
+const (
+	replyChannel = "flower_team_reply"
+	eventChannel = "flower_team_event"
+)
+
+// migrateLock serialises River's migrations when many workers start on a
+// new database at once.
+const migrateLock = 0x72697672 // "rivr"
+
+// Schema is the queue's own tables beside River's.
+var Schema = pgmigrate.Component{Name: "team", TablePrefix: "team_", Migrations: []string{`
+create table team_runs (
+	id bigserial primary key,
+	request text not null,
+	repo text not null,
+	base text not null default '',
+	branch text not null,
+	budget_usd double precision not null default 0,
+	cost_usd double precision not null default 0,
+	state text not null default 'queued',
+	host text not null default '',
+	step text not null default '',
+	round integer not null default 0,
+	reason text not null default '',
+	question text not null default '',
+	version text not null default '',
+	pushed text not null default '',
+	job_id bigint not null default 0,
+	failures jsonb not null default '[]',
+	submitted_by text not null default '',
+	created_at timestamptz not null default now(),
+	updated_at timestamptz not null default now(),
+	ended_at timestamptz
+);
+create table team_replies (
+	id bigserial primary key,
+	run bigint not null references team_runs(id) on delete cascade,
+	question text not null default '',
+	text text not null,
+	skip boolean not null default false,
+	given_at timestamptz not null default now(),
+	delivered_at timestamptz
+);
+create index team_replies_waiting on team_replies (run) where delivered_at is null;
+create table team_events (
+	id bigserial primary key,
+	run bigint not null references team_runs(id) on delete cascade,
+	at timestamptz not null default now(),
+	event jsonb not null
+);
+create index team_events_run on team_events (run, id);
+create table team_settings (
+	key text primary key,
+	value text not null
+);`}}
+
+// Run is one run of the queue.
+type Run struct {
+	ID       int64
+	Request  string
+	Repo     string
+	Base     string // the branch the run's branch was made from ("" = the remote's default)
+	Branch   string // the run's own branch
+	Budget   float64
+	Cost     float64 // spent so far, across every worker that worked it
+	State    string
+	Host     string // the worker working it (or that last did)
+	Step     string
+	Round    int
+	Reason   string // why it waits, ended or was parked
+	Question string // the question waiting for a person
+	Version  string // the flower version it was started with
+	Pushed   string // the last commit pushed to Branch
+	JobID    int64
+	Failures []Failure
+	Created  time.Time
+	Updated  time.Time
+	Ended    time.Time // zero while it is not over
+}
+
+// Name is how commands name the run: "r" and its number.
+func (r Run) Name() string { return RunName(r.ID) }
+
+// RunName is the name of run id.
+func RunName(id int64) string { return "r" + strconv.FormatInt(id, 10) }
+
+// ParseRun reads a run's name ("r12" or "12").
+func ParseRun(s string) (int64, error) {
+	id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "r"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%q is not a run: runs are named r1, r2, … (`flower runs --db URL` lists them)", s)
+	}
+	return id, nil
+}
+
+// Failure is one attempt of a run that failed.
+type Failure struct {
+	Host   string    `json:"host"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// runArgs is the River job of a run.
+type runArgs struct {
+	Run int64 `json:"run"`
+}
+
+func (runArgs) Kind() string { return "flower_run" }
+
+// ErrNoRun is returned for a run the database does not have.
+var ErrNoRun = errors.New("team: no such run")
+
+// Team is a queue on one database.
+type Team struct {
+	pool  *pgxpool.Pool
+	river *river.Client[pgx.Tx]
+	url   string // redacted
+}
+
+// Open connects to the database at url and brings River's and the queue's
+// tables up to date. Errors name the URL with its password masked.
+func Open(ctx context.Context, url string) (*Team, error) {
+	shown := postgres.Redact(url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("the database URL %s does not parse (want postgres://user:password@host:port/database): %v", shown, postgres.Scrub(err, url))
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the database at %s: %w", shown, postgres.Scrub(err, url))
+	}
+	fail := func(err error) (*Team, error) {
+		pool.Close()
+		return nil, fmt.Errorf("the database at %s: %w", shown, postgres.Scrub(err, url))
+	}
+	if err := migrateRiver(ctx, pool); err != nil {
+		return fail(err)
+	}
+	if err := pgmigrate.Apply(ctx, pool, Schema); err != nil {
+		return fail(err)
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		return fail(err)
+	}
+	return &Team{pool: pool, river: client, url: shown}, nil
+}
+
+func migrateRiver(ctx context.Context, pool *pgxpool.Pool) error {
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return err
+	}
+	// River's migrations take a transaction each (one adds an enum value
+	// the next uses): the lock is the session's, on a connection of its
+	// own.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "select pg_advisory_lock($1)", migrateLock); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "select pg_advisory_unlock($1)", migrateLock)
+	_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	return err
+}
+
+// URL is the database's URL with its password masked.
+func (t *Team) URL() string { return t.url }
+
+// Close disconnects.
+func (t *Team) Close() { t.pool.Close() }
+
+// Submission is what `flower submit` enqueues.
+type Submission struct {
+	Request string
+	Repo    string  // a git URL or path every worker can reach
+	Base    string  // the branch to start from ("" = the remote's default)
+	Budget  float64 // USD for the whole run, across workers; 0 = none
+	By      string  // who submitted (host), for the record
+}
+
+// Submit enqueues a run: its row and its River job in one transaction.
+func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
+	if strings.TrimSpace(s.Request) == "" {
+		return Run{}, errors.New("a run needs a request: flower submit --db URL --repo REPO \"what to do\"")
+	}
+	if strings.TrimSpace(s.Repo) == "" {
+		return Run{}, errors.New("a run needs a repository every worker can reach: --repo URL-or-path")
+	}
+	if s.Budget < 0 {
+		return Run{}, fmt.Errorf("--budget %v: give an amount in USD above 0, or 0 for none", s.Budget)
+	}
+	var id int64
+	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `insert into team_runs (request, repo, base, branch, budget_usd, submitted_by)
+			values ($1, $2, $3, '', $4, $5) returning id`, s.Request, s.Repo, s.Base, s.Budget, s.By).Scan(&id)
+		if err != nil {
+			return err
+		}
+		res, err := t.river.InsertTx(ctx, tx, runArgs{Run: id}, &river.InsertOpts{
+			Queue: queueName, MaxAttempts: maxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
+		})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "update team_runs set branch = $2, job_id = $3 where id = $1", id, "flower/"+RunName(id), res.Job.ID); err != nil {
+			return err
+		}
+		return recordEvent(ctx, tx, id, stateEvent(Queued, "", "submitted by "+cmp.Or(s.By, "?")))
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("the database at %s: %w", t.url, err)
+	}
+	return t.Run(ctx, id)
+}
+
+// maxAttempts bounds River's attempts; the queue parks a run well before
+// (see WorkerOptions.MaxFailures): this only stops a loop the queue's own
+// count would miss.
+const maxAttempts = 100
+
+const runColumns = `id, request, repo, base, branch, budget_usd, cost_usd, state, host, step, round, reason,
+	question, version, pushed, job_id, failures, created_at, updated_at, ended_at`
+
+func scanRun(row pgx.Row) (Run, error) {
+	var r Run
+	var failures []byte
+	var ended *time.Time
+	err := row.Scan(&r.ID, &r.Request, &r.Repo, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
+		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended)
+	if err != nil {
+		return r, err
+	}
+	if ended != nil {
+		r.Ended = *ended
+	}
+	_ = json.Unmarshal(failures, &r.Failures)
+	return r, nil
+}
+
+// Run reads one run.
+func (t *Team) Run(ctx context.Context, id int64) (Run, error) {
+	r, err := scanRun(t.pool.QueryRow(ctx, "select "+runColumns+" from team_runs where id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("%w %s in %s (`flower runs --db URL` lists them)", ErrNoRun, RunName(id), t.url)
+	}
+	return r, err
+}
+
+// Runs reads every run, newest first.
+func (t *Team) Runs(ctx context.Context) ([]Run, error) {
+	rows, err := t.pool.Query(ctx, "select "+runColumns+" from team_runs order by id desc")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Run, error) { return scanRun(row) })
+}
+
+// Spent is what every run of the team has cost so far.
+func (t *Team) Spent(ctx context.Context) (float64, error) {
+	var spent float64
+	err := t.pool.QueryRow(ctx, "select coalesce(sum(cost_usd), 0) from team_runs").Scan(&spent)
+	return spent, err
+}
+
+// TeamBudget is the budget across all runs that workers were given
+// (--team-budget), 0 for none.
+func (t *Team) TeamBudget(ctx context.Context) (float64, error) {
+	var v string
+	err := t.pool.QueryRow(ctx, "select value from team_settings where key = 'team_budget_usd'").Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(v, 64)
+}
+
+func (t *Team) setTeamBudget(ctx context.Context, usd float64) error {
+	_, err := t.pool.Exec(ctx, `insert into team_settings (key, value) values ('team_budget_usd', $1)
+		on conflict (key) do update set value = excluded.value`, strconv.FormatFloat(usd, 'f', -1, 64))
+	return err
+}
+
+// Reply gives a run's waiting question (question "" = the first waiting)
+// its answer, from any machine: the worker working the run gets it at once
+// (NOTIFY), a run not being worked gets it when a worker takes it.
+func (t *Team) Reply(ctx context.Context, id int64, question, text string, skip bool) error {
+	r, err := t.Run(ctx, id)
+	if err != nil {
+		return err
+	}
+	if Ended(r.State) {
+		return fmt.Errorf("%s is %s: nothing waits for a reply", r.Name(), r.State)
+	}
+	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "insert into team_replies (run, question, text, skip) values ($1, $2, $3, $4)", id, question, text, skip); err != nil {
+			return err
+		}
+		if err := recordEvent(ctx, tx, id, event.New(event.Ask, text, map[string]any{"reply": true, "id": question})); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "select pg_notify($1, $2)", replyChannel, strconv.FormatInt(id, 10))
+		return err
+	})
+}
+
+// Cancel stops a run: a queued one is never worked, a running one is
+// stopped by its worker, resumable state written back, its work pushed.
+func (t *Team) Cancel(ctx context.Context, id int64) (Run, error) {
+	r, err := t.Run(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if Ended(r.State) {
+		return r, fmt.Errorf("%s is already %s", r.Name(), r.State)
+	}
+	if _, err := t.river.JobCancel(ctx, r.JobID); err != nil {
+		return r, err
+	}
+	// A job River cancelled before any worker took it never reaches a
+	// worker: the run's row says so here. A running one is the worker's
+	// to end (it pushes the work first).
+	var state string
+	if err := t.pool.QueryRow(ctx, "select state::text from river_job where id = $1", r.JobID).Scan(&state); err == nil && state == "cancelled" {
+		if r.State == Queued {
+			if err := t.setState(ctx, id, Cancelled, "", "cancelled before a worker took it", true); err != nil {
+				return r, err
+			}
+		}
+	}
+	return t.Run(ctx, id)
+}
+
+// setState records a run's new state and its event.
+func (t *Team) setState(ctx context.Context, id int64, state, host, reason string, end bool) error {
+	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `update team_runs set state = $2, host = coalesce(nullif($3, ''), host), reason = $4,
+			updated_at = now(), ended_at = case when $5 then now() else ended_at end,
+			question = case when $2 = 'waiting' then question else '' end where id = $1`, id, state, host, reason, end)
+		if err != nil {
+			return err
+		}
+		return recordEvent(ctx, tx, id, stateEvent(state, host, reason))
+	})
+}
+
+// stateEvent is a state change as an event: System, Text "team_state".
+func stateEvent(state, host, reason string) event.Event {
+	return event.New(event.System, "team_state", map[string]any{"state": state, "host": host, "reason": reason})
+}
+
+func recordEvent(ctx context.Context, tx pgx.Tx, run int64, e event.Event) error {
+	e.Raw = nil
+	data, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "insert into team_events (run, event) values ($1, $2)", run, data); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, "select pg_notify($1, $2)", eventChannel, strconv.FormatInt(run, 10))
+	return err
+}
+
+// Event is one recorded event of a run.
+type Event struct {
+	ID  int64
+	Run int64
+	At  time.Time
+	event.Event
+}
+
+// Events reads run's events after the one with id after (0: from the
+// first), at most limit (0: all).
+func (t *Team) Events(ctx context.Context, run, after int64, limit int) ([]Event, error) {
+	q := "select id, run, at, event from team_events where run = $1 and id > $2 order by id"
+	args := []any{run, after}
+	if limit > 0 {
+		q = "select * from (select id, run, at, event from team_events where run = $1 and id > $2 order by id desc limit $3) e order by id"
+		args = append(args, limit)
+	}
+	rows, err := t.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
+		var e Event
+		var data []byte
+		if err := row.Scan(&e.ID, &e.Run, &e.At, &data); err != nil {
+			return e, err
+		}
+		return e, json.Unmarshal(data, &e.Event)
+	})
+}
+
+// Follow calls fn with every event recorded from now on, of every run,
+// until ctx ends: LISTEN for the notice, then the rows after the last seen.
+func (t *Team) Follow(ctx context.Context, fn func(Event)) error {
+	conn, err := t.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "listen "+eventChannel); err != nil {
+		return err
+	}
+	var last int64
+	if err := t.pool.QueryRow(ctx, "select coalesce(max(id), 0) from team_events").Scan(&last); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return err
+		}
+		rows, err := t.pool.Query(ctx, "select id, run, at, event from team_events where id > $1 order by id", last)
+		if err != nil {
+			return err
+		}
+		evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
+			var e Event
+			var data []byte
+			if err := row.Scan(&e.ID, &e.Run, &e.At, &data); err != nil {
+				return e, err
+			}
+			return e, json.Unmarshal(data, &e.Event)
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			last = e.ID
+			fn(e)
+		}
+	}
+}

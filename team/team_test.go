@@ -1,0 +1,415 @@
+package team_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/pgtest"
+	"github.com/flowerrun/flower/team"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// teamflow builds the tests' workflow program (testdata/teamflow): it
+// takes flower's whole command line, worker and submit included.
+func teamflow(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "teamflow-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "teamflow")
+		if out, err := exec.Command("go", "build", "-o", binPath, "./testdata/teamflow").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./testdata/teamflow: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	if dir != "" {
+		args = append([]string{"-C", dir}, args...)
+	}
+	out, err := exec.Command("git", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// origin is a bare repository with one commit on main: the team's remote.
+func origin(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bare, work := filepath.Join(dir, "origin.git"), filepath.Join(dir, "seed")
+	git(t, "", "init", "-q", "--bare", "-b", "main", bare)
+	git(t, "", "init", "-q", "-b", "main", work)
+	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("# app\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, work, "add", "README.md")
+	git(t, work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first")
+	git(t, work, "push", "-q", bare, "HEAD:refs/heads/main")
+	return bare
+}
+
+var taskRE = regexp.MustCompile(`task-(\d+)`)
+
+// scripted is the fake model of the team tests. A request "task-N" plans
+// (asking the human first when it says "ask"), then writes task-N.txt
+// with Bash; "slow" makes that call sleep first, so a worker can be
+// killed in the middle of it.
+type scripted struct {
+	marker string // touched when a slow call starts
+	sleep  string
+	slept  sync.Map // task → true once its slow call was handed out
+}
+
+func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+	switch {
+	case r.MaxTokens == 16:
+		return claudetest.Say("hi")
+	case len(r.Tools) == 0:
+		return claudetest.Say("ok")
+	}
+	all := requestText(r)
+	m := taskRE.FindStringSubmatch(all)
+	if m == nil {
+		return claudetest.Say("no task")
+	}
+	task := m[0]
+	if !r.HasText("Now make the change") {
+		if strings.Contains(all, task+" ask") && !usesTool(r, flower.AskTool) {
+			return claudetest.NewReply(claudetest.ToolUse("", flower.AskTool, map[string]any{"question": "What should " + task + " be called?"}))
+		}
+		return claudetest.Say("the plan for " + task)
+	}
+	write := "echo " + task + " > " + task + ".txt"
+	if usesBash(r, write) {
+		return claudetest.Say("made the change for " + task)
+	}
+	if strings.Contains(all, task+" slow") {
+		if _, done := s.slept.LoadOrStore(task, true); !done {
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "; " + s.sleep + "; " + write, "description": "slow write"}))
+		}
+	}
+	return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": write, "description": "write"}))
+}
+
+func requestText(r *claudetest.Request) string {
+	var b strings.Builder
+	for _, m := range r.Messages {
+		for _, bl := range m.Content {
+			b.WriteString(bl.Text)
+			b.WriteString(bl.Content)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func usesTool(r *claudetest.Request, name string) bool {
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && b.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func usesBash(r *claudetest.Request, command string) bool {
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && strings.Contains(string(b.Input), command) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// world is a team: one database, one remote, one fake API, and the
+// environment every machine's processes get.
+type world struct {
+	t      *testing.T
+	db     string
+	remote string
+	srv    *claudetest.Server
+	model  *scripted
+	env    []string
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{t: t, db: pgtest.Database(t), remote: origin(t)}
+	w.model = &scripted{marker: filepath.Join(t.TempDir(), "slow-started"), sleep: "sleep 600.75"}
+	w.srv = claudetest.NewServer(t, w.model.reply)
+	env := claudetest.Env(t, w.srv)
+	w.env = claudetest.BaseEnv()
+	for k, v := range env {
+		w.env = append(w.env, k+"="+v)
+	}
+	w.env = append(w.env, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "XDG_CONFIG_HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir())
+	return w
+}
+
+// flower runs the program once (submit, runs, reply, cancel) and returns
+// its output.
+func (w *world) flower(args ...string) (string, error) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, teamflow(w.t), args...)
+	cmd.Env, cmd.Dir = w.env, w.t.TempDir()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func (w *world) submit(request string) int64 {
+	w.t.Helper()
+	out, err := w.flower("submit", "--db", w.db, "--repo", w.remote, "--lang", "en", request)
+	if err != nil {
+		w.t.Fatalf("submit %q: %v\n%s", request, err, out)
+	}
+	m := regexp.MustCompile(`submitted r(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		w.t.Fatalf("submit printed no run:\n%s", out)
+	}
+	id, _ := strconv.ParseInt(m[1], 10, 64)
+	return id
+}
+
+// machine is one worker process: its own HOME, temp and state folders
+// (the worker gives each run its own beneath its --dir).
+type machine struct {
+	name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (w *world) worker(name string, extra ...string) *machine {
+	w.t.Helper()
+	home := w.t.TempDir()
+	args := append([]string{"worker", "--db", w.db, "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
+	cmd := exec.Command(teamflow(w.t), args...)
+	cmd.Env = append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir())
+	cmd.Dir = home
+	mc := &machine{name: name, cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = mc.out, mc.out
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	go func() { mc.done <- cmd.Wait() }()
+	w.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-mc.done:
+		case <-time.After(90 * time.Second):
+			_ = cmd.Process.Kill()
+			<-mc.done
+		}
+		if w.t.Failed() {
+			w.t.Logf("worker %s:\n%s", name, mc.out)
+			logs, _ := filepath.Glob(filepath.Join(home, "runs", "*", "attempt-*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				w.t.Logf("%s:\n%s", l, b)
+			}
+		}
+	})
+	return mc
+}
+
+// open is the test's own view of the queue.
+func (w *world) open() *team.Team {
+	w.t.Helper()
+	tm, err := team.Open(context.Background(), w.db)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(tm.Close)
+	return tm
+}
+
+// waitFor polls the queue until ok holds of the runs, or fails after d.
+func waitFor(t *testing.T, tm *team.Team, d time.Duration, what string, ok func([]team.Run) bool) []team.Run {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		runs, err := tm.Runs(context.Background())
+		if err == nil && ok(runs) {
+			return runs
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for _, r := range runs {
+				fmt.Fprintf(&b, "  %s %s on %s: %s\n", r.Name(), r.State, r.Host, r.Reason)
+			}
+			t.Fatalf("after %s, still not %s (err %v):\n%s", d, what, err, b.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func allEnded(runs []team.Run) bool {
+	for _, r := range runs {
+		if !team.Ended(r.State) {
+			return false
+		}
+	}
+	return len(runs) > 0
+}
+
+// workedOnce counts the attempts a run was started with (its running
+// state events).
+func startedBy(t *testing.T, tm *team.Team, id int64) []string {
+	t.Helper()
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hosts []string
+	for _, e := range evs {
+		if e.Text == "team_state" && e.Str("state") == team.Running && strings.HasPrefix(e.Str("reason"), "attempt ") {
+			hosts = append(hosts, e.Str("host"))
+		}
+	}
+	return hosts
+}
+
+// branchFile reads a file of the run's branch on the remote.
+func branchFile(t *testing.T, remote, branch, file string) string {
+	out, err := exec.Command("git", "-C", remote, "show", branch+":"+file).CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	n := 20
+	if v, err := strconv.Atoi(os.Getenv("TEAM_TEST_RUNS")); err == nil && v >= 3 {
+		n = v // a shorter run while working on the queue
+	}
+	ids := make([]int64, 0, n)
+	for i := 1; i <= n; i++ {
+		req := fmt.Sprintf("task-%d", i)
+		if i == 3 {
+			req += " ask"
+		}
+		ids = append(ids, w.submit(req))
+	}
+	w.worker("machine-a", "--concurrency", "2")
+	w.worker("machine-b", "--concurrency", "2")
+
+	// Run 3 asks; a third process answers it from here.
+	waitFor(t, tm, 4*time.Minute, "r3 waiting", func(runs []team.Run) bool {
+		for _, r := range runs {
+			if r.ID == ids[2] && r.State == team.Waiting {
+				return true
+			}
+		}
+		return false
+	})
+	shown, err := w.flower("runs", "--db", w.db, "--lang", "en", team.RunName(ids[2]))
+	if err != nil || !strings.Contains(shown, "waiting for a person") || !strings.Contains(shown, "What should task-3 be called?") {
+		t.Fatalf("flower runs r3 while it waits: %v\n%s", err, shown)
+	}
+	given := time.Now()
+	if out, err := w.flower("reply", "--db", w.db, "--lang", "en", team.RunName(ids[2]), "call it zed"); err != nil {
+		t.Fatalf("flower reply --db: %v\n%s", err, out)
+	}
+	runs := waitFor(t, tm, 6*time.Minute, "all ended", allEnded)
+	for _, r := range w.srv.Requests() {
+		if r.HasText("call it zed") {
+			t.Logf("the reply reached the model %s after it was given (NOTIFY → worker → the run's channel → the CLI's next request)", r.At.Sub(given).Round(time.Millisecond))
+			break
+		}
+	}
+
+	listing, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	if err != nil {
+		t.Fatalf("flower runs: %v\n%s", err, listing)
+	}
+	t.Logf("flower runs:\n%s", listing)
+	hosts := map[string]int{}
+	for _, r := range runs {
+		if r.State != team.Achieved {
+			t.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+			continue
+		}
+		task := fmt.Sprintf("task-%d", r.ID-ids[0]+1)
+		if got := branchFile(t, w.remote, r.Branch, task+".txt"); got != task {
+			t.Errorf("%s's branch %s holds %q in %s.txt, want %q", r.Name(), r.Branch, got, task, task)
+		}
+		if branchFile(t, w.remote, r.Branch, "runs/manifest.json") != "" || branchFile(t, w.remote, r.Branch, "runs/events.jsonl") != "" {
+			t.Errorf("%s's branch holds flower's own files", r.Name())
+		}
+		started := startedBy(t, tm, r.ID)
+		if len(started) != 1 {
+			t.Errorf("%s was started %d times (%v), want once", r.Name(), len(started), started)
+		} else {
+			hosts[started[0]]++
+		}
+		if !regexp.MustCompile(`(?m)^` + r.Name() + `\s+achieved\s`).MatchString(listing) {
+			t.Errorf("flower runs does not list %s as achieved", r.Name())
+		}
+	}
+	t.Logf("runs per worker: %v", hosts)
+	if hosts["machine-a"] == 0 || hosts["machine-b"] == 0 {
+		t.Errorf("one worker did all the work: %v", hosts)
+	}
+	reached := false
+	for _, r := range w.srv.Requests() {
+		reached = reached || r.HasText("call it zed")
+	}
+	if !reached {
+		t.Error("the reply never reached the model")
+	}
+}
