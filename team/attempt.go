@@ -68,7 +68,7 @@ func (a *attempt) name() string { return a.run.Name() }
 // work runs the run to its end, or until it is lost, cancelled or the
 // worker stops.
 func (a *attempt) work(ctx context.Context) error {
-	t, w := a.w.t, a.w
+	w := a.w
 	base := filepath.Join(w.o.Dir, a.name())
 	a.checkout, a.home = filepath.Join(base, "work"), filepath.Join(base, "home")
 	a.runDir = filepath.Join(a.checkout, runDirName)
@@ -77,12 +77,13 @@ func (a *attempt) work(ctx context.Context) error {
 	if err := os.MkdirAll(a.home, 0o700); err != nil {
 		return a.failed(ctx, fmt.Errorf("worker %s cannot make %s: %w", w.o.Name, a.home, err))
 	}
-	_, err := t.pool.Exec(ctx, `update team_runs set state = 'running', host = $2, reason = '', updated_at = now(),
-		version = coalesce(nullif(version, ''), $3) where id = $1`, a.run.ID, w.o.Name, w.o.Version)
+	err := a.fenced(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "update team_runs set version = coalesce(nullif(version, ''), $2) where id = $1", a.run.ID, w.o.Version); err != nil {
+			return err
+		}
+		return setStateTx(ctx, tx, a.run.ID, Running, w.o.Name, fmt.Sprintf("attempt %d", a.job.Attempt), false)
+	})
 	if err != nil {
-		return err
-	}
-	if err := t.recordState(ctx, a.run.ID, Running, w.o.Name, fmt.Sprintf("attempt %d", a.job.Attempt)); err != nil {
 		return err
 	}
 	head, err := gitwork.Prepare(ctx, a.run.Repo, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed,
@@ -148,7 +149,7 @@ loop:
 				// nothing it did since is pushed.
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				<-exited
-				return a.lost(ctx)
+				return errLost
 			}
 			exitErr = a.stopChild(cmd, exited)
 			break loop
@@ -157,7 +158,7 @@ loop:
 	a.follow(context.WithoutCancel(ctx), tail)
 	ctx = context.WithoutCancel(ctx)
 	if !a.stillOurs(ctx) {
-		return a.lost(ctx)
+		return errLost
 	}
 	pushErr := a.save(ctx, "end of attempt")
 	end, hasEnding := readEnding(a.runDir, started)
@@ -175,12 +176,12 @@ loop:
 	}
 	switch {
 	case errors.Is(stopped, river.ErrJobCancelledRemotely) || errors.Is(ctx.Err(), river.ErrJobCancelledRemotely):
-		if err := t.end(ctx, a.run.ID, Cancelled, "cancelled by a person; its work is on "+a.run.Branch); err != nil {
+		if err := a.setState(ctx, Cancelled, "cancelled by a person; its work is on "+a.run.Branch, true); err != nil {
 			return err
 		}
 		return river.JobCancel(errors.New("cancelled"))
 	case errors.Is(stopped, errDrain):
-		if err := t.setState(ctx, a.run.ID, Queued, w.o.Name, "released by "+w.o.Name+" (the worker stopped); any worker continues it", false); err != nil {
+		if err := a.setState(ctx, Queued, "released by "+w.o.Name+" (the worker stopped); any worker continues it", false); err != nil {
 			return err
 		}
 		return river.JobSnooze(0)
@@ -190,11 +191,11 @@ loop:
 	}
 	switch end.Outcome {
 	case "achieved", "done":
-		return t.end(ctx, a.run.ID, Achieved, end.Reason)
+		return a.setState(ctx, Achieved, end.Reason, true)
 	case "not_achieved", "unreachable", "stopped":
-		return t.end(ctx, a.run.ID, Stopped, orElse(end.Reason, end.Outcome))
+		return a.setState(ctx, Stopped, orElse(end.Reason, end.Outcome), true)
 	case "taken_over":
-		return a.lost(ctx)
+		return errLost
 	}
 	return a.failed(ctx, fmt.Errorf("%s: %s", orElse(end.Outcome, "failed"), orElse(end.Reason, "no reason given")))
 }
@@ -367,7 +368,10 @@ func (a *attempt) failed(ctx context.Context, cause error) error {
 		hosts[f.Host] = true
 	}
 	data, _ := json.Marshal(failures)
-	if _, err := t.pool.Exec(ctx, "update team_runs set failures = $2 where id = $1", a.run.ID, data); err != nil {
+	if err := a.fenced(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "update team_runs set failures = $2 where id = $1", a.run.ID, data)
+		return err
+	}); err != nil {
 		return err
 	}
 	if len(hosts) >= w.o.MaxFailures || len(failures) >= 2*w.o.MaxFailures {
@@ -377,7 +381,7 @@ func (a *attempt) failed(ctx context.Context, cause error) error {
 		}
 		return a.park(ctx, fmt.Sprintf("failed %d times on %d workers:\n%s", len(failures), len(hosts), strings.Join(reasons, "\n")))
 	}
-	if err := t.setState(ctx, a.run.ID, Queued, w.o.Name, "attempt failed on "+w.o.Name+", to be retried: "+cause.Error(), false); err != nil {
+	if err := a.setState(ctx, Queued, "attempt failed on "+w.o.Name+", to be retried: "+cause.Error(), false); err != nil {
 		return err
 	}
 	return cause
@@ -386,7 +390,7 @@ func (a *attempt) failed(ctx context.Context, cause error) error {
 // park ends a run that cannot be worked (a foreign branch, a rejected
 // push, too many failures) with its reason: it is not retried.
 func (a *attempt) park(ctx context.Context, reason string) error {
-	if err := a.w.t.end(context.WithoutCancel(ctx), a.run.ID, Failed, reason); err != nil {
+	if err := a.setState(context.WithoutCancel(ctx), Failed, reason, true); err != nil {
 		return err
 	}
 	return river.JobCancel(errors.New(reason))
@@ -426,8 +430,10 @@ func (a *attempt) save(ctx context.Context, what string) error {
 		}
 		return err
 	}
-	_, err = a.w.t.pool.Exec(ctx, "update team_runs set pushed = $2, updated_at = now() where id = $1", a.run.ID, head)
-	return err
+	return a.fenced(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "update team_runs set pushed = $2, updated_at = now() where id = $1", a.run.ID, head)
+		return err
+	})
 }
 
 // deliver hands the run the replies given for it and not yet delivered,
@@ -465,7 +471,10 @@ func (a *attempt) deliver(ctx context.Context) {
 			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
 			continue
 		}
-		_, _ = a.w.t.pool.Exec(ctx, "update team_replies set delivered_at = now() where id = $1", r.id)
+		_ = a.fenced(ctx, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, "update team_replies set delivered_at = now() where id = $1", r.id)
+			return err
+		})
 		a.w.log.Info("flower worker: reply delivered", "run", a.name(), "question", hr.ID)
 	}
 }
@@ -520,9 +529,9 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 		e.Payload = trimPayload(e.Payload)
 		evs = append(evs, e.Event)
 	}
-	_ = pgx.BeginFunc(ctx, a.w.t.pool, func(tx pgx.Tx) error {
+	_ = a.fenced(ctx, func(tx pgx.Tx) error {
 		for _, e := range evs {
-			if err := recordEvent(ctx, tx, a.run.ID, e); err != nil {
+			if err := recordEventBy(ctx, tx, a.run.ID, a.w.o.Name, e); err != nil {
 				return err
 			}
 		}
@@ -562,9 +571,13 @@ func (a *attempt) markWaiting(ctx context.Context) {
 	if err != nil || (r.State == state && r.Question == question) {
 		return
 	}
-	if err := a.w.t.setState(ctx, a.run.ID, state, a.w.o.Name, "", false); err == nil && question != "" {
-		_, _ = a.w.t.pool.Exec(ctx, "update team_runs set question = $2 where id = $1", a.run.ID, question)
-	}
+	_ = a.fenced(ctx, func(tx pgx.Tx) error {
+		if err := setStateTx(ctx, tx, a.run.ID, state, a.w.o.Name, "", false); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "update team_runs set question = $2 where id = $1", a.run.ID, question)
+		return err
+	})
 }
 
 // storeProgress writes the run's step, round and cost.
@@ -576,8 +589,11 @@ func (a *attempt) storeProgress(ctx context.Context) {
 	}
 	step, round := a.step, a.round
 	a.mu.Unlock()
-	_, _ = a.w.t.pool.Exec(ctx, `update team_runs set cost_usd = $2, step = coalesce(nullif($3, ''), step), round = greatest($4, 0), updated_at = now()
-		where id = $1`, a.run.ID, cost, step, round)
+	_ = a.fenced(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `update team_runs set cost_usd = $2, step = coalesce(nullif($3, ''), step), round = greatest($4, 0), updated_at = now()
+			where id = $1`, a.run.ID, cost, step, round)
+		return err
+	})
 }
 
 // trimPayload keeps a dashboard's share of an event's payload: no tool
@@ -657,8 +673,26 @@ func readEnding(runDir string, started time.Time) (ending, bool) {
 	return e, true
 }
 
-// recordState records a state event without changing the row (the caller
-// did).
-func (t *Team) recordState(ctx context.Context, id int64, state, host, reason string) error {
-	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error { return recordEvent(ctx, tx, id, stateEvent(state, host, reason)) })
+// fenced runs fn in a transaction that found the run's job still this
+// attempt's and confirmed within the rescue interval, and holds the job's
+// row (FOR SHARE) until it commits, so River's rescuer cannot give the run
+// away in between: after a takeover this attempt writes no row.
+func (a *attempt) fenced(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, a.w.t.pool, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `select 1 from river_job where id = $1 and state = 'running' and attempt = $2
+			and attempted_at > now() - make_interval(secs => $3) for share`, a.job.ID, a.job.Attempt, a.w.o.Rescue.Seconds()).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errLost
+		}
+		if err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// setState is Team.setState, fenced.
+func (a *attempt) setState(ctx context.Context, state, reason string, end bool) error {
+	return a.fenced(ctx, func(tx pgx.Tx) error { return setStateTx(ctx, tx, a.run.ID, state, a.w.o.Name, reason, end) })
 }

@@ -106,6 +106,7 @@ create table team_events (
 	id bigserial primary key,
 	run bigint not null references team_runs(id) on delete cascade,
 	at timestamptz not null default now(),
+	worker text not null default '',
 	event jsonb not null
 );
 create index team_events_run on team_events (run, id);
@@ -403,15 +404,19 @@ func (t *Team) Cancel(ctx context.Context, id int64) (Run, error) {
 
 // setState records a run's new state and its event.
 func (t *Team) setState(ctx context.Context, id int64, state, host, reason string, end bool) error {
-	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `update team_runs set state = $2, host = coalesce(nullif($3, ''), host), reason = $4,
-			updated_at = now(), ended_at = case when $5 then now() else ended_at end,
-			question = case when $2 = 'waiting' then question else '' end where id = $1`, id, state, host, reason, end)
-		if err != nil {
-			return err
-		}
-		return recordEvent(ctx, tx, id, stateEvent(state, host, reason))
-	})
+	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error { return setStateTx(ctx, tx, id, state, host, reason, end) })
+}
+
+// setStateTx is setState in tx; host, when given, is the worker that
+// writes it.
+func setStateTx(ctx context.Context, tx pgx.Tx, id int64, state, host, reason string, end bool) error {
+	_, err := tx.Exec(ctx, `update team_runs set state = $2, host = coalesce(nullif($3, ''), host), reason = $4,
+		updated_at = now(), ended_at = case when $5 then now() else ended_at end,
+		question = case when $2 = 'waiting' then question else '' end where id = $1`, id, state, host, reason, end)
+	if err != nil {
+		return err
+	}
+	return recordEventBy(ctx, tx, id, host, stateEvent(state, host, reason))
 }
 
 // stateEvent is a state change as an event: System, Text "team_state".
@@ -420,12 +425,17 @@ func stateEvent(state, host, reason string) event.Event {
 }
 
 func recordEvent(ctx context.Context, tx pgx.Tx, run int64, e event.Event) error {
+	return recordEventBy(ctx, tx, run, "", e)
+}
+
+// recordEventBy records e of run, written by worker ("" for a command).
+func recordEventBy(ctx context.Context, tx pgx.Tx, run int64, worker string, e event.Event) error {
 	e.Raw = nil
 	data, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "insert into team_events (run, event) values ($1, $2)", run, data); err != nil {
+	if _, err := tx.Exec(ctx, "insert into team_events (run, worker, event) values ($1, $2, $3)", run, worker, data); err != nil {
 		return err
 	}
 	_, err = tx.Exec(ctx, "select pg_notify($1, $2)", eventChannel, strconv.FormatInt(run, 10))
@@ -434,19 +444,20 @@ func recordEvent(ctx context.Context, tx pgx.Tx, run int64, e event.Event) error
 
 // Event is one recorded event of a run.
 type Event struct {
-	ID  int64
-	Run int64
-	At  time.Time
+	ID     int64
+	Run    int64
+	At     time.Time
+	Worker string // the worker that recorded it ("" for a command: submit, reply, cancel)
 	event.Event
 }
 
 // Events reads run's events after the one with id after (0: from the
 // first), at most limit (0: all).
 func (t *Team) Events(ctx context.Context, run, after int64, limit int) ([]Event, error) {
-	q := "select id, run, at, event from team_events where run = $1 and id > $2 order by id"
+	q := "select id, run, at, worker, event from team_events where run = $1 and id > $2 order by id"
 	args := []any{run, after}
 	if limit > 0 {
-		q = "select * from (select id, run, at, event from team_events where run = $1 and id > $2 order by id desc limit $3) e order by id"
+		q = "select * from (select id, run, at, worker, event from team_events where run = $1 and id > $2 order by id desc limit $3) e order by id"
 		args = append(args, limit)
 	}
 	rows, err := t.pool.Query(ctx, q, args...)
@@ -456,7 +467,7 @@ func (t *Team) Events(ctx context.Context, run, after int64, limit int) ([]Event
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
 		var e Event
 		var data []byte
-		if err := row.Scan(&e.ID, &e.Run, &e.At, &data); err != nil {
+		if err := row.Scan(&e.ID, &e.Run, &e.At, &e.Worker, &data); err != nil {
 			return e, err
 		}
 		return e, json.Unmarshal(data, &e.Event)
@@ -482,14 +493,14 @@ func (t *Team) Follow(ctx context.Context, fn func(Event)) error {
 		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
 			return err
 		}
-		rows, err := t.pool.Query(ctx, "select id, run, at, event from team_events where id > $1 order by id", last)
+		rows, err := t.pool.Query(ctx, "select id, run, at, worker, event from team_events where id > $1 order by id", last)
 		if err != nil {
 			return err
 		}
 		evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
 			var e Event
 			var data []byte
-			if err := row.Scan(&e.ID, &e.Run, &e.At, &data); err != nil {
+			if err := row.Scan(&e.ID, &e.Run, &e.At, &e.Worker, &data); err != nil {
 				return e, err
 			}
 			return e, json.Unmarshal(data, &e.Event)
@@ -503,3 +514,6 @@ func (t *Team) Follow(ctx context.Context, fn func(Event)) error {
 		}
 	}
 }
+
+// Pool is the queue's connection pool, for a dashboard's own queries.
+func (t *Team) Pool() *pgxpool.Pool { return t.pool }

@@ -113,9 +113,12 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	if usesBash(r, write) {
 		return claudetest.Say("made the change for " + task)
 	}
+	if strings.Contains(all, task+" pause") && !usesBash(r, "sleep 4.5") {
+		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "-" + task + "; sleep 4.5; " + write, "description": "pause, write"}))
+	}
 	if strings.Contains(all, task+" slow") {
 		if _, done := s.slept.LoadOrStore(task, true); !done {
-			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "; " + s.sleep + "; " + write, "description": "slow write"}))
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "; " + s.sleep, "description": "slow"}))
 		}
 	}
 	return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": write, "description": "write"}))
@@ -167,7 +170,11 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
-	w := &world{t: t, db: pgtest.Database(t), remote: origin(t)}
+	return newWorldOn(t, pgtest.Database(t))
+}
+
+func newWorldOn(t *testing.T, db string) *world {
+	w := &world{t: t, db: db, remote: origin(t)}
 	w.model = &scripted{marker: filepath.Join(t.TempDir(), "slow-started"), sleep: "sleep 600.75"}
 	w.srv = claudetest.NewServer(t, w.model.reply)
 	env := claudetest.Env(t, w.srv)
@@ -411,5 +418,274 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 	}
 	if !reached {
 		t.Error("the reply never reached the model")
+	}
+}
+
+// descendants lists pid's children, their children and so on.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, st := range stats {
+		b, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		rest := b[bytes.LastIndexByte(b, ')')+1:]
+		f := strings.Fields(string(rest))
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+		children[ppid] = append(children[ppid], child)
+	}
+	var out []int
+	for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+		for _, c := range children[queue[0]] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+func waitFile(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+	}
+}
+
+func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1 slow")
+	const rescue = 8 * time.Second
+	a := w.worker("machine-a", "--rescue", rescue.String())
+	waitFile(t, w.model.marker, 3*time.Minute)
+	b := w.worker("machine-b", "--rescue", rescue.String())
+	time.Sleep(1500 * time.Millisecond) // a write-back of the run's files, then the machine dies
+	killed := time.Now()
+	for _, pid := range append(descendants(a.cmd.Process.Pid), a.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	<-a.done
+	a.done <- nil // for the cleanup
+	runs := waitFor(t, tm, 4*time.Minute, "r1 ended", allEnded)
+	r := runs[0]
+	if r.State != team.Achieved {
+		t.Fatalf("%s ended %s: %s\n%s", r.Name(), r.State, r.Reason, b.out)
+	}
+	for _, req := range w.srv.Requests() {
+		if req.At.After(killed) {
+			t.Logf("takeover: the first API request of machine B came %s after the kill (rescue interval %s; River's rescuer looks every 30 s)",
+				req.At.Sub(killed).Round(time.Millisecond), rescue)
+			break
+		}
+	}
+	if got := startedBy(t, tm, id); len(got) != 2 || got[0] != "machine-a" || got[1] != "machine-b" {
+		t.Errorf("the run was started by %v, want machine-a then machine-b", got)
+	}
+	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
+		t.Errorf("the branch holds %q in task-1.txt, want task-1", got)
+	}
+	// No commit lost or made twice: a straight line from main, each
+	// commit a change.
+	log := git(t, w.remote, "log", "--format=%H %T %s", "main.."+r.Branch)
+	trees := map[string]bool{}
+	for _, line := range strings.Split(log, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || trees[f[1]] {
+			t.Errorf("the branch repeats a tree or is empty:\n%s", log)
+			break
+		}
+		trees[f[1]] = true
+	}
+	if merges := git(t, w.remote, "rev-list", "--merges", "main.."+r.Branch); merges != "" {
+		t.Errorf("the branch has merges: %s", merges)
+	}
+	if r.Pushed != git(t, w.remote, "rev-parse", r.Branch) {
+		t.Errorf("the run's row says it pushed %s; the branch is at %s", r.Pushed, git(t, w.remote, "rev-parse", r.Branch))
+	}
+	// B continued A's session: its build request carries A's plan and the
+	// killed call, healed.
+	var last *claudetest.Request
+	for _, req := range w.srv.Requests() {
+		if req.At.After(killed) && req.HasText("Now make the change") && len(req.Tools) > 0 {
+			last = req
+		}
+	}
+	if last == nil || !last.HasText("the plan for task-1") || !usesBash(last, w.model.sleep) {
+		t.Fatal("machine B's build request does not carry machine A's session")
+	}
+}
+
+func TestCancelStopsARunningRunCleanlyAndTheNextRunStarts(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	first := w.submit("task-1 slow")
+	w.worker("machine-a")
+	waitFile(t, w.model.marker, 3*time.Minute)
+	second := w.submit("task-2")
+	out, err := w.flower("cancel", "--db", w.db, "--lang", "en", team.RunName(first))
+	if err != nil || !strings.Contains(out, "stopping r") {
+		t.Fatalf("flower cancel: %v\n%s", err, out)
+	}
+	runs := waitFor(t, tm, 3*time.Minute, "both ended", func(runs []team.Run) bool { return len(runs) == 2 && allEnded(runs) })
+	for _, r := range runs {
+		switch r.ID {
+		case first:
+			if r.State != team.Cancelled {
+				t.Errorf("the cancelled run ended %s: %s", r.State, r.Reason)
+			}
+		case second:
+			if r.State != team.Achieved {
+				t.Errorf("the next run ended %s: %s", r.State, r.Reason)
+			}
+		}
+	}
+	if again, err := w.flower("cancel", "--db", w.db, "--lang", "en", team.RunName(first)); err == nil || !strings.Contains(again, "already cancelled") {
+		t.Errorf("a second cancel: %v\n%s", err, again)
+	}
+}
+
+func TestTheTeamBudgetStopsWorkersTakingRunsAndRunsSaysWhy(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	first := w.submit("task-1")
+	w.worker("machine-a", "--team-budget", "0.0001")
+	waitFor(t, tm, 3*time.Minute, "r1 ended", func(runs []team.Run) bool { return len(runs) == 1 && allEnded(runs) })
+	second := w.submit("task-2")
+	runs := waitFor(t, tm, 2*time.Minute, "r2 refused for the budget", func(runs []team.Run) bool {
+		for _, r := range runs {
+			if r.ID == second && strings.Contains(r.Reason, "team budget") {
+				return true
+			}
+		}
+		return false
+	})
+	for _, r := range runs {
+		if r.ID == second && r.State != team.Queued {
+			t.Errorf("the run past the budget is %s, want queued", r.State)
+		}
+		if r.ID == first && r.State != team.Achieved {
+			t.Errorf("the first run ended %s: %s", r.State, r.Reason)
+		}
+	}
+	out, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	if err != nil || !strings.Contains(out, "workers take no new runs") || !strings.Contains(out, "team budget") {
+		t.Errorf("flower runs does not say the team budget is spent: %v\n%s", err, out)
+	}
+	zh, err := w.flower("runs", "--db", w.db, "--lang", "zh")
+	if err != nil || !strings.Contains(zh, "团队预算") || !strings.Contains(zh, "排队中") {
+		t.Errorf("flower runs --lang zh: %v\n%s", err, zh)
+	}
+}
+
+// stopTree sends sig to pid and all its descendants: a machine paused or
+// continued as a whole.
+func stopTree(pid int, sig syscall.Signal) {
+	for _, p := range append(descendants(pid), pid) {
+		_ = syscall.Kill(p, sig)
+	}
+}
+
+func TestAWorkerPausedPastItsRescueWritesNothingAfterAnotherTookOver(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1 slow")
+	const rescue = 8 * time.Second
+	a := w.worker("machine-a", "--rescue", rescue.String())
+	waitFile(t, w.model.marker, 3*time.Minute)
+	time.Sleep(1500 * time.Millisecond)
+	stopTree(a.cmd.Process.Pid, syscall.SIGSTOP)
+	paused := true
+	defer func() {
+		if paused {
+			stopTree(a.cmd.Process.Pid, syscall.SIGCONT)
+		}
+	}()
+	w.worker("machine-b", "--rescue", rescue.String())
+	runs := waitFor(t, tm, 4*time.Minute, "r1 ended by machine B", allEnded)
+	r := runs[0]
+	if r.State != team.Achieved || r.Host != "machine-b" {
+		t.Fatalf("%s ended %s on %s: %s", r.Name(), r.State, r.Host, r.Reason)
+	}
+	head := git(t, w.remote, "rev-parse", r.Branch)
+	files := func() string {
+		var n int
+		var last time.Time
+		if err := tm.Pool().QueryRow(context.Background(), "select count(*), coalesce(max(updated_at), 'epoch') from runstate_files where run = $1", team.StateName(id)).Scan(&n, &last); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d files, last written %s", n, last.Format(time.RFC3339Nano))
+	}
+	before := files()
+	continued := time.Now()
+	stopTree(a.cmd.Process.Pid, syscall.SIGCONT)
+	paused = false
+	// Machine A wakes: three of its confirmations find the job gone.
+	time.Sleep(3 * rescue)
+	if after := git(t, w.remote, "rev-parse", r.Branch); after != head {
+		t.Errorf("the branch moved after machine A was continued: %s → %s", head, after)
+	}
+	if after := files(); after != before {
+		t.Errorf("the run's files were written after machine A was continued: %s, then %s", before, after)
+	}
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Worker == "machine-a" && e.At.After(continued) {
+			t.Errorf("machine A recorded an event after it was continued: %s %s", e.Kind, e.Text)
+		}
+	}
+	again, err := tm.Run(context.Background(), id)
+	if err != nil || again.State != team.Achieved || again.Host != "machine-b" || again.Pushed != head {
+		t.Errorf("the run's row changed after machine A was continued: %+v (err %v)", again, err)
+	}
+	if !strings.Contains(a.out.String(), "taken over") {
+		t.Errorf("machine A does not say it lost the run:\n%s", a.out)
+	}
+}
+
+func TestPostgreSQLRestartedWhileTwoRunsWorkBothContinue(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	db, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorldOn(t, db)
+	tm := w.open()
+	w.submit("task-1 pause")
+	w.submit("task-2 pause")
+	w.worker("machine-a", "--rescue", "30s")
+	w.worker("machine-b", "--rescue", "30s")
+	waitFile(t, w.model.marker+"-task-1", 3*time.Minute)
+	waitFile(t, w.model.marker+"-task-2", 3*time.Minute)
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatalf("restart: %v\n%s", err, srv.Log())
+	}
+	t.Log("PostgreSQL restarted while both runs were in their tool call")
+	runs := waitFor(t, tm, 4*time.Minute, "both ended", func(runs []team.Run) bool { return len(runs) == 2 && allEnded(runs) })
+	for _, r := range runs {
+		if r.State != team.Achieved {
+			t.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+		}
+		if got := startedBy(t, tm, r.ID); len(got) != 1 {
+			t.Errorf("%s was started %d times across the restart (%v), want once", r.Name(), len(got), got)
+		}
+		task := "task-" + strconv.FormatInt(r.ID, 10)
+		if got := branchFile(t, w.remote, r.Branch, task+".txt"); got != task {
+			t.Errorf("%s's branch holds %q in %s.txt", r.Name(), got, task)
+		}
 	}
 }

@@ -141,9 +141,14 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: o.Concurrency}},
 		Workers:              workers,
 		RescueStuckJobsAfter: o.Rescue,
-		JobTimeout:           -1, // a run lasts hours; the rescue, confirmed while it works, bounds a dead one
-		RetryPolicy:          retryAfter{2 * time.Second},
-		Logger:               w.log,
+		// River's rescuer leaves alone a job whose timeout has not passed
+		// since its attempted_at (and never one without a timeout): the
+		// worker confirms the job by moving attempted_at, and its run
+		// does not follow River's deadline (see work), so a run lasts as
+		// long as its worker is heard from.
+		JobTimeout:  o.Rescue,
+		RetryPolicy: retryAfter{2 * time.Second},
+		Logger:      w.log,
 	})
 	if err != nil {
 		return nil, err
@@ -271,7 +276,25 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 		delete(w.attempts, id)
 		w.mu.Unlock()
 	}()
-	return a.work(ctx)
+	err = a.work(detach(ctx))
+	if errors.Is(err, errLost) {
+		return a.lost(context.WithoutCancel(ctx))
+	}
+	return err
+}
+
+// detach is River's context for a job without River's deadline (a run
+// outlives JobTimeout while its worker confirms it) but with its remote
+// cancel (flower cancel).
+func detach(ctx context.Context) context.Context {
+	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	go func() {
+		<-ctx.Done()
+		if cause := context.Cause(ctx); errors.Is(cause, river.ErrJobCancelledRemotely) {
+			cancel(cause)
+		}
+	}()
+	return out
 }
 
 // note records why a run waits without changing its state.
