@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/gitwork"
@@ -163,7 +164,11 @@ loop:
 	pushErr := a.save(ctx, "end of attempt")
 	end, hasEnding := readEnding(a.runDir, started)
 	a.mu.Lock()
-	if hasEnding && end.CostUSD > 0 {
+	if total, ok := manifestCost(a.runDir); ok {
+		// The run's own record of what it cost, every process's rows:
+		// what its report shows, unrounded.
+		a.base, a.costs, a.spentBy = total, map[string]float64{}, 0
+	} else if hasEnding && end.CostUSD > 0 {
 		a.costs, a.spentBy = map[string]float64{}, end.CostUSD
 	}
 	a.mu.Unlock()
@@ -660,6 +665,20 @@ type ending struct {
 	Reason  string    `json:"reason"`
 	CostUSD float64   `json:"cost_usd"`
 	Ended   time.Time `json:"ended"`
+}
+
+// manifestCost is the sum of the run's manifest rows: every step of every
+// process that worked it.
+func manifestCost(runDir string) (float64, bool) {
+	rows, err := flower.ReadManifest(filepath.Join(runDir, "manifest.json"))
+	if err != nil || len(rows) == 0 {
+		return 0, false
+	}
+	var total float64
+	for _, r := range rows {
+		total += r.CostUSD
+	}
+	return total, true
 }
 
 // readEnding reads the ending written since started (an older one is an

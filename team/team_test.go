@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,8 +408,33 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 		if !regexp.MustCompile(`(?m)^` + r.Name() + `\s+achieved\s`).MatchString(listing) {
 			t.Errorf("flower runs does not list %s as achieved", r.Name())
 		}
+		// The row agrees with the run's own manifest, as the database
+		// holds it: its steps, its last step and its cost.
+		dir := t.TempDir()
+		if err := tm.LayOut(context.Background(), r.ID, filepath.Join(dir, "runs"), filepath.Join(dir, ".flower")); err != nil {
+			t.Fatalf("%s: %v", r.Name(), err)
+		}
+		rows, err := flower.ReadManifest(filepath.Join(dir, "runs", "manifest.json"))
+		if err != nil {
+			t.Fatalf("%s's manifest: %v", r.Name(), err)
+		}
+		var cost float64
+		var steps []string
+		for _, row := range rows {
+			cost += row.CostUSD
+			steps = append(steps, row.Step)
+		}
+		if strings.Join(steps, ",") != "plan,build" || r.Step != "build" || math.Abs(cost-r.Cost) > 1e-9 {
+			t.Errorf("%s: the row says step %s, $%.6f; its manifest steps %v, $%.6f", r.Name(), r.Step, r.Cost, steps, cost)
+		}
 	}
 	t.Logf("runs per worker: %v", hosts)
+	page := filepath.Join(t.TempDir(), "r3.html")
+	if out, err := w.flower("report", "--db", w.db, "-o", page, team.RunName(ids[2])); err != nil {
+		t.Errorf("flower report --db: %v\n%s", err, out)
+	} else if html, _ := os.ReadFile(page); !bytes.Contains(html, []byte("build")) || !bytes.Contains(html, []byte("plan")) {
+		t.Errorf("the report page of r3 from the database names no steps (%d bytes)", len(html))
+	}
 	if hosts["machine-a"] == 0 || hosts["machine-b"] == 0 {
 		t.Errorf("one worker did all the work: %v", hosts)
 	}
