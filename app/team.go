@@ -307,9 +307,9 @@ func stepText(r team.Run) string {
 
 func costText(r team.Run) string {
 	if r.Budget > 0 {
-		return fmt.Sprintf("$%.2f/$%.2f", r.Cost, r.Budget)
+		return flower.USD(r.Cost) + "/" + flower.USD(r.Budget)
 	}
-	return fmt.Sprintf("$%.2f", r.Cost)
+	return flower.USD(r.Cost)
 }
 
 func age(t time.Time) string {

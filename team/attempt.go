@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ type attempt struct {
 	spentBy float64            // costs of sessions whose process ended (a session reports from 0 again when resumed)
 	step    string
 	round   int
+	// inFlight are the tool calls started and not yet answered: a
+	// stopping worker lets them finish.
+	inFlight map[string]bool
 }
 
 func (a *attempt) kickReplies() {
@@ -69,12 +73,12 @@ func (a *attempt) name() string { return a.run.Name() }
 // work runs the run to its end, or until it is lost, cancelled or the
 // worker stops.
 func (a *attempt) work(ctx context.Context) error {
-	w := a.w
+	t, w := a.w.t, a.w
 	base := filepath.Join(w.o.Dir, a.name())
 	a.checkout, a.home = filepath.Join(base, "work"), filepath.Join(base, "home")
 	a.runDir = filepath.Join(a.checkout, runDirName)
 	a.state = filepath.Join(base, "state")
-	a.base, a.costs = a.run.Cost, map[string]float64{}
+	a.base, a.costs, a.inFlight = a.run.Cost, map[string]float64{}, map[string]bool{}
 	if err := os.MkdirAll(a.home, 0o700); err != nil {
 		return a.failed(ctx, fmt.Errorf("worker %s cannot make %s: %w", w.o.Name, a.home, err))
 	}
@@ -152,7 +156,7 @@ loop:
 				<-exited
 				return errLost
 			}
-			exitErr = a.stopChild(cmd, exited)
+			exitErr = a.stopChild(cmd, exited, tail)
 			break loop
 		}
 	}
@@ -190,6 +194,12 @@ loop:
 			return err
 		}
 		return river.JobSnooze(0)
+	}
+	if !hasEnding || !slices.Contains([]string{"achieved", "done", "not_achieved", "unreachable", "stopped", "taken_over"}, end.Outcome) {
+		if r, err := t.Run(ctx, a.run.ID); err == nil && r.Budget > 0 && r.Cost >= r.Budget {
+			// Stopped by its budget: no other worker could do more.
+			return a.setState(ctx, Stopped, fmt.Sprintf("its budget of $%.2f is spent ($%.4f); its work is on %s", r.Budget, r.Cost, a.run.Branch), true)
+		}
 	}
 	if !hasEnding {
 		return a.failed(ctx, fmt.Errorf("the run's process ended without an outcome (%v); its log: %s", exitErr, logFile.Name()))
@@ -264,10 +274,25 @@ func childEnv(base []string, set map[string]string) []string {
 	return out
 }
 
-// stopChild asks the run to quit (as Ctrl-C does: the step in flight is
-// recorded as resumable, the state written back), killing it after
-// stopGrace.
-func (a *attempt) stopChild(cmd *exec.Cmd, exited <-chan error) error {
+// stopChild lets the tool calls in flight finish (up to stopGrace), then
+// asks the run to quit (as Ctrl-C does: the step in flight is recorded as
+// resumable, the state written back), killing it after stopGrace more.
+func (a *attempt) stopChild(cmd *exec.Cmd, exited <-chan error, tail *tailer) error {
+	deadline := time.Now().Add(stopGrace)
+	for {
+		a.follow(context.Background(), tail)
+		a.mu.Lock()
+		busy := len(a.inFlight)
+		a.mu.Unlock()
+		if busy == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case err := <-exited:
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	_ = cmd.Process.Signal(os.Interrupt)
 	select {
 	case err := <-exited:
@@ -526,6 +551,12 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 			a.costs[sid] = c
 		case event.Ask:
 			asked = true
+		case event.ToolCall:
+			if id := e.Str("id"); id != "" {
+				a.inFlight[id] = true
+			}
+		case event.ToolResult:
+			delete(a.inFlight, e.Str("tool_use_id"))
 		}
 		a.mu.Unlock()
 		if e.Kind == event.Text || e.Kind == event.Thinking || e.Kind == event.ToolResult {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/internal/pgtest"
 	"github.com/flowerrun/flower/team"
 )
@@ -199,9 +200,9 @@ func (w *world) flower(args ...string) (string, error) {
 	return string(out), err
 }
 
-func (w *world) submit(request string) int64 {
+func (w *world) submit(request string, flags ...string) int64 {
 	w.t.Helper()
-	out, err := w.flower("submit", "--db", w.db, "--repo", w.remote, "--lang", "en", request)
+	out, err := w.flower(append(append([]string{"submit", "--db", w.db, "--repo", w.remote, "--lang", "en"}, flags...), request)...)
 	if err != nil {
 		w.t.Fatalf("submit %q: %v\n%s", request, err, out)
 	}
@@ -490,7 +491,7 @@ func waitFile(t *testing.T, path string, d time.Duration) {
 func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *testing.T) {
 	w := newWorld(t)
 	tm := w.open()
-	id := w.submit("task-1 slow")
+	id := w.submit("task-1 slow", "--budget", "1")
 	const rescue = 8 * time.Second
 	a := w.worker("machine-a", "--rescue", rescue.String())
 	waitFile(t, w.model.marker, 3*time.Minute)
@@ -516,6 +517,24 @@ func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *te
 	}
 	if got := startedBy(t, tm, id); len(got) != 2 || got[0] != "machine-a" || got[1] != "machine-b" {
 		t.Errorf("the run was started by %v, want machine-a then machine-b", got)
+	}
+	// The budget went with the run: machine B's process got what machine
+	// A had left of it.
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budgets := map[string]float64{}
+	for _, e := range evs {
+		if e.Kind == event.Step {
+			budgets[e.Worker] = e.Float("budget")
+		}
+	}
+	if budgets["machine-a"] != 1 || budgets["machine-b"] <= 0 || budgets["machine-b"] >= 1 {
+		t.Errorf("the steps' budgets by worker: %v; want machine A's 1 and machine B's what was left", budgets)
+	}
+	if r.Cost <= 0 || r.Cost >= 1 {
+		t.Errorf("the run's cost is $%v", r.Cost)
 	}
 	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
 		t.Errorf("the branch holds %q in task-1.txt, want task-1", got)
@@ -713,5 +732,113 @@ func TestPostgreSQLRestartedWhileTwoRunsWorkBothContinue(t *testing.T) {
 		if got := branchFile(t, w.remote, r.Branch, task+".txt"); got != task {
 			t.Errorf("%s's branch holds %q in %s.txt", r.Name(), got, task)
 		}
+	}
+}
+
+func TestARunStopsAtItsBudget(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1", "--budget", "0.0002")
+	w.worker("machine-a")
+	runs := waitFor(t, tm, 3*time.Minute, "r1 ended", allEnded)
+	r := runs[0]
+	if r.ID != id || r.State != team.Stopped || !strings.Contains(r.Reason, "budget") || r.Cost < r.Budget {
+		t.Fatalf("%s ended %s, $%v of $%v: %s", r.Name(), r.State, r.Cost, r.Budget, r.Reason)
+	}
+	if got := startedBy(t, tm, id); len(got) != 1 {
+		t.Errorf("a run stopped by its budget was started %d times: %v", len(got), got)
+	}
+	out, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	if err != nil || !strings.Contains(out, "stopped") || !strings.Contains(out, "/$0.0002") {
+		t.Errorf("flower runs:\n%s", out)
+	}
+}
+
+func TestEveryStateChangeIsAnEventAFollowerSees(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := make(chan team.Event, 16)
+	following := make(chan error, 1)
+	go func() { following <- tm.Follow(ctx, func(e team.Event) { got <- e }) }()
+	time.Sleep(300 * time.Millisecond) // LISTENing
+	id := w.submit("task-1")
+	if _, err := tm.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for len(states) < 2 {
+		select {
+		case e := <-got:
+			if e.Run == id && e.Text == "team_state" {
+				states = append(states, e.Str("state"))
+			}
+		case err := <-following:
+			t.Fatalf("Follow ended: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("the follower saw %v", states)
+		}
+	}
+	if strings.Join(states, ",") != "queued,cancelled" {
+		t.Errorf("the follower saw %v, want queued then cancelled", states)
+	}
+}
+
+func TestSIGTERMLetsTheToolCallFinishThenReleasesTheRunToAnotherWorker(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1 pause")
+	a := w.worker("machine-a")
+	waitFile(t, w.model.marker+"-task-1", 3*time.Minute)
+	termed := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.done:
+		a.done <- err
+		if err != nil {
+			t.Errorf("the worker's exit after SIGTERM: %v\n%s", err, a.out)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the worker did not stop after SIGTERM")
+	}
+	t.Logf("the worker stopped %s after SIGTERM", time.Since(termed).Round(time.Millisecond))
+	r, err := tm.Run(context.Background(), id)
+	if err != nil || r.State != team.Queued || !strings.Contains(r.Reason, "released by machine-a") {
+		t.Fatalf("after the worker stopped the run is %s: %s (err %v)", r.State, r.Reason, err)
+	}
+	// The call in flight ran to its end: its result reached the model,
+	// not an interruption.
+	finished := false
+	for _, req := range w.srv.Requests() {
+		var call string
+		for _, m := range req.Messages {
+			for _, b := range m.Content {
+				if b.Type == "tool_use" && strings.Contains(string(b.Input), "sleep 4.5") {
+					call = b.ID
+				}
+			}
+		}
+		for _, b := range req.ToolResults() {
+			if call != "" && b.ToolUseID == call && !b.IsError && !strings.Contains(b.Content, "nterrupt") {
+				finished = true
+			}
+		}
+	}
+	if !finished {
+		t.Error("the tool call in flight did not finish before the worker stopped the run")
+	}
+	w.worker("machine-b")
+	runs := waitFor(t, tm, 3*time.Minute, "r1 ended", allEnded)
+	if runs[0].State != team.Achieved {
+		t.Errorf("%s ended %s: %s", runs[0].Name(), runs[0].State, runs[0].Reason)
+	}
+	if got := startedBy(t, tm, id); strings.Join(got, ",") != "machine-a,machine-b" {
+		t.Errorf("started by %v, want machine-a then machine-b", got)
+	}
+	if got := branchFile(t, w.remote, runs[0].Branch, "task-1.txt"); got != "task-1" {
+		t.Errorf("the branch holds %q", got)
 	}
 }
