@@ -3,6 +3,7 @@ package faults
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,9 @@ func TestMain(m *testing.M) {
 	}
 	code := pgtest.Run(m)
 	removeBin()
+	if teamflowPath != "" {
+		os.RemoveAll(filepath.Dir(teamflowPath))
+	}
 	line := suite.summary()
 	fmt.Fprintln(os.Stderr, line)
 	if p := os.Getenv("FLOWER_FAULT_SUMMARY"); p != "" {
