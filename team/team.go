@@ -464,14 +464,7 @@ func (t *Team) Events(ctx context.Context, run, after int64, limit int) ([]Event
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
-		var e Event
-		var data []byte
-		if err := row.Scan(&e.ID, &e.Run, &e.At, &e.Worker, &data); err != nil {
-			return e, err
-		}
-		return e, json.Unmarshal(data, &e.Event)
-	})
+	return pgx.CollectRows(rows, scanEvent)
 }
 
 // Follow calls fn with every event recorded from now on, of every run,
@@ -497,14 +490,7 @@ func (t *Team) Follow(ctx context.Context, fn func(Event)) error {
 		if err != nil {
 			return err
 		}
-		evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
-			var e Event
-			var data []byte
-			if err := row.Scan(&e.ID, &e.Run, &e.At, &e.Worker, &data); err != nil {
-				return e, err
-			}
-			return e, json.Unmarshal(data, &e.Event)
-		})
+		evs, err := pgx.CollectRows(rows, scanEvent)
 		if err != nil {
 			return err
 		}
@@ -517,3 +503,12 @@ func (t *Team) Follow(ctx context.Context, fn func(Event)) error {
 
 // Pool is the queue's connection pool, for a dashboard's own queries.
 func (t *Team) Pool() *pgxpool.Pool { return t.pool }
+
+func scanEvent(row pgx.CollectableRow) (Event, error) {
+	var e Event
+	var data []byte
+	if err := row.Scan(&e.ID, &e.Run, &e.At, &e.Worker, &data); err != nil {
+		return e, err
+	}
+	return e, json.Unmarshal(data, &e.Event)
+}
