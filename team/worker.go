@@ -148,7 +148,9 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		// long as its worker is heard from.
 		JobTimeout:  o.Rescue,
 		RetryPolicy: retryAfter{2 * time.Second},
-		Logger:      w.log,
+		// River's own lines (job counts every few seconds) only when
+		// they warn: the worker says what it does itself.
+		Logger: slog.New(warnOnly{w.log.Handler()}),
 	})
 	if err != nil {
 		return nil, err
@@ -312,3 +314,14 @@ func (w *Worker) Name() string { return w.o.Name }
 
 // Dir is where the worker keeps its checkouts.
 func (w *Worker) Dir() string { return w.o.Dir }
+
+// warnOnly passes on what warns or worse.
+type warnOnly struct{ slog.Handler }
+
+func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
+
+func (h warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{h.Handler.WithAttrs(as)} }
+
+func (h warnOnly) WithGroup(name string) slog.Handler { return warnOnly{h.Handler.WithGroup(name)} }
