@@ -393,10 +393,14 @@ func (t *Team) Cancel(ctx context.Context, id int64) (Run, error) {
 	// to end (it pushes the work first).
 	var state string
 	if err := t.pool.QueryRow(ctx, "select state::text from river_job where id = $1", r.JobID).Scan(&state); err == nil && state == "cancelled" {
-		if r.State == Queued {
-			if err := t.setState(ctx, id, Cancelled, "", "cancelled before a worker took it", true); err != nil {
-				return r, err
-			}
+		// No worker holds it (queued, or waiting to be retried after a
+		// worker died): nobody else will say it ended.
+		why := "cancelled before a worker took it"
+		if r.Pushed != "" {
+			why = "cancelled while no worker held it; its work is on " + r.Branch
+		}
+		if err := t.setState(ctx, id, Cancelled, "", why, true); err != nil {
+			return r, err
 		}
 	}
 	return t.Run(ctx, id)
