@@ -288,17 +288,30 @@ func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 // count would miss.
 const maxAttempts = 100
 
-const runColumns = `id, request, repo, base, branch, budget_usd, cost_usd, state, host, step, round, reason,
-	question, version, pushed, job_id, failures, created_at, updated_at, ended_at`
+const runColumns = `r.id, r.request, r.repo, r.base, r.branch, r.budget_usd, r.cost_usd, r.state, r.host, r.step, r.round, r.reason,
+	r.question, r.version, r.pushed, r.job_id, r.failures, r.created_at, r.updated_at, r.ended_at, coalesce(j.state::text, '')`
+
+// runsFrom joins each run with its River job: a job River ended while no
+// worker held it (cancelled, or discarded by the rescuer) ends the run.
+const runsFrom = " from team_runs r left join river_job j on j.id = r.job_id"
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
 	var failures []byte
 	var ended *time.Time
+	var job string
 	err := row.Scan(&r.ID, &r.Request, &r.Repo, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
-		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended)
+		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended, &job)
 	if err != nil {
 		return r, err
+	}
+	if !Ended(r.State) {
+		switch job {
+		case "cancelled":
+			r.State, r.Reason = Cancelled, "cancelled while no worker held it (its worker had stopped or died)"
+		case "discarded":
+			r.State, r.Reason = Failed, "River gave up on its job after its last attempt"
+		}
 	}
 	if ended != nil {
 		r.Ended = *ended
@@ -309,7 +322,7 @@ func scanRun(row pgx.Row) (Run, error) {
 
 // Run reads one run.
 func (t *Team) Run(ctx context.Context, id int64) (Run, error) {
-	r, err := scanRun(t.pool.QueryRow(ctx, "select "+runColumns+" from team_runs where id = $1", id))
+	r, err := scanRun(t.pool.QueryRow(ctx, "select "+runColumns+runsFrom+" where r.id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("%w %s in %s (`flower runs --db URL` lists them)", ErrNoRun, RunName(id), t.url)
 	}
@@ -318,7 +331,7 @@ func (t *Team) Run(ctx context.Context, id int64) (Run, error) {
 
 // Runs reads every run, newest first.
 func (t *Team) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := t.pool.Query(ctx, "select "+runColumns+" from team_runs order by id desc")
+	rows, err := t.pool.Query(ctx, "select "+runColumns+runsFrom+" order by r.id desc")
 	if err != nil {
 		return nil, err
 	}

@@ -848,3 +848,29 @@ func TestSIGTERMLetsTheToolCallFinishThenReleasesTheRunToAnotherWorker(t *testin
 		t.Errorf("the branch holds %q", got)
 	}
 }
+
+func TestARunCancelledWhileItsWorkerIsDeadEndsCancelled(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1 slow")
+	a := w.worker("machine-a", "--rescue", "8s")
+	waitFile(t, w.model.marker, 3*time.Minute)
+	stopTree(a.cmd.Process.Pid, syscall.SIGKILL)
+	<-a.done
+	a.done <- nil
+	if out, err := w.flower("cancel", "--db", w.db, "--lang", "en", team.RunName(id)); err != nil {
+		t.Fatalf("flower cancel: %v\n%s", err, out)
+	}
+	w.worker("machine-b", "--rescue", "8s") // a team always has a worker: River's rescuer runs in one
+	runs := waitFor(t, tm, 3*time.Minute, "r1 cancelled", allEnded)
+	if runs[0].State != team.Cancelled {
+		t.Errorf("the run is %s: %s", runs[0].State, runs[0].Reason)
+	}
+	if got := startedBy(t, tm, id); strings.Join(got, ",") != "machine-a" {
+		t.Errorf("a cancelled run was started again: %v", got)
+	}
+	out, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	if err != nil || !regexp.MustCompile(`(?m)^r1\s+cancelled`).MatchString(out) {
+		t.Errorf("flower runs: %v\n%s", err, out)
+	}
+}
