@@ -6,6 +6,7 @@
 //
 //	go run ./bench            # every benchmark
 //	go run ./bench NAME ...   # some of them; go run ./bench -h lists them
+//	go run ./bench queue -runs 5 -rescue 10s   # a benchmark's own flags follow its name
 package main
 
 import (
@@ -24,6 +25,9 @@ type benchmark struct {
 	name  string
 	about string
 	run   func(ctx context.Context) error
+	// flags, when set, are the benchmark's own: they follow its name on
+	// the command line.
+	flags *flag.FlagSet
 }
 
 var benchmarks = map[string]benchmark{}
@@ -48,21 +52,45 @@ func usage() {
 	fmt.Fprintf(os.Stderr, "usage: go run ./bench [NAME ...]\n\nBenchmarks (all of them when none is named):\n")
 	for _, n := range names() {
 		fmt.Fprintf(os.Stderr, "  %-14s %s\n", n, benchmarks[n].about)
+		if fs := benchmarks[n].flags; fs != nil {
+			fs.SetOutput(os.Stderr)
+			fs.PrintDefaults()
+		}
 	}
+}
+
+// chooseBenchmarks reads the command line's benchmark names, each
+// followed by its own flags; none named is all of them.
+func chooseBenchmarks(args []string) ([]string, error) {
+	if len(args) == 0 {
+		return names(), nil
+	}
+	var chosen []string
+	for len(args) > 0 {
+		n := args[0]
+		b, ok := benchmarks[n]
+		if !ok {
+			return nil, fmt.Errorf("no benchmark %q (known: %s)", n, strings.Join(names(), ", "))
+		}
+		chosen = append(chosen, n)
+		args = args[1:]
+		if b.flags != nil {
+			if err := b.flags.Parse(args); err != nil {
+				return nil, fmt.Errorf("%s: %w", n, err)
+			}
+			args = b.flags.Args()
+		}
+	}
+	return chosen, nil
 }
 
 func main() {
 	flag.Usage = usage
 	flag.Parse()
-	chosen := flag.Args()
-	if len(chosen) == 0 {
-		chosen = names()
-	}
-	for _, n := range chosen {
-		if _, ok := benchmarks[n]; !ok {
-			fmt.Fprintf(os.Stderr, "bench: no benchmark %q (known: %s)\n", n, strings.Join(names(), ", "))
-			os.Exit(2)
-		}
+	chosen, err := chooseBenchmarks(flag.Args())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
