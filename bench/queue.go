@@ -97,6 +97,7 @@ type queueRun struct {
 	child          time.Duration // the run's flower process, its own start → end (ending.json)
 	process        time.Duration // sequential only: the process from exec to exit
 	taken, settled time.Time
+	before, after  time.Duration // queued only: taken → the flow's start; the flow's end → the job finalized
 }
 
 // queueVariant is one way of working the runs.
@@ -494,6 +495,25 @@ func (s *queueSetup) waitEnded(ctx context.Context, d time.Duration, workers []*
 	}
 }
 
+// finalized is when River marked the run's job completed: its completer
+// does so in batches, a moment after the run's row says it ended.
+func (s *queueSetup) finalized(ctx context.Context, r team.Run) (time.Time, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var at *time.Time
+		if err := s.conn.QueryRow(ctx, "select finalized_at from river_job where id = $1", r.JobID).Scan(&at); err != nil {
+			return time.Time{}, fmt.Errorf("%s's River job: %w", r.Name(), err)
+		}
+		if at != nil {
+			return *at, nil
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("%s ended; its River job %d was not finalized within 30s", r.Name(), r.JobID)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // attempts are the times the run's attempts started, with their workers
 // (the team's "running, attempt N" events).
 func (s *queueSetup) attempts(ctx context.Context, id int64) (at []time.Time, hosts []string, err error) {
@@ -559,12 +579,9 @@ func (qb *queueBench) through(ctx context.Context, n int) (queueVariant, error) 
 		if len(at) != 1 {
 			return v, fmt.Errorf("%s was started %d times (%v), want once", r.Name(), len(at), hosts)
 		}
-		var finalized *time.Time
-		if err := s.conn.QueryRow(ctx, "select finalized_at from river_job where id = $1", r.JobID).Scan(&finalized); err != nil {
-			return v, fmt.Errorf("%s's River job: %w", r.Name(), err)
-		}
-		if finalized == nil {
-			return v, fmt.Errorf("%s ended, its River job %d is not finalized", r.Name(), r.JobID)
+		finalized, err := s.finalized(ctx, r)
+		if err != nil {
+			return v, err
 		}
 		end, err := queueEnding(filepath.Join(dirs[hosts[0]], r.Name(), "work", "runs"))
 		if err != nil {
@@ -573,7 +590,8 @@ func (qb *queueBench) through(ctx context.Context, n int) (queueVariant, error) 
 		if got, _ := exec.CommandContext(ctx, "git", "-C", s.remote, "show", r.Branch+":"+task+".txt").Output(); strings.TrimSpace(string(got)) != task {
 			return v, fmt.Errorf("%s's branch %s does not hold %s.txt", r.Name(), r.Branch, task)
 		}
-		qr := queueRun{task: task, host: hosts[0], taken: at[0], settled: *finalized, wall: finalized.Sub(at[0]), child: end.Ended.Sub(end.Started)}
+		qr := queueRun{task: task, host: hosts[0], taken: at[0], settled: finalized, wall: finalized.Sub(at[0]), child: end.Ended.Sub(end.Started),
+			before: end.Started.Sub(at[0]), after: finalized.Sub(end.Ended)}
 		v.runs = append(v.runs, qr)
 		byHost[qr.host] = append(byHost[qr.host], qr)
 		if first.IsZero() || qr.taken.Before(first) {
@@ -760,11 +778,12 @@ func queueReport(out io.Writer, seq queueVariant, queued []queueVariant, tk *que
 	fmt.Fprintln(out, "  from its \"running, attempt 1\" event to its River job's finalized_at (checkout, the flow, its pushes, the end)")
 
 	fmt.Fprintln(out, "\nthe queue's own overhead per run (all queued runs of both variants):")
-	var walls, childs, overs, seqProc []time.Duration
+	var walls, childs, overs, seqProc, befores, afters []time.Duration
 	var pcts []float64
 	for _, v := range queued {
 		for _, r := range v.runs {
 			walls, childs, overs = append(walls, r.wall), append(childs, r.child), append(overs, queueOverhead(r))
+			befores, afters = append(befores, r.before), append(afters, r.after)
 			pcts = append(pcts, 100*float64(queueOverhead(r))/float64(r.wall))
 		}
 	}
@@ -794,6 +813,8 @@ func queueReport(out io.Writer, seq queueVariant, queued []queueVariant, tk *que
 		{"  its flower process (ending.json started → ended)", drvSpreadOf(childs).String()},
 		{"  the queue's overhead (the difference)", over.String()},
 		{"  the overhead as % of the run's wall", pct(pcts)},
+		{"  of it before the flow: checkout, rows, the process's start-up", drvSpreadOf(befores).String()},
+		{"  of it after the flow: the process's exit, last push, rows, River's completion", drvSpreadOf(afters).String()},
 		{"a flower process's own start + exit (one after another: exec → exit − ending.json span)", procShare.String()},
 		{"  the overhead less that (the queue's alone)", pct(nets)},
 		{"a worker's idle time between two runs (River's fetch)", drvSpreadOf(gaps).String()},

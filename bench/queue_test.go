@@ -42,6 +42,9 @@ func TestQueueReportArithmetic(t *testing.T) {
 		runs: []queueRun{run(6*time.Second, 5*time.Second, 5500*time.Millisecond), run(6*time.Second, 5*time.Second, 5500*time.Millisecond)}}
 	one := queueVariant{name: "the queue, 1 worker", window: 30 * time.Second,
 		runs: []queueRun{run(10*time.Second, 9900*time.Millisecond, 0), run(10*time.Second, 9900*time.Millisecond, 0)}}
+	for i := range one.runs {
+		one.runs[i].before, one.runs[i].after = 60*time.Millisecond, 40*time.Millisecond
+	}
 	tk := &queueTakeover{rescue: 30 * time.Second, request: 61 * time.Second, rescued: 55 * time.Second, confirmed: 3 * time.Second}
 	var out strings.Builder
 	queueReport(&out, seq, []queueVariant{one}, tk)
@@ -53,6 +56,8 @@ func TestQueueReportArithmetic(t *testing.T) {
 		// 10 s − 9.9 s.
 		"  the queue's overhead (the difference)": "100ms [100ms … 100ms]",
 		"  the overhead as % of the run's wall":   "1.00% [1.00% … 1.00%]",
+		"  of it before the flow": "60ms [60ms … 60ms]",
+		"  of it after the flow":  "40ms [40ms … 40ms]",
 		// 5.5 s − 5 s.
 		"a flower process's own start + exit": "500ms [500ms … 500ms]",
 		// (100 ms − 500 ms) / 10 s.
