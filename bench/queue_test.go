@@ -56,8 +56,8 @@ func TestQueueReportArithmetic(t *testing.T) {
 		// 10 s − 9.9 s.
 		"  the queue's overhead (the difference)": "100ms [100ms … 100ms]",
 		"  the overhead as % of the run's wall":   "1.00% [1.00% … 1.00%]",
-		"  of it before the flow": "60ms [60ms … 60ms]",
-		"  of it after the flow":  "40ms [40ms … 40ms]",
+		"  of it before the flow":                 "60ms [60ms … 60ms]",
+		"  of it after the flow":                  "40ms [40ms … 40ms]",
 		// 5.5 s − 5 s.
 		"a flower process's own start + exit": "500ms [500ms … 500ms]",
 		// (100 ms − 500 ms) / 10 s.
