@@ -167,16 +167,18 @@ func runQueue(ctx context.Context, cfg queueConfig) error {
 	if err != nil {
 		return fmt.Errorf("the queue, 2 workers: %w", err)
 	}
-	var tk *queueTakeover
-	if cfg.takeover {
-		t, err := qb.takeover(ctx)
-		if err != nil {
-			return fmt.Errorf("the takeover: %w", err)
-		}
-		tk = &t
-	}
-	queueReport(out, seq, []queueVariant{one, two}, tk)
+	queueThroughputReport(out, seq, []queueVariant{one, two})
 	fmt.Fprintf(out, "machine load (1/5/15-min averages, %d cores): before %s, after %s\n", runtime.NumCPU(), loadBefore, queueLoad())
+	if !cfg.takeover {
+		fmt.Fprintln(out, "\ntakeover: not measured (-takeover=false)")
+		return nil
+	}
+	tk, err := qb.takeover(ctx)
+	if err != nil {
+		return fmt.Errorf("the takeover: %w", err)
+	}
+	queueTakeoverReport(out, tk)
+	fmt.Fprintf(out, "machine load after the takeover: %s\n", queueLoad())
 	return nil
 }
 
@@ -305,15 +307,17 @@ func (qb *queueBench) sequential(ctx context.Context) (queueVariant, error) {
 	return v, nil
 }
 
-// queueEnding reads a run's ending.json.
-func queueEnding(runDir string) (struct {
+// queueEndingFile is what the benchmark reads of a run's ending.json
+// (app.Ending).
+type queueEndingFile struct {
 	Outcome, Reason string
 	Started, Ended  time.Time
-}, error) {
-	var e struct {
-		Outcome, Reason string
-		Started, Ended  time.Time
-	}
+}
+
+// queueEnding reads a run's ending.json; a run that did not end achieved
+// is an error.
+func queueEnding(runDir string) (queueEndingFile, error) {
+	var e queueEndingFile
 	b, err := os.ReadFile(filepath.Join(runDir, "ending.json"))
 	if err != nil {
 		return e, fmt.Errorf("no ending: %w", err)
@@ -659,8 +663,18 @@ func (qb *queueBench) takeover(ctx context.Context) (queueTakeover, error) {
 	killed := time.Now()
 	a.kill()
 	tk.confirmed = killed.Sub(confirmed)
-	runs, err := s.waitEnded(ctx, qb.cfg.timeout, []*queueWorker{b})
+	// Rescued within the interval plus a tick of River's rescuer, then
+	// the rest of the run.
+	runs, err := s.waitEnded(ctx, min(qb.cfg.timeout, 2*qb.cfg.rescue+riverRescuerTick+3*time.Minute), []*queueWorker{b})
 	if err != nil {
+		var state string
+		var attempt int
+		var attemptedAt time.Time
+		if qerr := s.conn.QueryRow(context.WithoutCancel(ctx), "select state::text, attempt, attempted_at from river_job where id = $1", r.JobID).
+			Scan(&state, &attempt, &attemptedAt); qerr == nil {
+			err = fmt.Errorf("%w\n  %s after the kill, its River job is %s, attempt %d, last confirmed %s before the kill", err,
+				drvDur(time.Since(killed)), state, attempt, drvDur(killed.Sub(attemptedAt)))
+		}
 		return tk, err
 	}
 	if runs[0].State != team.Achieved {
@@ -753,7 +767,16 @@ func queueLoad() string {
 // less its process's own wall.
 func queueOverhead(r queueRun) time.Duration { return r.wall - r.child }
 
-func queueReport(out io.Writer, seq queueVariant, queued []queueVariant, tk *queueTakeover) {
+func queueVerdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
+
+// queueThroughputReport prints the runs per minute and the queue's
+// overhead per run.
+func queueThroughputReport(out io.Writer, seq queueVariant, queued []queueVariant) {
 	rows := [][]string{{"variant", "window", "runs/min", "× one after another", "per run [min … max]"}}
 	base := seq.perMinute()
 	add := func(v queueVariant) {
@@ -822,20 +845,14 @@ func queueReport(out io.Writer, seq queueVariant, queued []queueVariant, tk *que
 	fmt.Fprint(out, drvTable(orows))
 	fmt.Fprintln(out, "  the overhead: the worker's checkout of the run's branch, its database rows and events, the last commit and push")
 	fmt.Fprintln(out, "  after the process ended, River's completion, and the run process's own start and exit (not in its ending span)")
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "missed"
-	}
 	if len(pcts) > 0 {
 		fmt.Fprintf(out, "goal (the queue's overhead < 1%% of a run's wall time): median %.2f%%, less the process's own start and exit %.2f%%: %s\n",
-			queueMedian(pcts), queueMedian(nets), verdict(queueMedian(pcts) < 1))
+			queueMedian(pcts), queueMedian(nets), queueVerdict(queueMedian(pcts) < 1))
 	}
-	if tk == nil {
-		fmt.Fprintln(out, "\ntakeover: not measured (-takeover=false)")
-		return
-	}
+}
+
+// queueTakeoverReport prints the takeover's figures.
+func queueTakeoverReport(out io.Writer, tk queueTakeover) {
 	fmt.Fprintf(out, "\ntakeover (one slow run; worker A killed with SIGKILL, its whole process tree, in the middle of the run's Bash call; worker B running):\n")
 	trows := [][]string{{"figure", "time"},
 		{"the kill → the first API request of worker B's resumed run", drvDur(tk.request)},
@@ -848,7 +865,7 @@ func queueReport(out io.Writer, seq queueVariant, queued []queueVariant, tk *que
 	fmt.Fprintln(out, "  leader: a job is rescued at the first look after it went unconfirmed for the rescue interval, so the takeover")
 	fmt.Fprintln(out, "  is up to the rescue interval less A's last confirmation's age, plus up to one tick, plus the CLI's resume; with a")
 	fmt.Fprintln(out, "  --rescue shorter than the tick, the tick bounds it")
-	fmt.Fprintf(out, "goal (takeover within 2× the rescue interval, %s): %s: %s\n", drvDur(2*tk.rescue), drvDur(tk.request), verdict(tk.request <= 2*tk.rescue))
+	fmt.Fprintf(out, "goal (takeover within 2× the rescue interval, %s): %s: %s\n", drvDur(2*tk.rescue), drvDur(tk.request), queueVerdict(tk.request <= 2*tk.rescue))
 }
 
 func queueMedian(sorted []float64) float64 {

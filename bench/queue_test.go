@@ -47,7 +47,8 @@ func TestQueueReportArithmetic(t *testing.T) {
 	}
 	tk := &queueTakeover{rescue: 30 * time.Second, request: 61 * time.Second, rescued: 55 * time.Second, confirmed: 3 * time.Second}
 	var out strings.Builder
-	queueReport(&out, seq, []queueVariant{one}, tk)
+	queueThroughputReport(&out, seq, []queueVariant{one})
+	queueTakeoverReport(&out, *tk)
 	got := out.String()
 	for row, want := range map[string]string{
 		"one after another": "60s 2.00 1.00×",
@@ -80,7 +81,7 @@ func TestQueueReportArithmetic(t *testing.T) {
 	}
 	tk.request = 59 * time.Second
 	out.Reset()
-	queueReport(&out, seq, []queueVariant{one}, tk)
+	queueTakeoverReport(&out, *tk)
 	if want := "goal (takeover within 2× the rescue interval, 60s): 59s: met"; !strings.Contains(out.String(), want) {
 		t.Errorf("missing %q in:\n%s", want, out.String())
 	}
