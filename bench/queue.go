@@ -810,8 +810,9 @@ func queueThroughputReport(out io.Writer, seq queueVariant, queued []queueVarian
 			pcts = append(pcts, 100*float64(queueOverhead(r))/float64(r.wall))
 		}
 	}
+	var clones []time.Duration
 	for _, r := range seq.runs {
-		seqProc = append(seqProc, r.process-r.child)
+		seqProc, clones = append(seqProc, r.process-r.child), append(clones, r.wall-r.process)
 	}
 	var gaps []time.Duration
 	for _, v := range queued {
@@ -841,10 +842,15 @@ func queueThroughputReport(out io.Writer, seq queueVariant, queued []queueVarian
 		{"a flower process's own start + exit (one after another: exec → exit − ending.json span)", procShare.String()},
 		{"  the overhead less that (the queue's alone)", pct(nets)},
 		{"a worker's idle time between two runs (River's fetch)", drvSpreadOf(gaps).String()},
+		{"for comparison: a git clone of the remote (one after another)", drvSpreadOf(clones).String()},
 	}
 	fmt.Fprint(out, drvTable(orows))
 	fmt.Fprintln(out, "  the overhead: the worker's checkout of the run's branch, its database rows and events, the last commit and push")
 	fmt.Fprintln(out, "  after the process ended, River's completion, and the run process's own start and exit (not in its ending span)")
+	if over.med > 0 {
+		fmt.Fprintf(out, "  the overhead is a fixed cost per run, not a share of its work: %s is under 1%% of a run longer than %s\n",
+			drvDur(over.med), drvDur(100*over.med))
+	}
 	if len(pcts) > 0 {
 		fmt.Fprintf(out, "goal (the queue's overhead < 1%% of a run's wall time): median %.2f%%, less the process's own start and exit %.2f%%: %s\n",
 			queueMedian(pcts), queueMedian(nets), queueVerdict(queueMedian(pcts) < 1))

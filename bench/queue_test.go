@@ -64,6 +64,8 @@ func TestQueueReportArithmetic(t *testing.T) {
 		// (100 ms − 500 ms) / 10 s.
 		"  the overhead less that (the queue's alone)": "-4.00% [-4.00% … -4.00%]",
 		"the kill → the first API request":             "61s",
+		// 6 s − 5.5 s.
+		"for comparison: a git clone": "500ms [500ms … 500ms]",
 	} {
 		line := queueRow(got, row)
 		if !strings.Contains(strings.Join(strings.Fields(line), " "), strings.Join(strings.Fields(want), " ")) {
@@ -74,6 +76,7 @@ func TestQueueReportArithmetic(t *testing.T) {
 		"goal (the queue's overhead < 1% of a run's wall time): median 1.00%, less the process's own start and exit -4.00%: missed",
 		"goal (takeover within 2× the rescue interval, 60s): 61s: missed",
 		"River's rescuer looks every 30s",
+		"100ms is under 1% of a run longer than 10s",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q in:\n%s", want, got)
