@@ -51,11 +51,11 @@ var queueFlags = struct {
 
 func init() {
 	queueFlags.runs = queueFlags.fs.Int("runs", 10, "queue: runs of each variant")
-	queueFlags.rescue = queueFlags.fs.Duration("rescue", 30*time.Second, "queue: the workers' --rescue interval in the takeover")
+	queueFlags.rescue = queueFlags.fs.Duration("rescue", 30*time.Second, "queue: the workers' --rescue interval (the takeover is measured against it)")
 	queueFlags.takeover = queueFlags.fs.Bool("takeover", true, "queue: measure the takeover after a SIGKILL")
 	register(benchmark{
 		name:  "queue",
-		about: "the team queue on River: runs/min with 1 and 2 workers against one process running them one after another; the queue's own overhead per run; takeover time after a SIGKILL",
+		about: "the team queue on River: runs/min with 1 and 2 workers against one process running them one after another; the queue's own overhead per run; takeover time after a SIGKILL (flags after its name: -runs, -rescue, -takeover)",
 		flags: queueFlags.fs,
 		run: func(ctx context.Context) error {
 			if *queueFlags.runs < 1 {
