@@ -869,8 +869,9 @@ func queueTakeoverReport(out io.Writer, tk queueTakeover) {
 	fmt.Fprint(out, drvTable(trows))
 	fmt.Fprintf(out, "  River's rescuer looks every %s (a fixed interval in River v0.51.2, not configurable) and only on the elected\n", drvDur(riverRescuerTick))
 	fmt.Fprintln(out, "  leader: a job is rescued at the first look after it went unconfirmed for the rescue interval, so the takeover")
-	fmt.Fprintln(out, "  is up to the rescue interval less A's last confirmation's age, plus up to one tick, plus the CLI's resume; with a")
-	fmt.Fprintln(out, "  --rescue shorter than the tick, the tick bounds it")
+	fmt.Fprintln(out, "  is the rescue interval less A's last confirmation's age, plus up to one tick, plus the retry's 2 s and up to one")
+	fmt.Fprintln(out, "  5 s tick of River's scheduler (it makes the retry available), plus the CLI's resume; with a --rescue shorter")
+	fmt.Fprintln(out, "  than the tick, the tick bounds it")
 	fmt.Fprintf(out, "goal (takeover within 2× the rescue interval, %s): %s: %s\n", drvDur(2*tk.rescue), drvDur(tk.request), queueVerdict(tk.request <= 2*tk.rescue))
 }
 
