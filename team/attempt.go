@@ -59,6 +59,9 @@ type attempt struct {
 	// inFlight are the tool calls started and not yet answered: a
 	// stopping worker lets them finish.
 	inFlight map[string]bool
+	// lastKind is the main thread's newest event: a tool result the
+	// model has not answered yet may not be in its transcript yet.
+	lastKind event.Kind
 }
 
 func (a *attempt) kickReplies() {
@@ -274,17 +277,18 @@ func childEnv(base []string, set map[string]string) []string {
 	return out
 }
 
-// stopChild lets the tool calls in flight finish (up to stopGrace), then
-// asks the run to quit (as Ctrl-C does: the step in flight is recorded as
+// stopChild lets the tool calls in flight finish and the model answer
+// their results (so that they are in its transcript), up to stopGrace,
+// then asks the run to quit (as Ctrl-C does: the step in flight is recorded as
 // resumable, the state written back), killing it after stopGrace more.
 func (a *attempt) stopChild(cmd *exec.Cmd, exited <-chan error, tail *tailer) error {
 	deadline := time.Now().Add(stopGrace)
 	for {
 		a.follow(context.Background(), tail)
 		a.mu.Lock()
-		busy := len(a.inFlight)
+		busy := len(a.inFlight) > 0 || a.lastKind == event.ToolResult
 		a.mu.Unlock()
-		if busy == 0 || time.Now().After(deadline) {
+		if !busy || time.Now().After(deadline) {
 			break
 		}
 		select {
@@ -557,6 +561,9 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 			}
 		case event.ToolResult:
 			delete(a.inFlight, e.Str("tool_use_id"))
+		}
+		if !e.Subagent() {
+			a.lastKind = e.Kind
 		}
 		a.mu.Unlock()
 		if e.Kind == event.Text || e.Kind == event.Thinking || e.Kind == event.ToolResult {
