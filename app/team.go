@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/screen"
 	"github.com/flowerrun/flower/team"
 )
 
@@ -30,10 +32,29 @@ func (m *Command) teamDB(flagValue, cmd string) (string, error) {
 func (m *Command) openTeam(ctx context.Context, url string, lang flower.Lang) (*team.Team, error) {
 	t, err := team.Open(ctx, url)
 	if err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, text(lang, "teamDBHint"))
+		return nil, fmt.Errorf("%w\n%s", oneLine{err}, text(lang, "teamDBHint"))
 	}
 	return t, nil
 }
+
+// oneLine shows an error on one line, each of its lines once: pgx puts
+// every address it tried on a line of its own (with TLS, then without),
+// most often the same refusal twice.
+type oneLine struct{ error }
+
+func (e oneLine) Error() string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(e.error.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !seen[l] {
+			seen[l] = true
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func (e oneLine) Unwrap() error { return e.error }
 
 // runSubmit is `flower submit --db URL --repo REPO [--branch B] [--budget USD] "request"`.
 func (m *Command) runSubmit(ctx context.Context, args []string) error {
@@ -199,14 +220,27 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 		m.say(text(lang, "teamNoRuns"), m.name())
 		return nil
 	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, text(lang, "teamRunsHeader"))
-	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name(), stateText(lang, r), stepText(r), costText(r),
-			age(r.Created), clip(r.Request, 40), clip(firstLine(r.Reason), 60))
+	listing := func(hosts bool) [][]string {
+		rows := [][]string{strings.Split(text(lang, "teamRunsHeader"), "\t")}
+		for _, r := range runs {
+			state := stateText(lang, r)
+			if !hosts {
+				state = stateText(lang, team.Run{State: r.State})
+			}
+			rows = append(rows, []string{r.Name(), state, stepText(r), costText(r),
+				age(r.Created), screen.Cut(firstLine(r.Request), 40), screen.Cut(firstLine(r.Reason), 60)})
+		}
+		return rows
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	width := m.stdoutWidth()
+	lines, squeezed := table(listing(true), width)
+	if squeezed {
+		// A narrow terminal: the states whole, without their hosts
+		// (`flower runs --db URL RUN` names the host).
+		lines, _ = table(listing(false), width)
+	}
+	for _, line := range lines {
+		m.say("%s", line)
 	}
 	if budget, err := t.TeamBudget(ctx); err == nil && budget > 0 {
 		spent, _ := t.Spent(ctx)
@@ -224,11 +258,14 @@ func (m *Command) showRun(ctx context.Context, t *team.Team, id int64, lang flow
 	if err != nil {
 		return err
 	}
-	out := &strings.Builder{}
-	tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+	var rows [][]string
 	row := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", text(lang, k), v)
+		label := text(lang, k)
+		for _, line := range strings.Split(strings.TrimSpace(v), "\n") {
+			if line != "" {
+				rows = append(rows, []string{label, line})
+				label = ""
+			}
 		}
 	}
 	row("teamRun", r.Name())
@@ -249,8 +286,10 @@ func (m *Command) showRun(ctx context.Context, t *team.Team, id int64, lang flow
 	for _, f := range r.Failures {
 		row("teamFailure", f.At.Local().Format("15:04:05")+" "+f.Host+": "+firstLine(f.Reason))
 	}
-	tw.Flush()
-	m.say("%s", strings.TrimRight(out.String(), "\n"))
+	lines, _ := table(rows, 0)
+	for _, line := range lines {
+		m.say("%s", line)
+	}
 	evs, err := t.Events(ctx, id, 0, 15)
 	if err != nil {
 		return err
@@ -323,6 +362,72 @@ func age(t time.Time) string {
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// table lays rows out in columns two spaces apart, padded by display
+// width (a Chinese label is twice as wide as its runes; tabwriter counts
+// runes and misaligns it). Within width columns (0: no limit) the last two
+// columns, the request and why, are cut to fit, then the second: a row
+// never wraps. squeezed says the second column was cut.
+func table(rows [][]string, width int) (lines []string, squeezed bool) {
+	const gap = 2
+	var cols []int
+	for _, row := range rows {
+		for i, cell := range row {
+			cell = screen.Sanitize(cell)
+			row[i] = cell
+			if i >= len(cols) {
+				cols = append(cols, 0)
+			}
+			cols[i] = max(cols[i], screen.Columns(cell))
+		}
+	}
+	if n := len(cols); width > 0 && n >= 2 {
+		total := gap * (n - 1)
+		for _, c := range cols {
+			total += c
+		}
+		shrink := func(i, least int) {
+			if over := total - width; over > 0 {
+				cut := min(over, max(cols[i]-least, 0))
+				cols[i] -= cut
+				total -= cut
+			}
+		}
+		// The reason gives way first, then the request, each down to a
+		// width that still says something, and only then the state.
+		for _, c := range []struct{ col, least int }{
+			{n - 1, 24}, {n - 2, 20}, {n - 1, 10}, {n - 2, 12}, {1, 10}, {n - 1, screen.Columns(rows[0][n-1])},
+		} {
+			had := cols[c.col]
+			shrink(c.col, c.least)
+			squeezed = squeezed || (c.col == 1 && cols[1] < had)
+		}
+	}
+	out := make([]string, 0, len(rows))
+	for _, row := range rows {
+		var b strings.Builder
+		for i, cell := range row {
+			cell = screen.Cut(cell, cols[i])
+			if i == len(row)-1 {
+				b.WriteString(cell)
+				break
+			}
+			b.WriteString(screen.Pad(cell, cols[i]+gap))
+		}
+		out = append(out, strings.TrimRight(b.String(), " "))
+	}
+	return out, squeezed
+}
+
+// stdoutWidth is the terminal's width when the output is one, else 0.
+func (m *Command) stdoutWidth() int {
+	if f, ok := m.Stdout.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+			return w
+		}
+	}
+	return 0
 }
 
 func clip(s string, n int) string {
