@@ -106,7 +106,12 @@ func (a *attempt) work(ctx context.Context) error {
 
 	actx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	go a.confirm(actx, stop)
+	// The job is confirmed until the attempt returns, not only until it is
+	// stopped: a stopping worker lets the tool call in flight finish and
+	// then pushes, which may take longer than the rescue interval.
+	cctx, confirmed := context.WithCancel(context.WithoutCancel(ctx))
+	defer confirmed()
+	go a.confirm(cctx, stop)
 	go func() {
 		select {
 		case <-w.drain:

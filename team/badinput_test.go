@@ -381,8 +381,10 @@ func TestAPushSomeoneElseBeatIsParkedAndTheWorkKept(t *testing.T) {
 func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 	w := newWorld(t)
 	tm := w.open()
-	gate := filepath.Join(t.TempDir(), "go-on")
-	w.model.sleep = "for i in $(seq 600); do [ -e " + gate + " ] && break; sleep 0.2; done"
+	// The build step's write takes a while; the old build's worker stops
+	// in the middle of it and lets it finish (longer than the rescue
+	// interval) before it releases the run.
+	w.model.sleep = "sleep 12"
 	id := w.submit("task-1 slow")
 	logs := &lockedBuffer{}
 	t.Cleanup(func() {
@@ -438,11 +440,12 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 			t.Fatal("the build step never started")
 		}
 	}
-	// The old build's machine stops: it releases the run.
+	// The old build's machine stops: it releases the run, the write it
+	// let finish pushed.
 	stopOld()
-	runOf(t, tm, id, time.Minute, "released", func(r team.Run) bool { return r.State == team.Queued })
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
-		t.Fatal(err)
+	r = runOf(t, tm, id, time.Minute, "released", func(r team.Run) bool { return r.State == team.Queued })
+	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
+		t.Errorf("the write the stopping worker let finish is not on %s (%q); the run: %s %s", r.Branch, got, r.State, r.Reason)
 	}
 
 	start("new-build", "2.0.0+bbbb")
@@ -468,9 +471,10 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 		t.Errorf("started by %v, want old-build then old-build-2", got)
 	}
 	attemptsNeverOverlap(t, tm, id)
-	// (The scripted model takes the interrupted slow write for done, so
-	// the branch is checked for the run's last push, not for the file.)
 	if got := git(t, w.remote, "rev-parse", r.Branch); r.Pushed == "" || got != r.Pushed {
 		t.Errorf("the run's branch is at %s, its row says it pushed %q", got, r.Pushed)
+	}
+	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
+		t.Errorf("the run's branch holds %q in task-1.txt", got)
 	}
 }
