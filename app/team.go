@@ -397,7 +397,7 @@ func table(rows [][]string, width int) (lines []string, squeezed bool) {
 		// The reason gives way first, then the request, each down to a
 		// width that still says something, and only then the state.
 		for _, c := range []struct{ col, least int }{
-			{n - 1, 24}, {n - 2, 20}, {n - 1, 10}, {n - 2, 12}, {1, 10}, {n - 1, screen.Columns(rows[0][n-1])},
+			{n - 1, 24}, {n - 2, 20}, {n - 1, 8}, {n - 2, 10}, {1, 10}, {n - 1, screen.Columns(rows[0][n-1])},
 		} {
 			had := cols[c.col]
 			shrink(c.col, c.least)

@@ -154,7 +154,7 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 						t.Errorf("line %d is not %s %s:\n%s", i, name, want[name], line)
 					}
 				}
-				if !strings.Contains(table[4], "build #2") || !strings.Contains(table[4], "$0.42/$5.00") {
+				if !strings.Contains(table[4], "build #2") || !regexp.MustCompile(`\$0\.42\d*/\$5\.00\d*`).MatchString(table[4]) {
 					t.Errorf("the running run's step and cost:\n%s", table[4])
 				}
 				if !strings.Contains(table[3], "failed 2 times on 2 workers") && cols == 160 {

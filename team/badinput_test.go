@@ -445,7 +445,7 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 	stopOld()
 	runOf(t, tm, id, time.Minute, "released", func(r team.Run) bool { return r.State == team.Queued })
 
-	start("new-build", "2.0.0+bbbb")
+	stopNew := start("new-build", "2.0.0+bbbb")
 	r = runOf(t, tm, id, 2*time.Minute, "left by 2.0.0", func(r team.Run) bool {
 		return strings.Contains(r.Reason, "2.0.0+bbbb")
 	})
@@ -459,6 +459,9 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 		t.Errorf("started by %v, want only the old build", got)
 	}
 
+	// The new build stops first: with both up, the new build kept winning
+	// the snoozed job for minutes before the old one got it.
+	stopNew()
 	start("old-build-2", "1.0.0+aaaa")
 	r = runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
 	if r.State != team.Achieved {
