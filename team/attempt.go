@@ -59,6 +59,8 @@ type attempt struct {
 	// inFlight are the tool calls started and not yet answered: a
 	// stopping worker lets them finish.
 	inFlight map[string]bool
+	// stop ends the attempt early with a cause (set while it works).
+	stop context.CancelCauseFunc
 	// lastKind is the main thread's newest event: a tool result the
 	// model has not answered yet may not be in its transcript yet.
 	lastKind event.Kind
@@ -105,6 +107,7 @@ func (a *attempt) work(ctx context.Context) error {
 	a.w.log.Info("flower worker: working", "run", a.name(), "attempt", a.job.Attempt, "head", head)
 
 	actx, stop := context.WithCancelCause(ctx)
+	a.stop = stop
 	defer stop(nil)
 	// The job is confirmed until the attempt returns, not only until it is
 	// stopped: a stopping worker lets the tool call in flight finish and
@@ -593,7 +596,13 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 		a.markWaiting(ctx) // answered: back to running
 	}
 	if save != "" {
-		if err := a.save(ctx, save); err != nil && !errors.Is(err, errLost) {
+		err := a.save(ctx, save)
+		if errors.Is(err, gitwork.ErrRejected) && a.stop != nil {
+			// Someone else pushed to the run's branch: working on would
+			// only spend; the run stops and is parked with its work kept.
+			a.stop(err)
+		}
+		if err != nil && !errors.Is(err, errLost) {
 			a.w.log.Warn("flower worker: the work was not pushed", "run", a.name(), "err", err)
 		}
 	}
