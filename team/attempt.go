@@ -1,7 +1,8 @@
 package team
 
 import (
-	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,18 +220,11 @@ loop:
 	case "achieved", "done":
 		return a.setState(ctx, Achieved, end.Reason, true)
 	case "not_achieved", "unreachable", "stopped":
-		return a.setState(ctx, Stopped, orElse(end.Reason, end.Outcome), true)
+		return a.setState(ctx, Stopped, cmp.Or(end.Reason, end.Outcome), true)
 	case "taken_over":
 		return errLost
 	}
-	return a.failed(ctx, fmt.Errorf("%s: %s", orElse(end.Outcome, "failed"), orElse(end.Reason, "no reason given")))
-}
-
-func orElse(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return a.failed(ctx, fmt.Errorf("%s: %s", cmp.Or(end.Outcome, "failed"), cmp.Or(end.Reason, "no reason given")))
 }
 
 // command is the run's flower process: the checkout as its workspace, its
@@ -691,7 +685,7 @@ func (t *tailer) next() [][]byte {
 	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
 		return nil
 	}
-	data, err := io.ReadAll(bufio.NewReader(f))
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return nil
 	}
@@ -699,12 +693,11 @@ func (t *tailer) next() [][]byte {
 	data = append(t.partial, data...)
 	var lines [][]byte
 	for {
-		i := strings.IndexByte(string(data), '\n')
-		if i < 0 {
+		line, rest, ok := bytes.Cut(data, []byte{'\n'})
+		if !ok {
 			break
 		}
-		lines = append(lines, data[:i])
-		data = data[i+1:]
+		lines, data = append(lines, line), rest
 	}
 	t.partial = append([]byte(nil), data...)
 	return lines
