@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/runstate"
 	"github.com/flowerrun/flower/runstate/pgrun"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/postgres"
+	"github.com/flowerrun/flower/store/sqlite"
 )
 
 // StateName is the name of run id's state in the database (see
@@ -49,6 +53,46 @@ func (t *Team) LayOut(ctx context.Context, id int64, runDir, workbench string) e
 	}
 	if n == 0 {
 		return fmt.Errorf("%s has no state in the database yet: no worker has started it (flower runs --db URL %s)", RunName(id), RunName(id))
+	}
+	return t.copySessions(ctx, id, filepath.Join(runDir, "sessions.db"))
+}
+
+// copySessions writes the run's transcripts, which its processes kept in
+// the database's session store, into a SQLite store at path: the run
+// directory's own store, as a run without a database has it, so that a
+// reader of run directories (the report: the request, tokens, models,
+// answers) sees the whole run.
+func (t *Team) copySessions(ctx context.Context, id int64, path string) error {
+	pg, err := postgres.Open(ctx, t.raw)
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	dst, err := sqlite.Open(path)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	src := store.OneProject{Base: pg, Project: "run:" + StateName(id)}
+	sessions, err := src.ListSessions(ctx, "")
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		subs, err := src.ListSubkeys(ctx, "", s.SessionID)
+		if err != nil {
+			return err
+		}
+		for _, sub := range append([]string{""}, subs...) {
+			key := claude.SessionKey{ProjectKey: "run", SessionID: s.SessionID, Subpath: sub}
+			entries, err := src.Load(ctx, key)
+			if err != nil {
+				return err
+			}
+			if err := dst.Append(ctx, key, entries); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

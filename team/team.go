@@ -176,6 +176,7 @@ type Team struct {
 	pool  *pgxpool.Pool
 	river *river.Client[pgx.Tx]
 	url   string // redacted
+	raw   string // as given: what a reader of the run's sessions connects with
 }
 
 // Open connects to the database at url and brings River's and the queue's
@@ -209,7 +210,7 @@ func Open(ctx context.Context, url string) (*Team, error) {
 	if err != nil {
 		return fail(err)
 	}
-	return &Team{pool: pool, river: client, url: shown}, nil
+	return &Team{pool: pool, river: client, url: shown, raw: url}, nil
 }
 
 func migrateRiver(ctx context.Context, pool *pgxpool.Pool) error {

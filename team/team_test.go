@@ -441,6 +441,10 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 		t.Errorf("flower report --db: %v\n%s", err, out)
 	} else if html, _ := os.ReadFile(page); !bytes.Contains(html, []byte("build")) || !bytes.Contains(html, []byte("plan")) {
 		t.Errorf("the report page of r3 from the database names no steps (%d bytes)", len(html))
+	} else if !bytes.Contains(html, []byte("task-3 ask")) || bytes.Contains(html, []byte("not in the session store")) {
+		// The request and the tokens come from the run's transcripts,
+		// which are in the database's session store.
+		t.Errorf("the report page of r3 from the database lacks the run's transcripts (%d bytes)", len(html))
 	}
 	if hosts["machine-a"] == 0 || hosts["machine-b"] == 0 {
 		t.Errorf("one worker did all the work: %v", hosts)
