@@ -290,7 +290,7 @@ func TestEnglishResumeExpiresInEnglish(t *testing.T) {
 			map[string]any{"type": "tool_result", "tool_use_id": id, "content": output}}})
 	}
 	add("u0", "user", map[string]any{"role": "user", "content": "look around"})
-	call(0, "cat src/a.go", "[Output of 9000 characters saved to .flower/spill/0123456789abcdef.txt: Read it]\nFirst 400 characters: package a")
+	call(0, "cat src/a.go", "[Output of 9000 chars saved to .flower/spill/0123456789abcdef.txt: Read it for all, Grep to search]\nFirst 400 chars: package a")
 	for i := 1; i <= 7; i++ {
 		call(i, "git status", "clean")
 	}
@@ -304,11 +304,11 @@ func TestEnglishResumeExpiresInEnglish(t *testing.T) {
 	}
 	var expired string
 	for _, e := range loaded {
-		if s := string(e); strings.Contains(s, "has expired") && strings.Contains(s, "0123456789abcdef") {
+		if s := string(e); strings.Contains(s, "expired (") && strings.Contains(s, "0123456789abcdef") {
 			expired = s
 		}
 	}
-	if expired == "" || hasHan(expired) || !strings.Contains(expired, "still in .flower/spill/0123456789abcdef.txt") {
+	if expired == "" || hasHan(expired) || !strings.Contains(expired, "(its output then is in .flower/spill/0123456789abcdef.txt)") {
 		t.Errorf("the expired spilled glance reads %s; want English naming its spill file", expired)
 	}
 }

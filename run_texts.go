@@ -106,9 +106,9 @@ var enTexts = runtimeTexts{
 	seconds:          "%.0f seconds",
 	minutes:          "%.0f minutes",
 
-	trimStub:          "[Tool result archived: {chars} characters. The full content is in {path}; Read it when you need it]",
-	expired:           "[The result of {cmd} has expired ({age} rounds ago); the current state may have changed. Run it again if you need it]",
-	expiredPointer:    "(the full output of that time is still in {path}; Read it when you need it)",
+	trimStub:          "[Tool result archived: {chars} chars in {path}; Read it when needed]",
+	expired:           "[Result of {cmd} expired ({age} rounds ago); state may have changed. Rerun it if needed]",
+	expiredPointer:    "(its output then is in {path})",
 	interruptedResult: "[The previous round was interrupted here; this tool result was never produced]",
 	orphan:            "[This step was interrupted and has no result. Redo it if needed.]",
 }

@@ -262,7 +262,7 @@ func econResultPart(content, id string, calls []econCall, outputs map[string]str
 		return partSpill
 	case strings.HasPrefix(t, "[Tool result archived"):
 		return partTrim
-	case strings.HasPrefix(t, "[The result of "):
+	case strings.HasPrefix(t, "[Result of "):
 		return partExpired
 	}
 	return partResultElse

@@ -56,7 +56,10 @@ type econConfig struct {
 	// Dir holds the runs' workspaces and homes; "" means a temporary
 	// folder, removed at the end.
 	Dir string
-	Out io.Writer
+	// Dump, when set (BENCH_DUMP), is a folder where each variant's
+	// measured requests are written, one JSON body a file.
+	Dump string
+	Out  io.Writer
 	// fault, when set, makes every variant's fake fail from request
 	// failAt on (the bad-input case).
 	failAt int
@@ -78,7 +81,8 @@ func econConfigFromEnv() (econConfig, error) {
 	if err != nil {
 		return econConfig{}, err
 	}
-	return econConfig{Calls: 200, Split: 100, PerWorker: 20, Reps: reps, Timeout: 15 * time.Minute, CLI: cli, Out: os.Stdout}, nil
+	return econConfig{Calls: 200, Split: 100, PerWorker: 20, Reps: reps, Timeout: 15 * time.Minute, CLI: cli,
+		Dump: os.Getenv("BENCH_DUMP"), Out: os.Stdout}, nil
 }
 
 // econVariant is one way of doing the scripted work.
@@ -384,11 +388,33 @@ func econOne(ctx context.Context, cfg econConfig, calls []econCall, dir string, 
 	if r.measured > 0 {
 		reqs = reqs[:r.measured]
 	}
+	if err := econDump(cfg.Dump, v.name, reqs); err != nil {
+		return econFigures{}, err
+	}
 	f := econMeasure(reqs, calls, outputs, r.ws, filepath.Join(r.home, ".claude"))
 	f.Resumes = resumes
 	f.Price = econPrices(reqs, calls, outputs)
 	f.Wall = wall
 	return f, nil
+}
+
+// econDump writes each request's body to dir/<variant>/<index>.json when
+// dir is set (BENCH_DUMP), overwriting an earlier repetition's, so the
+// bytes behind a figure can be read.
+func econDump(dir, variant string, reqs []*claudetest.Request) error {
+	if dir == "" {
+		return nil
+	}
+	dir = filepath.Join(dir, variant)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("BENCH_DUMP: %w", err)
+	}
+	for i, req := range reqs {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%03d.json", i)), req.Body, 0o644); err != nil {
+			return fmt.Errorf("BENCH_DUMP: %w", err)
+		}
+	}
+	return nil
 }
 
 // econAll is 0..n-1.

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -66,15 +69,56 @@ func checkPrice(t *testing.T, name string, f econFigures) {
 	}
 }
 
+// checkDump fails t unless dir holds f's measured requests: one JSON body
+// a file, as many as f counted, adding up to its bytes.
+func checkDump(t *testing.T, dir string, f econFigures) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) != f.Requests {
+		t.Fatalf("%s: %d dumped requests (%v), want %d", dir, len(files), err, f.Requests)
+	}
+	var total int64
+	for _, name := range files {
+		body, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var req struct{ Messages []json.RawMessage }
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 {
+			t.Errorf("%s is not a request body (%v)", name, err)
+		}
+		total += int64(len(body))
+	}
+	if total != f.Bytes {
+		t.Errorf("%s: the dumped bodies are %d bytes, the measured requests %d", dir, total, f.Bytes)
+	}
+}
+
+func TestEconomyDumpToAFileSaysSo(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "taken")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := econDump(file, "plain", []*claudetest.Request{{Body: []byte("{}")}})
+	if err == nil || !strings.Contains(err.Error(), "BENCH_DUMP") {
+		t.Errorf("dumping under a file: %v, want an error naming BENCH_DUMP", err)
+	}
+}
+
 func TestEconomySmallRunsEveryVariantAndEverySpilledByteReadsBack(t *testing.T) {
 	t.Parallel()
 	cfg := econSmall(t)
+	cfg.Dump = filepath.Join(t.TempDir(), "dump")
 	res, err := econBench(context.Background(), cfg, econSessionVariants, econPrint)
 	out := cfg.Out.(*bytes.Buffer).String()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	plain, defaults, run := res[0][0], res[1][0], res[2][0]
+	// BENCH_DUMP: every measured request, whole, one file each.
+	for i, f := range []econFigures{plain, defaults, run} {
+		checkDump(t, filepath.Join(cfg.Dump, econSessionVariants[i].name), f)
+	}
 	for i, f := range []econFigures{plain, defaults, run} {
 		name := econSessionVariants[i].name
 		// One request per call and one for each process's closing text.

@@ -535,7 +535,7 @@ func TestTexts(t *testing.T) {
 	out := call(t, en.Spill(wb, 5, "", false), &claude.HookInput{ToolName: "Bash", ToolResponse: json.RawMessage(`"a\nbcdef"`)})
 	var s string
 	if out == nil || json.Unmarshal(out.HookSpecificOutput.UpdatedToolOutput, &s) != nil ||
-		!strings.HasPrefix(s, "[Output of 7 characters saved to .flower/spill/") || !strings.HasSuffix(s, "]\nFirst 400 characters: a bcdef") {
+		!strings.HasPrefix(s, "[Output of 7 chars saved to .flower/spill/") || !strings.HasSuffix(s, "]\nFirst 400 chars: a bcdef") {
 		t.Errorf("English spill: %q", s)
 	}
 	reason, _ = denial(call(t, en.Delegate([]string{"Agent"}, []string{"coder"}, false), &claude.HookInput{ToolName: "Agent", ToolInput: json.RawMessage(`{"subagent_type":"fork"}`)}))

@@ -7,7 +7,7 @@ import (
 
 func TestExpiryKeepsTheFileASpilledGlanceNamed(t *testing.T) {
 	guardZH := "[输出 5000 字符,已落盘到 .flower/spill/0123456789abcdef.txt —— 需要全文用 Read 读它,需要找东西用 Grep 搜它]\n开头 400 字符:a b c"
-	guardEN := "[Output of 5000 characters saved to /w/.flower/spill/fedcba9876543210.txt: Read it for the full text, Grep it to find something]\nFirst 400 characters: a b"
+	guardEN := "[Output of 5000 chars saved to /w/.flower/spill/fedcba9876543210.txt: Read it for all, Grep to search]\nFirst 400 chars: a b"
 	cli := "<persisted-output>\nOutput too large (42.9KB). Full output saved to: /c/projects/k/s/tool-results/b1.txt\n\nPreview (first 2KB):\n1\n2\n</persisted-output>"
 	var f fxTranscript
 	f.prompt("u0", "look")

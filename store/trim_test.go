@@ -630,7 +630,7 @@ func TestTrimShortensOldSpillPointers(t *testing.T) {
 		t.Fatal(err)
 	}
 	guardPointer := func(file string) string {
-		return fmt.Sprintf("[Output of %d characters saved to %s: Read it for the full text, Grep it to find something]\nFirst 400 characters: %s",
+		return fmt.Sprintf("[Output of %d chars saved to %s: Read it for all, Grep to search]\nFirst 400 chars: %s",
 			utf8.RuneCountInString(whole), file, strings.ReplaceAll(whole[:400], "\n", " "))
 	}
 	old, gone := guardPointer(".flower/spill/0123456789abcdef.txt"), guardPointer(".flower/spill/fedcba9876543210.txt")
@@ -675,8 +675,8 @@ func TestExpiredSpilledGlanceNamesOnlyItsSpillFile(t *testing.T) {
 	var f fxTranscript
 	f.prompt("u0", "look around")
 	f.bash("a0", "toolu_0", "cat src/mod00.txt")
-	f.result("r0", "toolu_0", "[Output of 19999 characters saved to .flower/spill/e89e9fb4749e9bbe.txt: Read it for the full text, Grep it to find something]\n"+
-		"First 400 characters: src/mod00.txt:1: report guard\nsrc/mod01.txt:2: resume", false)
+	f.result("r0", "toolu_0", "[Output of 19999 chars saved to .flower/spill/e89e9fb4749e9bbe.txt: Read it for all, Grep to search]\n"+
+		"First 400 chars: src/mod00.txt:1: report guard\nsrc/mod01.txt:2: resume", false)
 	for i := 1; i <= 7; i++ {
 		f.bash(fmt.Sprintf("a%d", i), fmt.Sprintf("toolu_%d", i), "git status")
 		f.result(fmt.Sprintf("r%d", i), fmt.Sprintf("toolu_%d", i), "clean", false)
