@@ -46,12 +46,7 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		return m.reportTeam(ctx, url, pos, m.language(&g, ""), func(runDir, ws string) error {
-			if out == "" && !asJSON {
-				out = filepath.Join(os.TempDir(), "flower-report-"+pos[0]+".html")
-			}
-			return m.renderReport(ctx, runDir, ws, out, open, asJSON)
-		})
+		return m.reportTeam(ctx, url, pos, m.language(&g, ""), out, open, asJSON)
 	}
 	if len(pos) > 1 {
 		return usageErrorf("`%s report` takes one run directory (got %d: %s); `%s report --help` shows how", m.name(), len(pos), strings.Join(pos, " "), m.name())
@@ -74,14 +69,19 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 	case g.runDir != "":
 		runDir = g.runDir
 	}
-	return m.renderReport(ctx, runDir, ws, out, open, asJSON)
+	return m.renderReport(ctx, runDir, ws, out, open, asJSON, nil)
 }
 
-// renderReport writes the page of runDir (or prints its data as JSON).
-func (m *Command) renderReport(ctx context.Context, runDir, ws, out string, open, asJSON bool) error {
+// renderReport writes the page of runDir (or prints its data as JSON);
+// name, when set, names the run and its workspace for the page instead of
+// the folders it was gathered from.
+func (m *Command) renderReport(ctx context.Context, runDir, ws, out string, open, asJSON bool, name func(*report.Report)) error {
 	rep, err := report.Gather(ctx, runDir, ws)
 	if err != nil {
 		return fmt.Errorf("flower report: %w", err)
+	}
+	if name != nil {
+		name(rep)
 	}
 	for _, p := range rep.Problems {
 		fmt.Fprintln(m.Stderr, screen.SanitizeLines("flower report: "+p))

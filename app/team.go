@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/report"
+	"github.com/flowerrun/flower/store/postgres"
 	"github.com/flowerrun/flower/team"
 )
 
@@ -32,6 +35,9 @@ func (m *Command) teamDB(flagValue, cmd string) (string, error) {
 func (m *Command) openTeam(ctx context.Context, url string, lang flower.Lang) (*team.Team, error) {
 	t, err := team.Open(ctx, url)
 	if err != nil {
+		if de := (*team.DatabaseError)(nil); errors.As(err, &de) {
+			err = fmt.Errorf(text(lang, "teamDBAt"), de.URL, oneLine{de.Err})
+		}
 		return nil, fmt.Errorf("%w\n%s", oneLine{err}, text(lang, "teamDBHint"))
 	}
 	return t, nil
@@ -504,13 +510,15 @@ func (m *Command) replyTeam(ctx context.Context, url string, pos []string, id st
 }
 
 // reportTeam renders `flower report --db URL RUN` from the database: the
-// run's files laid out in a temporary folder, the page written as for a
-// run directory.
-func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang flower.Lang, render func(runDir, workspace string) error) error {
+// run's files laid out in a folder beside the page (the page links its
+// notes and handoffs, so they stay), the page written as for a run
+// directory and headed with the run's name, database and branch. --json
+// lays them out in a temporary folder, removed after.
+func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang flower.Lang, out string, open, asJSON bool) error {
 	if len(pos) != 1 {
 		return usageErrorf("%s report --db URL RUN: name one run (flower runs --db URL lists them)", m.name())
 	}
-	run, err := team.ParseRun(pos[0])
+	id, err := team.ParseRun(pos[0])
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -519,15 +527,35 @@ func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang
 		return err
 	}
 	defer t.Close()
-	dir, err := os.MkdirTemp("", "flower-report-")
+	run, err := t.Run(ctx, id)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	ws := filepath.Join(dir, "work")
+	name := team.RunName(id)
+	var dir string
+	if asJSON {
+		if dir, err = os.MkdirTemp("", "flower-report-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else {
+		if out == "" {
+			out = filepath.Join(os.TempDir(), "flower-report-"+name+".html")
+		}
+		if out, err = filepath.Abs(out); err != nil {
+			return fmt.Errorf("flower report: %w", err)
+		}
+		if dir, err = os.MkdirTemp(filepath.Dir(out), strings.TrimSuffix(filepath.Base(out), ".html")+"-files-"); err != nil {
+			return fmt.Errorf("flower report: a folder for the run's files beside %s: %w; choose a writable file with -o FILE", out, err)
+		}
+	}
+	ws := filepath.Join(dir, name)
 	runDir := filepath.Join(ws, "runs")
-	if err := t.LayOut(ctx, run, runDir, filepath.Join(ws, ".flower")); err != nil {
+	if err := t.LayOut(ctx, id, runDir, filepath.Join(ws, ".flower")); err != nil {
 		return err
 	}
-	return render(runDir, ws)
+	return m.renderReport(ctx, runDir, ws, out, open, asJSON, func(rep *report.Report) {
+		rep.RunDir = name + " · " + postgres.Redact(url)
+		rep.Workspace = run.Repo + " " + run.Branch
+	})
 }

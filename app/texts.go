@@ -180,6 +180,7 @@ var texts = map[string][2]string{
 		"+ Demo over: look at %s, and at the brief, goal and Q&A log in %s/.flower/notes/. For real: `flower setup`, then flower \"your request\"."},
 	"setupNoTTY": {"`flower setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`flower setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
 	// The team's queue (submit, worker, runs, reply --db, cancel).
+	"teamDBAt":            {"数据库 %s:%w", "the database at %s: %w"},
 	"teamDBHint":          {"检查 --db(或 FLOWER_DATABASE_URL):数据库得开着、这台机器连得上,用户和密码得对。", "Check --db (or FLOWER_DATABASE_URL): the database must be up and reachable from this machine, with the right user and password."},
 	"teamRepoUnreachable": {"这台机器连不上仓库 %s:%s\n给一个每个 worker 都能拿到的 git URL 或路径(确实只有 worker 连得上就加 --no-check)。", "this machine cannot reach the repository %s: %s\ngive a git URL or path every worker can reach (--no-check if only the workers can)"},
 	"teamNoBranch":        {"仓库 %s 没有分支 %s:--branch 给一个已有的分支,或者去掉它(用默认分支)。", "the repository %s has no branch %s: give an existing branch with --branch, or leave it out (the default branch)"},

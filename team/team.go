@@ -179,6 +179,18 @@ type Team struct {
 	raw   string // as given: what a reader of the run's sessions connects with
 }
 
+// DatabaseError is a failure to reach the team's database or to bring its
+// tables up to date. URL is the database's address with its password
+// masked; a command shows the two in its user's language.
+type DatabaseError struct {
+	URL string
+	Err error
+}
+
+func (e *DatabaseError) Error() string { return fmt.Sprintf("the database at %s: %v", e.URL, e.Err) }
+
+func (e *DatabaseError) Unwrap() error { return e.Err }
+
 // Open connects to the database at url and brings River's and the queue's
 // tables up to date. Errors name the URL with its password masked.
 func Open(ctx context.Context, url string) (*Team, error) {
@@ -194,11 +206,11 @@ func Open(ctx context.Context, url string) (*Team, error) {
 	defer cancel()
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("the database at %s: %w", shown, postgres.Scrub(err, url))
+		return nil, &DatabaseError{URL: shown, Err: postgres.Scrub(err, url)}
 	}
 	fail := func(err error) (*Team, error) {
 		pool.Close()
-		return nil, fmt.Errorf("the database at %s: %w", shown, postgres.Scrub(err, url))
+		return nil, &DatabaseError{URL: shown, Err: postgres.Scrub(err, url)}
 	}
 	if err := migrateRiver(ctx, pool); err != nil {
 		return fail(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,7 +118,8 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 		}
 		return claudetest.Say("the plan for " + task)
 	}
-	write := "echo " + task + " > " + task + ".txt"
+	// The note is in the run's workbench: the report links it.
+	write := "echo " + task + " > " + task + ".txt && mkdir -p .flower/notes && echo why > .flower/notes/" + task + ".md"
 	if usesBash(r, write) {
 		return claudetest.Say("made the change for " + task)
 	}
@@ -445,6 +447,8 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 		// The request and the tokens come from the run's transcripts,
 		// which are in the database's session store.
 		t.Errorf("the report page of r3 from the database lacks the run's transcripts (%d bytes)", len(html))
+	} else {
+		checkReportPage(t, page, html, team.RunName(ids[2]), w.remote)
 	}
 	if hosts["machine-a"] == 0 || hosts["machine-b"] == 0 {
 		t.Errorf("one worker did all the work: %v", hosts)
@@ -456,6 +460,32 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 	if !reached {
 		t.Error("the reply never reached the model")
 	}
+}
+
+// checkReportPage fails t unless the page from the database is headed
+// with the run's name and repository (it named a temporary folder), and
+// every file it links is there after the command ended (its notes and
+// handoffs were in a temporary folder, removed).
+func checkReportPage(t *testing.T, page string, html []byte, run, repo string) {
+	t.Helper()
+	_, header, _ := bytes.Cut(html, []byte("<header>"))
+	header, _, _ = bytes.Cut(header, []byte("</header>"))
+	if !bytes.Contains(header, []byte(run+" · postgres://")) || !bytes.Contains(header, []byte(repo)) || bytes.Contains(header, []byte("flower-report-")) {
+		t.Errorf("the page's header does not name %s and %s, or names a temporary folder: %s", run, repo, header)
+	}
+	links := 0
+	for _, m := range regexp.MustCompile(`href="([^"#:]+)"`).FindAllSubmatch(html, -1) {
+		p, err := url.PathUnescape(string(m[1]))
+		if err != nil {
+			t.Errorf("link %s: %v", m[1], err)
+			continue
+		}
+		links++
+		if _, err := os.Stat(filepath.Join(filepath.Dir(page), filepath.FromSlash(p))); err != nil {
+			t.Errorf("the page links %s, which is gone: %v", p, err)
+		}
+	}
+	t.Logf("the page links %d files", links)
 }
 
 // descendants lists pid's children, their children and so on.
