@@ -15,7 +15,6 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/internal/screen"
 	"github.com/flowerrun/flower/report"
-	"github.com/flowerrun/flower/store/postgres"
 	"github.com/flowerrun/flower/team"
 )
 
@@ -555,7 +554,7 @@ func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang
 		return err
 	}
 	return m.renderReport(ctx, runDir, ws, out, open, asJSON, func(rep *report.Report) {
-		rep.RunDir = name + " · " + postgres.Redact(url)
+		rep.RunDir = name + " · " + t.URL()
 		rep.Workspace = run.Repo + " " + run.Branch
 	})
 }
