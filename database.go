@@ -92,6 +92,10 @@ type DatabaseOptions struct {
 	// Wait bounds how long a step's end waits for a database that does
 	// not answer before the run stops, resumable (default DatabaseWait).
 	Wait time.Duration
+	// HumanDir is where the run's human side is on this machine (default
+	// human.Dir(RunDir)): a team's worker, which keeps the run's state for
+	// a process started with its own $FLOWER_STATE_DIR, names it.
+	HumanDir string
 }
 
 // OpenDatabase connects to the PostgreSQL database at url, brings its
@@ -156,7 +160,7 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	}
 	places := runstate.Places{
 		runstate.RunDir:    runDir,
-		runstate.Human:     human.Dir(runDir),
+		runstate.Human:     cmp.Or(o.HumanDir, human.Dir(runDir)),
 		runstate.Workbench: workbench.Location(ws, o.Isolate),
 	}
 	if configDir != "" {

@@ -130,7 +130,9 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	var rescue time.Duration
 	var concurrency, maxFailures int
 	var teamBudget float64
+	var unconfined bool
 	fs := newFlagSet("worker")
+	fs.BoolVar(&unconfined, "unconfined", false, "")
 	g.register(fs)
 	fs.StringVar(&db, "db", "", "")
 	fs.StringVar(&dir, "dir", "flower-worker", "")
@@ -160,13 +162,19 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	defer t.Close()
+	// The key the runs' proxy adds may be in the .env chain (flower
+	// setup's file): the worker reads it, the runs never do.
+	rep, _ := flower.Environment{Lang: lang}.LoadDotenv()
+	for _, w := range rep.Warnings {
+		m.say("! %s", w)
+	}
 	var runArgs []string
 	if g.lang != "" {
 		runArgs = append(runArgs, "--lang", g.lang)
 	}
 	w, err := t.NewWorker(url, team.WorkerOptions{
 		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: teamBudget,
-		MaxFailures: maxFailures, Args: runArgs,
+		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined,
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/gitwork"
+	"github.com/flowerrun/flower/runstate"
 )
 
 // runDirName and workbenchDirName are flower's own files in a checkout:
@@ -62,6 +64,12 @@ type attempt struct {
 	inFlight map[string]bool
 	// stop ends the attempt early with a cause (set while it works).
 	stop context.CancelCauseFunc
+	// revoke ends the run's token for the worker's API proxy.
+	revoke func()
+	// info gives pid: the run's process inside its confinement (0 when
+	// not confined: then the command's own process is signalled).
+	info *os.File
+	pid  int
 	// lastKind is the main thread's newest event: a tool result the
 	// model has not answered yet may not be in its transcript yet.
 	lastKind event.Kind
@@ -107,9 +115,22 @@ func (a *attempt) work(ctx context.Context) error {
 	}
 	a.w.log.Info("flower worker: working", "run", a.name(), "attempt", a.job.Attempt, "head", head)
 
+	state, err := a.openState(ctx)
+	if err != nil {
+		return a.failed(ctx, err)
+	}
+	defer func() { _ = state.close(context.WithoutCancel(ctx), false) }()
+
 	actx, stop := context.WithCancelCause(ctx)
 	a.stop = stop
 	defer stop(nil)
+	go func() {
+		select {
+		case <-state.db.Lost():
+			stop(errLost)
+		case <-actx.Done():
+		}
+	}()
 	// The job is confirmed until the attempt returns, not only until it is
 	// stopped: a stopping worker lets the tool call in flight finish and
 	// then pushes, which may take longer than the rescue interval.
@@ -129,6 +150,9 @@ func (a *attempt) work(ctx context.Context) error {
 		return a.failed(ctx, err)
 	}
 	defer logFile.Close()
+	if a.revoke != nil {
+		defer a.revoke()
+	}
 	// An input that never closes: the run's questions wait for replies
 	// (a closed input would settle each at once, unanswered).
 	stdin, hold, err := os.Pipe()
@@ -139,11 +163,20 @@ func (a *attempt) work(ctx context.Context) error {
 	defer hold.Close()
 	cmd.Stdin = stdin
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	for _, f := range cmd.ExtraFiles {
+		f.Close() // the process's ends
+	}
+	if err != nil {
 		return a.failed(ctx, fmt.Errorf("worker %s cannot start %s: %w", w.o.Name, w.o.Flower, err))
 	}
+	a.pid = sandboxPID(a.info, 10*time.Second)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	stopSync := state.keep(actx, func(err error) {
+		a.w.log.Warn("flower worker: the run's state was not written back yet", "run", a.name(), "err", err)
+	})
+	defer stopSync()
 
 	tail := &tailer{path: filepath.Join(a.runDir, "events.jsonl")}
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -173,9 +206,16 @@ loop:
 		}
 	}
 	a.follow(context.WithoutCancel(ctx), tail)
+	stopSync()
 	ctx = context.WithoutCancel(ctx)
 	if !a.stillOurs(ctx) {
 		return errLost
+	}
+	if err := state.close(ctx, true); err != nil {
+		if errors.Is(err, runstate.ErrLeaseLost) {
+			return errLost
+		}
+		return a.failed(ctx, fmt.Errorf("the run's state did not reach the database: %w", err))
 	}
 	pushErr := a.save(ctx, "end of attempt")
 	end, hasEnding := readEnding(a.runDir, started)
@@ -248,35 +288,70 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 	cmd := exec.Command(w.o.Flower, args...)
 	cmd.Dir = a.checkout
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = childEnv(w.o.Env, map[string]string{
-		"HOME":                  a.home,
-		"CLAUDE_CONFIG_DIR":     filepath.Join(a.home, ".claude"),
-		"CLAUDE_CODE_TMPDIR":    tmp,
-		"TMPDIR":                tmp,
-		human.StateDirEnv:       a.state,
-		"FLOWER_DATABASE_URL":   w.url,
-		"FLOWER_RUN":            StateName(a.run.ID),
-		"FLOWER_DATABASE_LEASE": (w.o.Rescue / 2).String(),
-	})
+	set := map[string]string{
+		"HOME":               a.home,
+		"CLAUDE_CONFIG_DIR":  filepath.Join(a.home, ".claude"),
+		"CLAUDE_CODE_TMPDIR": tmp,
+		"TMPDIR":             tmp,
+		human.StateDirEnv:    a.state,
+		// flower's per-user files are the run's own: the worker's
+		// (its .env with the key) are not for the run to read.
+		"XDG_CONFIG_HOME": filepath.Join(a.home, ".config"),
+		"XDG_STATE_HOME":  filepath.Join(a.home, ".local", "state"),
+		"XDG_DATA_HOME":   filepath.Join(a.home, ".local", "share"),
+	}
+	if w.proxy != nil {
+		api, revoke := w.proxy.issue(a.name())
+		maps.Copy(set, api)
+		a.revoke = revoke
+	}
+	cmd.Env = childEnv(w.o.Env, set, w.secrets()...)
 	// Its own process group, so that it (and its CLI) can be stopped as
 	// one; killed with the worker, so that a dead worker leaves nothing
 	// that still writes.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	rw, ro, hide := a.confinedPaths(tmp)
+	for _, d := range rw {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			logFile.Close()
+			return nil, nil, err
+		}
+	}
+	cmd, a.info, err = w.confine.confined(cmd, rw, ro, hide)
+	if err != nil {
+		logFile.Close()
+		return nil, nil, err
+	}
 	return cmd, logFile, nil
 }
 
-func childEnv(base []string, set map[string]string) []string {
+// childEnv is base without what could speak for the team (the database's
+// URL and every libpq setting, any variable holding one of secrets) and
+// with set.
+func childEnv(base []string, set map[string]string, secrets ...string) []string {
 	out := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok {
-			out = append(out, kv)
+		k, v, _ := strings.Cut(kv, "=")
+		if _, ok := set[k]; ok || teamOnlyEnv(k) || slices.ContainsFunc(secrets, func(s string) bool { return s != "" && strings.Contains(v, s) }) {
+			continue
 		}
+		out = append(out, kv)
 	}
 	for k, v := range set {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// teamOnlyEnv says the variable k is the worker's, never a run's: the
+// database's URL, how a run is named and leased in it, and libpq's
+// settings (PGPASSWORD, PGPASSFILE, PGSERVICE...).
+func teamOnlyEnv(k string) bool {
+	switch k {
+	case flower.DatabaseEnv, flower.RunNameEnv, flower.LeaseEnv, "DATABASE_URL", "FLOWER_ENV":
+		return true
+	}
+	return strings.HasPrefix(k, "PG")
 }
 
 // stopChild lets the tool calls in flight finish and the model answer
@@ -299,7 +374,7 @@ func (a *attempt) stopChild(cmd *exec.Cmd, exited <-chan error, tail *tailer) er
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	_ = cmd.Process.Signal(os.Interrupt)
+	a.interrupt(cmd)
 	select {
 	case err := <-exited:
 		return err

@@ -314,10 +314,10 @@ func TestABranchThatIsNotTheRunsIsParkedAndLeftAlone(t *testing.T) {
 func TestAPushSomeoneElseBeatIsParkedAndTheWorkKept(t *testing.T) {
 	w := newWorld(t)
 	tm := w.open()
-	gate := filepath.Join(t.TempDir(), "go-on")
 	// The build step's write waits for the test (bounded: the call ends
-	// after 120s whatever happens).
-	w.model.sleep = "for i in $(seq 600); do [ -e " + gate + " ] && break; sleep 0.2; done"
+	// after 120s whatever happens): for a file in the run's own tmp
+	// folder, the test's one way in.
+	w.model.sleep = "for i in $(seq 600); do [ -e ../tmp/go-on ] && break; sleep 0.2; done"
 	id := w.submit("task-1 slow")
 	branch := "flower/" + team.RunName(id)
 	w.worker("machine-a")
@@ -326,7 +326,7 @@ func TestAPushSomeoneElseBeatIsParkedAndTheWorkKept(t *testing.T) {
 	pushed := runOf(t, tm, id, 4*time.Minute, "pushed once", func(r team.Run) bool { return r.Pushed != "" }).Pushed
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		if _, err := os.Stat(w.model.marker); err == nil {
+		if w.runFile(markerName) != "" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -346,7 +346,7 @@ func TestAPushSomeoneElseBeatIsParkedAndTheWorkKept(t *testing.T) {
 	git(t, other, "-c", "user.name=o", "-c", "user.email=o@example.com", "commit", "-q", "-m", "an outsider's commit")
 	git(t, other, "push", "-q", "origin", "HEAD:refs/heads/"+branch)
 	outsider := git(t, other, "rev-parse", "HEAD")
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(filepath.Dir(w.runFile(markerName)), "go-on"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -399,6 +399,7 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 		t.Helper()
 		home := t.TempDir()
 		env := append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+t.TempDir())
+		w.addDir(filepath.Join(home, "runs"))
 		wk, err := tm.NewWorker(w.db, team.WorkerOptions{Name: name, Dir: filepath.Join(home, "runs"), Rescue: 4 * time.Second,
 			Flower: teamflow(t), Env: env, Args: []string{"--lang", "en"}, Version: version, Log: log.With("worker", name)})
 		if err != nil {
@@ -433,7 +434,7 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 		t.Errorf("the run's row records version %q, want the one it started with", r.Version)
 	}
 	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := os.Stat(w.model.marker); err == nil {
+		if w.runFile(markerName) != "" {
 			break
 		}
 		if time.Now().After(deadline) {

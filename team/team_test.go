@@ -94,7 +94,10 @@ var taskRE = regexp.MustCompile(`task-(\d+)`)
 // with Bash; "slow" makes that call sleep first, so a worker can be
 // killed in the middle of it.
 type scripted struct {
-	marker string // touched when a slow call starts
+	// marker is touched when a slow call starts: in the run's own tmp
+	// folder (beside its checkout), the only place outside its checkout
+	// that a confined run can write and the test can find (runFile).
+	marker string
 	sleep  string
 	slept  sync.Map // task → true once its slow call was handed out
 }
@@ -177,6 +180,43 @@ type world struct {
 	srv    *claudetest.Server
 	model  *scripted
 	env    []string
+
+	mu   sync.Mutex
+	dirs []string // every worker's --dir
+}
+
+// markerName is what the scripted model touches when a slow call starts.
+const markerName = "slow-started"
+
+// addDir records a worker's --dir, where its runs' folders are.
+func (w *world) addDir(dir string) {
+	w.mu.Lock()
+	w.dirs = append(w.dirs, dir)
+	w.mu.Unlock()
+}
+
+// runFile is the path of name in some run's tmp folder on some worker,
+// "" when there is none yet.
+func (w *world) runFile(name string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, d := range w.dirs {
+		if m, _ := filepath.Glob(filepath.Join(d, "*", "tmp", name)); len(m) > 0 {
+			return m[0]
+		}
+	}
+	return ""
+}
+
+// waitMarker waits for the scripted model's marker name (markerName, or
+// markerName-task-N) to appear in a run's tmp folder.
+func (w *world) waitMarker(name string, d time.Duration) {
+	w.t.Helper()
+	for deadline := time.Now().Add(d); w.runFile(name) == ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("%s never appeared in a run's tmp folder", name)
+		}
+	}
 }
 
 func newWorld(t *testing.T) *world {
@@ -185,7 +225,7 @@ func newWorld(t *testing.T) *world {
 
 func newWorldOn(t *testing.T, db string) *world {
 	w := &world{t: t, db: db, remote: origin(t)}
-	w.model = &scripted{marker: filepath.Join(t.TempDir(), "slow-started"), sleep: "sleep 600.75"}
+	w.model = &scripted{marker: "../tmp/" + markerName, sleep: "sleep 600.75"}
 	w.srv = claudetest.NewServer(t, w.model.reply)
 	env := claudetest.Env(t, w.srv)
 	w.env = claudetest.BaseEnv()
@@ -251,6 +291,7 @@ func (l *lockedBuffer) String() string {
 func (w *world) worker(name string, extra ...string) *machine {
 	w.t.Helper()
 	home := w.t.TempDir()
+	w.addDir(filepath.Join(home, "runs"))
 	args := append([]string{"worker", "--db", w.db, "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
 	cmd := exec.Command(teamflow(w.t), args...)
 	cmd.Env = append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir())
@@ -516,25 +557,13 @@ func descendants(pid int) []int {
 	return out
 }
 
-func waitFile(t *testing.T, path string, d time.Duration) {
-	t.Helper()
-	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", path)
-		}
-	}
-}
-
 func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *testing.T) {
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 slow", "--budget", "1")
 	const rescue = 8 * time.Second
 	a := w.worker("machine-a", "--rescue", rescue.String())
-	waitFile(t, w.model.marker, 3*time.Minute)
+	w.waitMarker(markerName, 3*time.Minute)
 	b := w.worker("machine-b", "--rescue", rescue.String())
 	time.Sleep(1500 * time.Millisecond) // a write-back of the run's files, then the machine dies
 	killed := time.Now()
@@ -615,7 +644,7 @@ func TestCancelStopsARunningRunCleanlyAndTheNextRunStarts(t *testing.T) {
 	tm := w.open()
 	first := w.submit("task-1 slow")
 	w.worker("machine-a")
-	waitFile(t, w.model.marker, 3*time.Minute)
+	w.waitMarker(markerName, 3*time.Minute)
 	second := w.submit("task-2")
 	out, err := w.flower("cancel", "--db", w.db, "--lang", "en", team.RunName(first))
 	if err != nil || !strings.Contains(out, "stopping r") {
@@ -686,7 +715,7 @@ func TestAWorkerPausedPastItsRescueWritesNothingAfterAnotherTookOver(t *testing.
 	id := w.submit("task-1 slow")
 	const rescue = 8 * time.Second
 	a := w.worker("machine-a", "--rescue", rescue.String())
-	waitFile(t, w.model.marker, 3*time.Minute)
+	w.waitMarker(markerName, 3*time.Minute)
 	time.Sleep(1500 * time.Millisecond)
 	stopTree(a.cmd.Process.Pid, syscall.SIGSTOP)
 	paused := true
@@ -754,8 +783,8 @@ func TestPostgreSQLRestartedWhileTwoRunsWorkBothContinue(t *testing.T) {
 	w.submit("task-2 pause")
 	w.worker("machine-a", "--rescue", "30s")
 	w.worker("machine-b", "--rescue", "30s")
-	waitFile(t, w.model.marker+"-task-1", 3*time.Minute)
-	waitFile(t, w.model.marker+"-task-2", 3*time.Minute)
+	w.waitMarker(markerName+"-task-1", 3*time.Minute)
+	w.waitMarker(markerName+"-task-2", 3*time.Minute)
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatalf("restart: %v\n%s", err, srv.Log())
 	}
@@ -830,7 +859,7 @@ func TestSIGTERMLetsTheToolCallFinishThenReleasesTheRunToAnotherWorker(t *testin
 	tm := w.open()
 	id := w.submit("task-1 pause")
 	a := w.worker("machine-a")
-	waitFile(t, w.model.marker+"-task-1", 3*time.Minute)
+	w.waitMarker(markerName+"-task-1", 3*time.Minute)
 	termed := time.Now()
 	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -888,7 +917,7 @@ func TestARunCancelledWhileItsWorkerIsDeadEndsCancelled(t *testing.T) {
 	tm := w.open()
 	id := w.submit("task-1 slow")
 	a := w.worker("machine-a", "--rescue", "8s")
-	waitFile(t, w.model.marker, 3*time.Minute)
+	w.waitMarker(markerName, 3*time.Minute)
 	stopTree(a.cmd.Process.Pid, syscall.SIGKILL)
 	<-a.done
 	a.done <- nil

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -66,6 +68,10 @@ type WorkerOptions struct {
 	Version string
 	// Log gets the worker's own lines (default slog.Default()).
 	Log *slog.Logger
+	// Unconfined runs the runs without bubblewrap: each run's processes
+	// can then read and write whatever the worker's user can. Without
+	// it, a worker that cannot confine its runs does not start.
+	Unconfined bool
 }
 
 // BuildVersion is this build's version: its module version and commit.
@@ -93,6 +99,8 @@ type Worker struct {
 	o       WorkerOptions
 	log     *slog.Logger
 	client  *river.Client[pgx.Tx]
+	proxy   *keyProxy     // the runs' way to the model's API; nil when the worker holds no key
+	confine confinement   // how runs are fenced in
 	drain   chan struct{} // closed when the worker stops: runs in flight are released
 	drained sync.Once
 
@@ -133,7 +141,11 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	if o.Env == nil {
 		o.Env = os.Environ()
 	}
-	w := &Worker{t: t, url: url, o: o, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{}}
+	confine, err := detectConfinement(o.Unconfined)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{t: t, url: url, o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{}}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(w.work))
 	w.client, err = river.NewClient(riverpgxv5.New(t.pool), &river.Config{
@@ -176,6 +188,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	proxy, err := newKeyProxy(w.o.Env, w.log)
+	if err != nil {
+		return err
+	}
+	if proxy != nil {
+		w.proxy = proxy
+		defer proxy.Close()
+	}
 	lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer lcancel()
 	listening := make(chan error, 1)
@@ -187,7 +207,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.drained.Do(func() { close(w.drain) })
 	sctx, cancel := context.WithTimeout(context.Background(), stopGrace+30*time.Second)
 	defer cancel()
-	err := w.client.Stop(sctx)
+	err = w.client.Stop(sctx)
 	lcancel()
 	<-listening
 	return err
@@ -325,3 +345,21 @@ func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 func (h warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{h.Handler.WithAttrs(as)} }
 
 func (h warnOnly) WithGroup(name string) slog.Handler { return warnOnly{h.Handler.WithGroup(name)} }
+
+// secrets are the values a run's environment must not hold: the
+// database's URL and its password and the model's key (which an operator
+// may have put in other variables too).
+func (w *Worker) secrets() []string {
+	out := []string{w.url}
+	if w.proxy != nil {
+		for _, kv := range w.o.Env {
+			if k, v, _ := strings.Cut(kv, "="); (k == "ANTHROPIC_API_KEY" || k == "ANTHROPIC_AUTH_TOKEN") && v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	if cfg, err := pgconn.ParseConfig(w.url); err == nil && cfg.Password != "" {
+		out = append(out, cfg.Password)
+	}
+	return out
+}

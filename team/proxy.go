@@ -1,0 +1,149 @@
+package team
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// defaultAPI is the Messages API's address when the worker's environment
+// names none.
+const defaultAPI = "https://api.anthropic.com"
+
+// keyProxy serves the Messages API to the worker's runs on 127.0.0.1 and
+// adds the worker's own key to what it forwards: a run's processes hold
+// only a token of their own, valid while the run's attempt lasts, so a
+// Bash call that prints its environment finds nothing it could use
+// elsewhere or after the run.
+type keyProxy struct {
+	upstream *url.URL
+	// header and value are how the key is sent upstream: x-api-key for an
+	// API key, Authorization for a bearer token.
+	header, value string
+	// envKey is the variable the runs get their token in, the same kind
+	// as the worker's own.
+	envKey string
+
+	ln  net.Listener
+	srv *http.Server
+
+	mu     sync.Mutex
+	tokens map[string]string // token → run
+}
+
+// newKeyProxy starts the proxy when env holds a key (nil, nil when it
+// holds none: the runs then have nothing to be kept from).
+func newKeyProxy(env []string, log *slog.Logger) (*keyProxy, error) {
+	get := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if key, v, ok := strings.Cut(env[i], "="); ok && key == k {
+				return v
+			}
+		}
+		return ""
+	}
+	p := &keyProxy{tokens: map[string]string{}}
+	switch {
+	case get("ANTHROPIC_API_KEY") != "":
+		p.header, p.value, p.envKey = "X-Api-Key", get("ANTHROPIC_API_KEY"), "ANTHROPIC_API_KEY"
+	case get("ANTHROPIC_AUTH_TOKEN") != "":
+		p.header, p.value, p.envKey = "Authorization", "Bearer "+get("ANTHROPIC_AUTH_TOKEN"), "ANTHROPIC_AUTH_TOKEN"
+	default:
+		return nil, nil
+	}
+	base := get("ANTHROPIC_BASE_URL")
+	if base == "" {
+		base = defaultAPI
+	}
+	up, err := url.Parse(base)
+	if err != nil || up.Scheme == "" || up.Host == "" {
+		return nil, fmt.Errorf("ANTHROPIC_BASE_URL=%q is not an http(s) address", base)
+	}
+	p.upstream = up
+	p.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("the runs' API proxy cannot listen on 127.0.0.1: %w", err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(p.upstream)
+			r.Out.Header.Del("X-Api-Key")
+			r.Out.Header.Del("Authorization")
+			r.Out.Header.Set(p.header, p.value)
+			r.Out.Host = p.upstream.Host
+		},
+		// Streamed answers (server-sent events) pass as they come.
+		FlushInterval: -1,
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	p.srv = &http.Server{Handler: p.guard(rp), ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("flower worker: the runs' API proxy stopped", "err", err)
+		}
+	}()
+	return p, nil
+}
+
+// guard lets through only requests that carry a live run's token.
+func (p *keyProxy) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := r.Header.Get("X-Api-Key")
+		if tok == "" {
+			tok = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		if !p.valid(tok) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"flower worker: this run's API token is unknown or its run has ended"}}`))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (p *keyProxy) valid(tok string) bool {
+	if tok == "" {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.tokens[tok]
+	return ok
+}
+
+// issue gives run a token and the variables its process gets instead of
+// the worker's key; revoke ends the token.
+func (p *keyProxy) issue(run string) (env map[string]string, revoke func()) {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	tok := "flower-run-" + hex.EncodeToString(b)
+	p.mu.Lock()
+	p.tokens[tok] = run
+	p.mu.Unlock()
+	env = map[string]string{
+		"ANTHROPIC_BASE_URL": "http://" + p.ln.Addr().String(),
+		p.envKey:             tok,
+	}
+	return env, func() {
+		p.mu.Lock()
+		delete(p.tokens, tok)
+		p.mu.Unlock()
+	}
+}
+
+func (p *keyProxy) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = p.srv.Shutdown(ctx)
+}

@@ -1,0 +1,136 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/runstate"
+	"github.com/flowerrun/flower/store"
+	"github.com/flowerrun/flower/store/postgres"
+)
+
+// stateSyncEvery is how often a worker writes a running run's files and
+// transcripts back to the database.
+const stateSyncEvery = 3 * time.Second
+
+// runState is a run's state in the team's database (its files and its
+// transcripts), kept by the worker on the run's behalf. The run's process
+// works on plain local files and never sees the database: a URL in its
+// environment let one run's Bash answer another run's question, cancel
+// runs and raise budgets. Whatever the run writes into its own folders
+// reaches the database only as that run's files, and only while this
+// worker holds the run.
+type runState struct {
+	db       *flower.Database
+	pg       *postgres.Store
+	sessions *sessionMirror
+
+	mu     sync.Mutex // one write-back at a time
+	closed bool
+}
+
+// openState takes the run in the database for this attempt and lays out
+// what the database holds of it in the attempt's folders: the run
+// directory, the human side, the workbench, the CLI's kept outputs and the
+// transcripts (into the run directory's own session store, where the
+// run's process finds them as on a single machine).
+func (a *attempt) openState(ctx context.Context) (*runState, error) {
+	w := a.w
+	db, err := flower.OpenDatabase(ctx, w.url, flower.DatabaseOptions{
+		Workspace: a.checkout, RunDir: a.runDir, HumanDir: a.humanDir(),
+		Isolate: slices.Contains(w.o.Args, "--isolate"),
+		Run:     StateName(a.run.ID), ConfigDir: filepath.Join(a.home, ".claude"),
+		Lease: w.o.Rescue / 2,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pg, err := postgres.Open(ctx, w.url)
+	if err != nil {
+		_ = db.Close(ctx)
+		return nil, err
+	}
+	remote := store.OneProject{Base: pg, Project: "run:" + StateName(a.run.ID), Guard: func() error {
+		if !db.Valid() {
+			return fmt.Errorf("transcript not stored: %w", runstate.ErrLeaseLost)
+		}
+		return nil
+	}}
+	sm, err := openSessionMirror(filepath.Join(a.runDir, "sessions.db"), a.checkout, remote)
+	if err == nil {
+		if err = sm.pull(ctx); err != nil {
+			sm.Close()
+		}
+	}
+	if err != nil {
+		pg.Close()
+		_ = db.Close(ctx)
+		return nil, fmt.Errorf("laying out %s's transcripts: %w", a.name(), err)
+	}
+	return &runState{db: db, pg: pg, sessions: sm}, nil
+}
+
+// sync writes back what changed since the last sync: transcripts first,
+// then the run's files (whose lineage names those transcripts).
+func (s *runState) sync(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if err := s.sessions.push(ctx); err != nil {
+		return err
+	}
+	return s.db.Sync(ctx, nil)
+}
+
+// keep syncs every stateSyncEvery until ctx ends; the returned function
+// stops it and waits for a sync in flight.
+func (s *runState) keep(ctx context.Context, warn func(error)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(stateSyncEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := s.sync(ctx); err != nil && ctx.Err() == nil {
+					warn(err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// close writes everything back (when write is set and the run is still
+// this worker's) and releases the run. Its error is the attempt's: a run
+// whose last files did not reach the database has not ended well.
+func (s *runState) close(ctx context.Context, write bool) error {
+	var err error
+	if write {
+		err = s.sync(ctx)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return err
+	}
+	s.closed = true
+	err = errors.Join(err, s.sessions.Close())
+	s.pg.Close()
+	if cerr := s.db.Close(ctx); write {
+		err = errors.Join(err, cerr)
+	}
+	return err
+}
