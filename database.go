@@ -381,3 +381,47 @@ func cliConfigDir() string {
 	}
 	return filepath.Join(home, ".claude")
 }
+
+// withoutDatabase is environ without what reaches a database: its URL
+// ($FLOWER_DATABASE_URL, $DATABASE_URL), libpq's settings (PGPASSWORD,
+// PGPASSFILE, PGSERVICE...) and any variable holding a PostgreSQL URL
+// with a password. The CLI and every tool it runs get it: what a run's
+// Bash can read, it can use (DESIGN.md, "Who may write what").
+func withoutDatabase(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		switch {
+		case k == DatabaseEnv || k == LeaseEnv || k == "DATABASE_URL" || strings.HasPrefix(k, "PG"):
+			continue
+		case holdsDatabasePassword(v):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// holdsDatabasePassword says v holds a postgres:// or postgresql:// URL
+// with a password, or a libpq keyword string with one.
+func holdsDatabasePassword(v string) bool {
+	l := strings.ToLower(v)
+	for _, scheme := range []string{"postgres://", "postgresql://"} {
+		for i := strings.Index(l, scheme); i >= 0; {
+			rest := l[i+len(scheme):]
+			end := strings.IndexAny(rest, "/?# \t")
+			if end < 0 {
+				end = len(rest)
+			}
+			if at := strings.LastIndex(rest[:end], "@"); at >= 0 && strings.Contains(rest[:at], ":") {
+				return true
+			}
+			next := strings.Index(rest, scheme)
+			if next < 0 {
+				break
+			}
+			i += len(scheme) + next
+		}
+	}
+	return strings.Contains(l, "password=")
+}

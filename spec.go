@@ -371,6 +371,7 @@ func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
 		AddDirs:         addDirs(cfg),
 		Hooks:           buildHooks(spec, cfg),
 		Env:             env,
+		BaseEnv:         withoutDatabase(os.Environ()),
 	}
 	if cfg.NotPortable {
 		o.SettingSources = []string{"project"}

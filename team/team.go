@@ -14,6 +14,30 @@
 // job's attempted_at, the very column River's rescuer reads), the run's
 // own row (state, step, cost, the reasons it failed), replies and events,
 // both with LISTEN/NOTIFY.
+//
+// A run is a tenant, and a stranger: its processes (flower's child, the
+// CLI, every tool call) run whatever a model or a repository tells them.
+// So the worker is the only client of the database and the only holder of
+// the model's key, and the kernel keeps each run to its own folders:
+//   - The run's process works on plain local files and a local session
+//     store; the worker lays them out from the database before it starts
+//     and writes them back while it runs and when it ends, as that run's
+//     state and only while its attempt holds the run. A per-run socket
+//     the worker served would have been a second protocol to fence; a
+//     per-run database role with row security a credential the run still
+//     holds. Mirroring is what the worker did for the branch already.
+//   - The model is reached through the worker's proxy on 127.0.0.1, which
+//     adds the worker's key to requests that carry the run's own token;
+//     the token dies with the attempt. The run's environment never holds
+//     the database's URL, libpq's settings or the key, under any name.
+//   - bubblewrap confines the run's process: the machine read-only, the
+//     worker's folder, its HOME, /root, /home, /tmp and /run hidden, the
+//     run's checkout, HOME, state and tmp folders its only writable ones,
+//     the checkout's .git read-only (the worker's own git would run what
+//     a repository's config names), its own PID namespace (no other
+//     process, environment or command line), no capability as root. A
+//     worker that cannot confine its runs does not start unless told
+//     --unconfined.
 package team
 
 import (

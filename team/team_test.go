@@ -98,11 +98,15 @@ type scripted struct {
 	// folder (beside its checkout), the only place outside its checkout
 	// that a confined run can write and the test can find (runFile).
 	marker string
+	// attack is the Bash a "task-N attack" run is told to run first.
+	attack string
+	keys   sync.Map // every x-api-key the fake API was sent
 	sleep  string
 	slept  sync.Map // task → true once its slow call was handed out
 }
 
 func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+	s.keys.Store(r.Header.Get("x-api-key"), true)
 	switch {
 	case r.MaxTokens == 16:
 		return claudetest.Say("hi")
@@ -125,6 +129,9 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	write := "echo " + task + " > " + task + ".txt && mkdir -p .flower/notes && echo why > .flower/notes/" + task + ".md"
 	if usesBash(r, write) {
 		return claudetest.Say("made the change for " + task)
+	}
+	if strings.Contains(all, task+" attack") && s.attack != "" && !usesBash(r, "attacked") {
+		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": s.attack, "description": "attack"}))
 	}
 	if strings.Contains(all, task+" pause") && !usesBash(r, "sleep 4.5") {
 		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "-" + task + "; sleep 4.5; " + write, "description": "pause, write"}))
