@@ -173,7 +173,7 @@ func (a *attempt) work(ctx context.Context) error {
 	a.pid = sandboxPID(a.info, 10*time.Second)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	stopSync := state.keep(actx, func(err error) {
+	stopSync := state.keep(actx, a.stillOurs, func(err error) {
 		a.w.log.Warn("flower worker: the run's state was not written back yet", "run", a.name(), "err", err)
 	})
 	defer stopSync()

@@ -90,9 +90,10 @@ func (s *runState) sync(ctx context.Context) error {
 	return s.db.Sync(ctx, nil)
 }
 
-// keep syncs every stateSyncEvery until ctx ends; the returned function
-// stops it and waits for a sync in flight.
-func (s *runState) keep(ctx context.Context, warn func(error)) (stop func()) {
+// keep syncs every stateSyncEvery until ctx ends, each time only while
+// ours says the run's job attempt is still this worker's; the returned
+// function stops it and waits for a sync in flight.
+func (s *runState) keep(ctx context.Context, ours func(context.Context) bool, warn func(error)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -104,6 +105,9 @@ func (s *runState) keep(ctx context.Context, warn func(error)) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+				if !ours(ctx) {
+					continue
+				}
 				if err := s.sync(ctx); err != nil && ctx.Err() == nil {
 					warn(err)
 				}
