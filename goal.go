@@ -225,7 +225,14 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 	// The work begins: what the goal and brief files hold now is what the
 	// clarify and goal steps (or, between runs, the person) left.
 	watch := func(c *Ctx) {
-		goalWatchFor(c, ch, o.GoalPath, o.BriefPath).snapshot()
+		w := goalWatchFor(c, ch, o.GoalPath, o.BriefPath)
+		w.snapshot()
+		// The Q&A log is flower's alone, between runs too: a change found
+		// now (a tool of a run that ended before its round's check) is put
+		// back and said.
+		if n := w.checkLog(lang); n != "" {
+			emitTask(c, n, map[string]any{"goal_guard": "restored", "path": ch.LogPath()})
+		}
 		if rt := c.Runtime(); rt != nil {
 			if _, err := loadBaseline(rt.RunDir()); errors.Is(err, fs.ErrNotExist) {
 				ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
@@ -249,6 +256,9 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		}
 		w := goalWatchFor(c, ch, o.GoalPath, o.BriefPath)
 		notes := restoredNotes(lang, w.check())
+		if n := w.checkLog(lang); n != "" {
+			notes = append(notes, n)
+		}
 		for _, n := range notes {
 			emitTask(c, n, map[string]any{"goal_guard": "restored"})
 		}

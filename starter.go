@@ -153,6 +153,24 @@ func (p starterPlace) briefChange(lang Lang) (string, error) {
 	return strings.TrimSpace(string(now)), nil
 }
 
+// logRecord is flower's own copy of the Q&A log, in the human's folder
+// outside the workspace (human.Dir), where no tool is let write.
+func (p starterPlace) logRecord() string {
+	return filepath.Join(human.Dir(p.runDir), filepath.Base(p.log))
+}
+
+// protectPersonal keeps every step's tools off the Q&A log and the human's
+// side of the run (pending questions, replies, the words journal, flower's
+// copy of the log), which flower alone writes: no tool call of any role,
+// subagents included, may. Bash can write without naming them, so the goal
+// guard also checks the log at every round's boundary (CheckLog).
+func (p starterPlace) protectPersonal(wf *Workflow) {
+	personal := guard.Protect([]string{p.log, human.Dir(p.runDir)}, protectTextsFor(p.lang).logRefusal)
+	for i := range wf.Steps {
+		wf.Steps[i].Spec.Hooks = guard.MergeHooks(wf.Steps[i].Spec.Hooks, map[string][]claude.HookMatcher{claude.PreToolUse: {personal}})
+	}
+}
+
 func or(s, def string) string {
 	if s == "" {
 		return def
@@ -212,7 +230,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	if !waking && ask == "" {
 		return nil, errors.New(t.emptyAsk)
 	}
-	hopts := []human.Option{human.WithLogPath(p.log), human.WithAmendPath(p.brief), human.WithLang(p.lang)}
+	hopts := []human.Option{human.WithLogPath(p.log), human.WithLogRecord(p.logRecord()), human.WithAmendPath(p.brief), human.WithLang(p.lang)}
 	if o.MaxAsks != nil {
 		hopts = append(hopts, human.WithMaxAsks(*o.MaxAsks))
 	}
@@ -223,12 +241,18 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		hopts = append(hopts, human.WithTimeout(o.Timeout))
 	}
 	ch := human.New(hopts...)
+	// Before any tool runs: a Q&A log a tool writes later is told apart
+	// from flower's own copy.
+	if err := ch.KeepLogRecord(); err != nil {
+		return nil, fmt.Errorf("flower: %w", err)
+	}
 	amended := waking && ask != "" && ch.AmendOnce(ask, ch.Texts().WakeLabel)
 	amended = amended || (waking && change != "")
 
 	clarify := ClarifyStep(ch, p.brief, Text(ask), ClarifyOptions{Name: names.Clarify, Instructions: o.Instructions, Lang: p.lang})
 	wf := &Workflow{Name: StarterWorkflowName, Channel: ch, Workbench: p.wb, RunDir: p.runDir, Steps: []Step{clarify}}
 	if o.ClarifyOnly {
+		p.protectPersonal(wf)
 		return wf, nil
 	}
 	goal := !o.NoGoal
@@ -304,8 +328,9 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, BriefPath: p.brief, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang})
 	}
 	wf.Steps = append(wf.Steps, work)
+	p.protectPersonal(wf)
 	if !o.NoBequest {
-		b := &bequest{place: p, work: work}
+		b := &bequest{place: p, work: wf.Steps[len(wf.Steps)-1]}
 		wf.Finally = b.write
 	}
 	return wf, nil

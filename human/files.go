@@ -1,6 +1,7 @@
 package human
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flowerrun/flower/internal/atomicfile"
 )
 
 // Amend appends text to the amend file under a heading with label and the
@@ -138,10 +141,136 @@ func (c *Channel) logMail(m Mail) {
 }
 
 func (c *Channel) log(s string) {
-	if err := c.appendFile(c.logPath, c.Texts().LogHeader, s, ""); err != nil {
+	var err error
+	if c.logRecord != "" {
+		err = c.appendRecorded(s)
+	} else {
+		err = c.appendFile(c.logPath, c.Texts().LogHeader, s, "")
+	}
+	if err != nil {
 		// The log is an archive; losing a line must not stop the run.
 		slog.Warn("human: could not append to the Q&A log", "path", c.logPath, "err", err)
 	}
+}
+
+// appendRecorded appends s to flower's own copy of the log and then writes
+// the log file whole from it: an entry a tool slipped into the log file
+// does not survive flower's next entry.
+func (c *Channel) appendRecorded(s string) error {
+	if err := ensureRecord(c.logRecord); err != nil {
+		return err
+	}
+	if err := c.appendFile(c.logRecord, c.Texts().LogHeader, s, ""); err != nil {
+		return err
+	}
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	return c.logFromRecord()
+}
+
+// ensureRecord creates an empty record (and its 0700 folder) unless one is
+// there: only this process and the person may read what was asked.
+func ensureRecord(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create the folder of %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// logFromRecord writes the log file as the record holds it (no file for an
+// empty record); c.fileMu must be held.
+func (c *Channel) logFromRecord() error {
+	rec, err := os.ReadFile(c.logRecord)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", c.logRecord, err)
+	}
+	if len(rec) == 0 {
+		if err := os.Remove(c.logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", c.logPath, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(c.logPath), 0o755); err != nil {
+		return fmt.Errorf("create the folder of %s: %w", c.logPath, err)
+	}
+	return atomicfile.Write(c.logPath, rec, 0o644)
+}
+
+// CheckLog compares the Q&A log file with flower's own copy of it
+// (WithLogRecord) and, when they differ, writes the log file back from the
+// copy and reports true: something other than this channel wrote the log
+// (a tool's Bash, since the tools' edits of it are refused), and what it
+// wrote is not the person's. A record that does not exist yet is made from
+// the log as it is (a run directory from a flower that kept none; a new
+// run's is empty), which is why the run calls CheckLog before any tool
+// runs. Without a record (or a log path) it does nothing.
+func (c *Channel) CheckLog() (bool, error) {
+	if c.logRecord == "" || c.logPath == "" {
+		return false, nil
+	}
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	now, err := os.ReadFile(c.logPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("human: read the Q&A log %s: %w", c.logPath, err)
+	}
+	rec, err := os.ReadFile(c.logRecord)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, c.adoptLog(now)
+	}
+	if err != nil {
+		return false, fmt.Errorf("human: read the Q&A log's copy %s: %w", c.logRecord, err)
+	}
+	if bytes.Equal(now, rec) {
+		return false, nil
+	}
+	if err := c.logFromRecord(); err != nil {
+		return true, fmt.Errorf("human: the Q&A log %s was changed and could not be put back: %w", c.logPath, err)
+	}
+	return true, nil
+}
+
+// KeepLogRecord makes flower's own copy of the Q&A log (WithLogRecord)
+// from the log file as it is, unless the copy exists: a run calls it
+// before any tool runs, so that a log a tool writes later is told apart.
+func (c *Channel) KeepLogRecord() error {
+	if c.logRecord == "" || c.logPath == "" {
+		return nil
+	}
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	if _, err := os.Stat(c.logRecord); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	now, err := os.ReadFile(c.logPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("human: read the Q&A log %s: %w", c.logPath, err)
+	}
+	return c.adoptLog(now)
+}
+
+// adoptLog makes the record hold log; c.fileMu must be held.
+func (c *Channel) adoptLog(log []byte) error {
+	if err := os.MkdirAll(filepath.Dir(c.logRecord), 0o700); err != nil {
+		return fmt.Errorf("human: the Q&A log's copy: %w", err)
+	}
+	if err := atomicfile.Write(c.logRecord, log, 0o600); err != nil {
+		return fmt.Errorf("human: the Q&A log's copy: %w", err)
+	}
+	return nil
+}
+
+// Amendments returns the blocks this channel appended to the amend file,
+// each exactly as written: anything else found added to the file came
+// from someone other than the person's channel.
+func (c *Channel) Amendments() []string {
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	return append([]string(nil), c.amended...)
 }
 
 // errPresent says appendFile found the text it was told to look for.
@@ -163,6 +292,10 @@ func (c *Channel) appendFile(path, header, s, unless string) error {
 	if err == nil {
 		s = header + s
 	} else if errors.Is(err, fs.ErrExist) {
+		if st, serr := os.Stat(path); serr == nil && st.Size() == 0 {
+			// An empty file (a record made before its first entry) is new.
+			s = header + s
+		}
 		if unless != "" {
 			old, rerr := os.ReadFile(path)
 			if rerr != nil {
