@@ -209,6 +209,9 @@ type Channel struct {
 
 	fileMu  sync.Mutex // serializes appends to the log and amend files
 	amended []string   // the blocks this channel appended to the amend file
+	// logKept is the Q&A log as this channel wrote it (WithLogRecord),
+	// nil until KeepLogRecord or the first entry: the copy no tool reaches.
+	logKept []byte
 	words   *Words     // the words journal, when UseWords gave one
 
 	srv *mcp.Server

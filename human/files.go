@@ -153,42 +153,50 @@ func (c *Channel) log(s string) {
 	}
 }
 
-// appendRecorded appends s to flower's own copy of the log and then writes
-// the log file whole from it: an entry a tool slipped into the log file
-// does not survive flower's next entry.
+// appendRecorded adds s to flower's own copy of the log and writes the
+// record and the log file whole from it: an entry a tool slipped into
+// either does not survive flower's next entry.
 func (c *Channel) appendRecorded(s string) error {
-	if err := ensureRecord(c.logRecord); err != nil {
-		return err
-	}
-	if err := c.appendFile(c.logRecord, c.Texts().LogHeader, s, ""); err != nil {
-		return err
-	}
 	c.fileMu.Lock()
 	defer c.fileMu.Unlock()
-	return c.logFromRecord()
-}
-
-// ensureRecord creates an empty record (and its 0700 folder) unless one is
-// there: only this process and the person may read what was asked.
-func ensureRecord(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create the folder of %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	kept, err := c.keptLog()
 	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
+		return err
 	}
-	return f.Close()
+	if len(kept) == 0 {
+		s = c.Texts().LogHeader + s
+	}
+	c.logKept = append(kept, s...)
+	return c.writeKeptLog()
 }
 
-// logFromRecord writes the log file as the record holds it (no file for an
-// empty record); c.fileMu must be held.
-func (c *Channel) logFromRecord() error {
+// keptLog is the log as flower last wrote it: the copy this process holds,
+// else the record on disk (absent: empty). c.fileMu must be held.
+func (c *Channel) keptLog() ([]byte, error) {
+	if c.logKept != nil {
+		return c.logKept, nil
+	}
 	rec, err := os.ReadFile(c.logRecord)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", c.logRecord, err)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []byte{}, nil
 	}
-	if len(rec) == 0 {
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", c.logRecord, err)
+	}
+	return rec, nil
+}
+
+// writeKeptLog writes the record (0600, in a 0700 folder) and the log file
+// from the copy this process holds; an empty copy is an empty record and
+// no log file. c.fileMu must be held.
+func (c *Channel) writeKeptLog() error {
+	if err := os.MkdirAll(filepath.Dir(c.logRecord), 0o700); err != nil {
+		return fmt.Errorf("create the folder of %s: %w", c.logRecord, err)
+	}
+	if err := atomicfile.Write(c.logRecord, c.logKept, 0o600); err != nil {
+		return err
+	}
+	if len(c.logKept) == 0 {
 		if err := os.Remove(c.logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", c.logPath, err)
 		}
@@ -197,71 +205,75 @@ func (c *Channel) logFromRecord() error {
 	if err := os.MkdirAll(filepath.Dir(c.logPath), 0o755); err != nil {
 		return fmt.Errorf("create the folder of %s: %w", c.logPath, err)
 	}
-	return atomicfile.Write(c.logPath, rec, 0o644)
+	return atomicfile.Write(c.logPath, c.logKept, 0o644)
 }
 
-// CheckLog compares the Q&A log file with flower's own copy of it
-// (WithLogRecord) and, when they differ, writes the log file back from the
-// copy and reports true: something other than this channel wrote the log
-// (a tool's Bash, since the tools' edits of it are refused), and what it
-// wrote is not the person's. A record that does not exist yet is made from
-// the log as it is (a run directory from a flower that kept none; a new
-// run's is empty), which is why the run calls CheckLog before any tool
-// runs. Without a record (or a log path) it does nothing.
-func (c *Channel) CheckLog() (bool, error) {
-	if c.logRecord == "" || c.logPath == "" {
-		return false, nil
-	}
-	c.fileMu.Lock()
-	defer c.fileMu.Unlock()
-	now, err := os.ReadFile(c.logPath)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("human: read the Q&A log %s: %w", c.logPath, err)
-	}
-	rec, err := os.ReadFile(c.logRecord)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, c.adoptLog(now)
-	}
-	if err != nil {
-		return false, fmt.Errorf("human: read the Q&A log's copy %s: %w", c.logRecord, err)
-	}
-	if bytes.Equal(now, rec) {
-		return false, nil
-	}
-	if err := c.logFromRecord(); err != nil {
-		return true, fmt.Errorf("human: the Q&A log %s was changed and could not be put back: %w", c.logPath, err)
-	}
-	return true, nil
-}
-
-// KeepLogRecord makes flower's own copy of the Q&A log (WithLogRecord)
-// from the log file as it is, unless the copy exists: a run calls it
-// before any tool runs, so that a log a tool writes later is told apart.
+// KeepLogRecord takes flower's own copy of the Q&A log (WithLogRecord)
+// into this process: the record on disk, or, when there is none yet, the
+// log file as it is (a new run's is empty; a run directory of a flower
+// that kept no record has its log adopted). A run calls it before any
+// tool runs; from then on the copy in memory is the truth, so a tool that
+// rewrites or removes the record as well as the log changes nothing.
 func (c *Channel) KeepLogRecord() error {
 	if c.logRecord == "" || c.logPath == "" {
 		return nil
 	}
 	c.fileMu.Lock()
 	defer c.fileMu.Unlock()
-	if _, err := os.Stat(c.logRecord); err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return err
+	rec, err := os.ReadFile(c.logRecord)
+	switch {
+	case err == nil:
+		c.logKept = rec
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("human: read the Q&A log's copy %s: %w", c.logRecord, err)
 	}
 	now, err := os.ReadFile(c.logPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("human: read the Q&A log %s: %w", c.logPath, err)
 	}
-	return c.adoptLog(now)
-}
-
-// adoptLog makes the record hold log; c.fileMu must be held.
-func (c *Channel) adoptLog(log []byte) error {
-	if err := os.MkdirAll(filepath.Dir(c.logRecord), 0o700); err != nil {
-		return fmt.Errorf("human: the Q&A log's copy: %w", err)
-	}
-	if err := atomicfile.Write(c.logRecord, log, 0o600); err != nil {
+	c.logKept = append([]byte{}, now...)
+	if err := c.writeKeptLog(); err != nil {
 		return fmt.Errorf("human: the Q&A log's copy: %w", err)
 	}
 	return nil
+}
+
+// CheckLog compares the Q&A log file and the record with flower's own
+// copy (KeepLogRecord, and every entry since) and, when either differs,
+// writes both back from it and reports true: something other than this
+// channel wrote them (a tool's Bash, since the tools' edits are refused),
+// and what it wrote is not the person's. Without a record (or a log path)
+// it does nothing; before KeepLogRecord it takes the record as the copy.
+func (c *Channel) CheckLog() (bool, error) {
+	if c.logRecord == "" || c.logPath == "" {
+		return false, nil
+	}
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	kept, err := c.keptLog()
+	if err != nil {
+		return false, fmt.Errorf("human: %w", err)
+	}
+	c.logKept = kept
+	changed := false
+	for _, path := range []string{c.logPath, c.logRecord} {
+		now, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("human: read %s: %w", path, err)
+		}
+		// An absent log file is an empty one; an absent record is not.
+		if !bytes.Equal(now, kept) || (path == c.logRecord && err != nil) {
+			changed = true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	if err := c.writeKeptLog(); err != nil {
+		return true, fmt.Errorf("human: the Q&A log %s was changed and could not be put back: %w", c.logPath, err)
+	}
+	return true, nil
 }
 
 // Amendments returns the blocks this channel appended to the amend file,
@@ -292,10 +304,6 @@ func (c *Channel) appendFile(path, header, s, unless string) error {
 	if err == nil {
 		s = header + s
 	} else if errors.Is(err, fs.ErrExist) {
-		if st, serr := os.Stat(path); serr == nil && st.Size() == 0 {
-			// An empty file (a record made before its first entry) is new.
-			s = header + s
-		}
 		if unless != "" {
 			old, rerr := os.ReadFile(path)
 			if rerr != nil {
