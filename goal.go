@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -231,6 +232,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		// now (a tool of a run that ended before its round's check) is put
 		// back and said.
 		if n := w.checkLog(lang); n != "" {
+			noteRestored(c, ch.LogPath())
 			emitTask(c, n, map[string]any{"goal_guard": "restored", "path": ch.LogPath()})
 		}
 		if rt := c.Runtime(); rt != nil {
@@ -255,10 +257,13 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			return false, &StepAbort{Reason: t.noRuntime}
 		}
 		w := goalWatchFor(c, ch, o.GoalPath, o.BriefPath)
-		notes := restoredNotes(lang, w.check())
+		restored := w.check()
+		notes := restoredNotes(lang, restored)
 		if n := w.checkLog(lang); n != "" {
+			restored = append(restored, ch.LogPath())
 			notes = append(notes, n)
 		}
+		noteRestored(c, restored...)
 		for _, n := range notes {
 			emitTask(c, n, map[string]any{"goal_guard": "restored"})
 		}
@@ -395,6 +400,25 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 }
 
 // emitTask sends a task event through the run's event sink, if any.
+// noteRestored adds paths to the ctx's RestoredKey, each once, for the
+// ending to name.
+func noteRestored(c *Ctx, paths ...string) {
+	if len(paths) == 0 {
+		return
+	}
+	var all []string
+	if v, ok := c.Get(RestoredKey); ok {
+		all, _ = v.([]string)
+	}
+	all = slices.Clone(all)
+	for _, p := range paths {
+		if !slices.Contains(all, p) {
+			all = append(all, p)
+		}
+	}
+	c.Set(RestoredKey, all)
+}
+
 func emitTask(c *Ctx, text string, payload map[string]any) {
 	if f := c.OnEvent(); f != nil {
 		e := event.New(event.Task, text, payload)

@@ -416,6 +416,9 @@ func TestFakeGoalGuardAWorkerCannotAnswerForThePerson(t *testing.T) {
 	if len(restored) != 1 || !strings.Contains(restored[0].Text, logPath) || !strings.Contains(restored[0].Text, "被工具改写过") {
 		t.Fatalf("the person was not told: %v", restored)
 	}
+	if v, _ := c.Get(RestoredKey); !slices.Equal(v.([]string), []string{logPath}) {
+		t.Errorf("the ending is not told: %v", v)
+	}
 }
 
 // A tool's edit of the brief is no amendment, whatever it looks like: a
@@ -451,6 +454,9 @@ func TestFakeGoalGuardAToolsHeadingInTheBriefIsNoAmendment(t *testing.T) {
 			restored := ev.guard("restored")
 			if len(restored) != 1 || !strings.Contains(restored[0].Text, briefPath) {
 				t.Fatalf("the person was not told: %v", restored)
+			}
+			if v, _ := c.Get(RestoredKey); !slices.Equal(v.([]string), []string{briefPath}) {
+				t.Errorf("the ending is not told: %v", v)
 			}
 		})
 	}
