@@ -212,7 +212,7 @@ type Channel struct {
 	// logKept is the Q&A log as this channel wrote it (WithLogRecord),
 	// nil until KeepLogRecord or the first entry: the copy no tool reaches.
 	logKept []byte
-	words   *Words     // the words journal, when UseWords gave one
+	words   *Words // the words journal, when UseWords gave one
 
 	srv *mcp.Server
 	// clarifierSrv is the same tools for the clarifier, whose no-answer
