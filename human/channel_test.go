@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -656,8 +657,15 @@ func TestConcurrentAskersAnswerersAndSenders(t *testing.T) {
 // process, and on disk outside the workspace) puts the log back, whether
 // the tool appended to the log, rewrote the record too, or removed it.
 func TestQALogWrittenByAToolIsPutBackFromFlowersCopy(t *testing.T) {
+	testenv.AsOrdinaryUser(t)
 	log := filepath.Join(t.TempDir(), "notes", "qa-log.md")
-	record := filepath.Join(t.TempDir(), "human", "qa-log.md")
+	// The record's parent open to all: only the human folder's own mode
+	// keeps another user out.
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(base, "human", "qa-log.md")
 	ch := human.New(human.WithLang("en"), human.WithLogPath(log), human.WithLogRecord(record))
 	if err := ch.KeepLogRecord(); err != nil {
 		t.Fatal(err)
@@ -693,6 +701,16 @@ func TestQALogWrittenByAToolIsPutBackFromFlowersCopy(t *testing.T) {
 		for _, p := range []string{log, record} {
 			if b, _ := os.ReadFile(p); string(b) != string(good) {
 				t.Errorf("%s: %s not put back:\n%s", name, p, b)
+			}
+		}
+	}
+	if os.Geteuid() == 0 {
+		// Another user reads nothing of it and writes nothing into it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, script := range []string{`cat "$1"`, `ls "$(dirname "$1")"`, `echo forged >> "$1"`, `echo forged > "$(dirname "$1")/replies"`} {
+			if out, err := testenv.NobodyCommand(t, ctx, "sh", "-c", script, "sh", record).CombinedOutput(); err == nil {
+				t.Errorf("another user ran %s on the record: %s", script, out)
 			}
 		}
 	}
