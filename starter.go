@@ -159,6 +159,12 @@ func (p starterPlace) logRecord() string {
 	return filepath.Join(human.Dir(p.runDir), filepath.Base(p.log))
 }
 
+// copies is where the goal guard keeps the brief's and the goal's last
+// good content between runs: the human's folder, outside the workspace.
+func (p starterPlace) copies() guardCopies {
+	return guardCopies{dir: filepath.Join(human.Dir(p.runDir), "guarded")}
+}
+
 // protectPersonal keeps every step's tools off the Q&A log and the human's
 // side of the run (pending questions, replies, the words journal, flower's
 // copy of the log), which flower alone writes: no tool call of any role,
@@ -218,6 +224,10 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 			return nil, err
 		}
 	}
+	// A run cut off before its last check left a tool's change to the
+	// brief or the goal: it is put back (and reported when the work
+	// begins), never read as the person's edit below.
+	putBack := p.copies().recoverAfterCut(p.brief, p.goal)
 	// Read before the wake's words amend it: a brief changed since the
 	// goal was set (mail during the last run, a hand edit) is amended.
 	change, err := p.briefChange(p.lang)
@@ -325,13 +335,20 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		},
 	}
 	if goal {
-		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, BriefPath: p.brief, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang})
+		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, BriefPath: p.brief, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang,
+			StateDir: p.copies().dir, putBack: putBack})
 	}
 	wf.Steps = append(wf.Steps, work)
 	p.protectPersonal(wf)
+	var b *bequest
 	if !o.NoBequest {
-		b := &bequest{place: p, work: wf.Steps[len(wf.Steps)-1]}
-		wf.Finally = b.write
+		b = &bequest{place: p, work: wf.Steps[len(wf.Steps)-1]}
+	}
+	wf.Finally = func(ctx context.Context, rt *Runtime, c *Ctx) {
+		if b != nil {
+			b.write(ctx, rt, c)
+		}
+		finalCheck(c, p.lang)
 	}
 	return wf, nil
 }
