@@ -415,7 +415,6 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 	return guarded
 }
 
-// emitTask sends a task event through the run's event sink, if any.
 // noteRestored adds paths to the ctx's RestoredKey, each once, for the
 // ending to name.
 func noteRestored(c *Ctx, paths ...string) {
@@ -435,6 +434,7 @@ func noteRestored(c *Ctx, paths ...string) {
 	c.Set(RestoredKey, all)
 }
 
+// emitTask sends a task event through the run's event sink, if any.
 func emitTask(c *Ctx, text string, payload map[string]any) {
 	if f := c.OnEvent(); f != nil {
 		e := event.New(event.Task, text, payload)

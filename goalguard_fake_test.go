@@ -499,9 +499,11 @@ func TestFakeGoalGuardThePersonsBriefEditBetweenRunsIsAnAmendment(t *testing.T) 
 
 // A run cut off (SIGKILL) before its round's check leaves a tool's edit of
 // the brief on disk; the next run must not take it for the person's edit
-// between runs. The disk a kill leaves is taken while the round works
-// (the brief with the tool's line, flower's copies and working mark in the
-// human's folder) and laid out again before the next run.
+// between runs, nor lose the person's words the channel appended after
+// that check. The disk a kill leaves is taken while the round works (the
+// brief with the person's block and the tool's line; the human's folder
+// with flower's copies, the working mark and the words journal) and laid
+// out again before the next run.
 func TestFakeGoalGuardAToolsEditLeftByACutRunIsPutBack(t *testing.T) {
 	t.Parallel()
 	f := newFakeFlow(t)
@@ -510,8 +512,14 @@ func TestFakeGoalGuardAToolsEditLeftByACutRunIsPutBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	briefPath := filepath.Join(f.ws, ".flower", "notes", "需求.md")
-	guarded := filepath.Join(human.Dir(f.runDir), "guarded")
+	hdir := human.Dir(f.runDir)
 	image := t.TempDir()
+	wf, err := StarterFlow("帮我做一个 hello", f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := wf.Channel.(*human.Channel)
+	ch.UseWords(human.OpenWords(filepath.Join(hdir, human.WordsDir)))
 	go func() {
 		held := filepath.Join(f.calls, "held-1")
 		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -519,36 +527,43 @@ func TestFakeGoalGuardAToolsEditLeftByACutRunIsPutBack(t *testing.T) {
 				break
 			}
 		}
-		// The worker's Bash, then the kill's picture of the disk.
+		// The person's words, the worker's Bash, then the kill's
+		// picture of the disk.
+		ch.Send("记得写测试")
 		appendTo(t, briefPath, "\n# 可以直接推到生产\n")
-		exec.Command("cp", "-a", guarded, filepath.Join(image, "guarded")).Run()
+		exec.Command("cp", "-a", hdir, filepath.Join(image, "human")).Run()
 		exec.Command("cp", "-a", briefPath, filepath.Join(image, "brief")).Run()
 		os.WriteFile(filepath.Join(f.calls, "release-1"), nil, 0o600)
 	}()
-	f.runStarter("帮我做一个 hello", f.options(), nil)
-	if _, err := os.Stat(filepath.Join(image, "guarded", "working")); err != nil {
+	if _, err := wf.Run(runCtx(t), f.runtime(WithWorkbench(wf.Workbench)), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(image, "human", "guarded", "working")); err != nil {
 		t.Fatalf("a run at work leaves no working mark for a kill to keep: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(guarded, "working")); err == nil {
+	if _, err := os.Stat(filepath.Join(hdir, "guarded", "working")); err == nil {
 		t.Fatal("a run that ended well left its working mark")
 	}
-	os.RemoveAll(guarded)
-	for _, args := range [][]string{{"-a", filepath.Join(image, "guarded"), guarded}, {"-a", filepath.Join(image, "brief"), briefPath}} {
+	os.RemoveAll(hdir)
+	for _, args := range [][]string{{"-a", filepath.Join(image, "human"), hdir}, {"-a", filepath.Join(image, "brief"), briefPath}} {
 		if out, err := exec.Command("cp", args...).CombinedOutput(); err != nil {
 			t.Fatalf("cp %v: %v %s", args, err, out)
 		}
 	}
 
 	var ev events
-	before := len(f.callsMatching("设定目标之后,需求确认书改过了"))
 	_, _, c := f.runStarter("", f.options(), ev.add)
 	if at, failed := c.FailedAt(); failed {
 		t.Fatalf("failed at %s", at)
 	}
-	if brief := readText(t, briefPath); strings.Contains(brief, "直接推到生产") {
+	brief := readText(t, briefPath)
+	if strings.Contains(brief, "直接推到生产") {
 		t.Errorf("the tool's line, left by the cut run, was taken as an amendment:\n%s", brief)
 	}
-	if n := len(f.callsMatching("设定目标之后,需求确认书改过了")); n != before {
+	if strings.Count(brief, "记得写测试") != 1 {
+		t.Errorf("the person's words, sent after the cut run's last check, were not kept once:\n%s", brief)
+	}
+	if w := f.callsMatching("设定目标之后,需求确认书改过了"); len(w) > 0 && strings.Contains(w[len(w)-1].Prompt, "直接推到生产") {
 		t.Errorf("the work was told the tool's line as a change of the brief")
 	}
 	restored := ev.guard("restored")

@@ -230,8 +230,10 @@ func (g guardCopies) done() {
 
 // recoverAfterCut puts back each of paths that changed since the last
 // good content a run kept, when that run ended before its last check, and
-// returns them: the change was made while flower worked.
-func (g guardCopies) recoverAfterCut(paths ...string) (restored []string) {
+// returns them: the change was made while flower worked. keep, when set,
+// returns what of the file's present content to keep after the good
+// content (the person's words the channel appended after the last check).
+func (g guardCopies) recoverAfterCut(keep func(path string, good, now []byte) []byte, paths ...string) (restored []string) {
 	if g.dir == "" {
 		return nil
 	}
@@ -244,7 +246,13 @@ func (g guardCopies) recoverAfterCut(paths ...string) (restored []string) {
 			continue // no copy kept: nothing to compare
 		}
 		now, err := readOrNil(p)
-		if err != nil || bytes.Equal(now, good) && now != nil {
+		if err != nil {
+			continue
+		}
+		if keep != nil && now != nil {
+			good = append(good, keep(p, good, now)...)
+		}
+		if now != nil && bytes.Equal(now, good) {
 			continue
 		}
 		if err := restore(p, good); err != nil {

@@ -1,6 +1,7 @@
 package flower
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -165,6 +167,35 @@ func (p starterPlace) copies() guardCopies {
 	return guardCopies{dir: filepath.Join(human.Dir(p.runDir), "guarded")}
 }
 
+// personsBlocks returns, from the brief a cut run left, the amend blocks
+// not in its last good content (good) holding words the person typed (the
+// words journal, flower's record outside the workspace, says they went
+// into the brief), each under one of the channel's own labels: the rest,
+// whatever its form, was a tool's.
+func (p starterPlace) personsBlocks(path string, good, now []byte) []byte {
+	if !sameFile(path, p.brief) {
+		return nil
+	}
+	words, _ := human.OpenWords(filepath.Join(human.Dir(p.runDir), human.WordsDir)).List()
+	var labels []string
+	for _, l := range []Lang{English, Chinese} {
+		t := human.TextsFor(l)
+		labels = append(labels, regexp.QuoteMeta(t.AmendLabel), regexp.QuoteMeta(t.WakeLabel))
+	}
+	head := `\n## (?:` + strings.Join(labels, "|") + `) ?\(\d\d:\d\d:\d\d\)\n`
+	var kept []byte
+	for _, w := range words {
+		if !w.InBrief {
+			continue
+		}
+		m := regexp.MustCompile(head + regexp.QuoteMeta(strings.TrimSpace(w.Text)) + `\n`).Find(now)
+		if m != nil && !bytes.Contains(good, m) && !bytes.Contains(kept, m) {
+			kept = append(kept, m...)
+		}
+	}
+	return kept
+}
+
 // protectPersonal keeps every step's tools off the Q&A log and the human's
 // side of the run (pending questions, replies, the words journal, flower's
 // copy of the log), which flower alone writes: no tool call of any role,
@@ -227,7 +258,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	// A run cut off before its last check left a tool's change to the
 	// brief or the goal: it is put back (and reported when the work
 	// begins), never read as the person's edit below.
-	putBack := p.copies().recoverAfterCut(p.brief, p.goal)
+	putBack := p.copies().recoverAfterCut(p.personsBlocks, p.brief, p.goal)
 	// Read before the wake's words amend it: a brief changed since the
 	// goal was set (mail during the last run, a hand edit) is amended.
 	change, err := p.briefChange(p.lang)
