@@ -229,6 +229,7 @@ func (g *gatherer) build() {
 	g.threads()
 	g.verdicts()
 	g.questions()
+	g.putBack()
 	g.answers()
 	g.wakes()
 	g.tools()
@@ -601,6 +602,19 @@ func (g *gatherer) questions() {
 			continue
 		}
 		r.Inbox = append(r.Inbox, Mail{ID: rep.ID, Text: rep.Text, State: "not taken yet"})
+	}
+}
+
+// putBack lists the goal guard's words on the files a tool wrote and it
+// put back (the brief, the goal, the Q&A log), each once, in order: after
+// the put-back the files show nothing, and these lines are what says a
+// tool wrote them.
+func (g *gatherer) putBack() {
+	g.r.PutBack = []string{}
+	for _, e := range g.events {
+		if e.Kind == event.Task && e.Str("goal_guard") == "restored" && !slices.Contains(g.r.PutBack, e.Text) {
+			g.r.PutBack = append(g.r.PutBack, e.Text)
+		}
 	}
 }
 

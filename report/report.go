@@ -73,6 +73,10 @@ type Report struct {
 	// LogWrittenByTool names the workspace's Q&A log when it differs from
 	// flower's own copy: a tool wrote it, and Questions come from the copy.
 	LogWrittenByTool string `json:"log_written_by_tool,omitempty"`
+	// PutBack are the goal guard's words, in the run's language, on each
+	// file a tool wrote that was the person's or flower's and was put
+	// back (events.jsonl).
+	PutBack []string `json:"put_back"`
 	// LogUnchecked: flower kept no copy of the Q&A log (a run from before
 	// it did, or the copy is gone), so Questions come from the workspace's
 	// file and an answer in it cannot be told from one a tool wrote.

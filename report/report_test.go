@@ -609,8 +609,33 @@ func TestAToolWritingTheQALogIsNotShownAsThePersonsAnswer(t *testing.T) {
 	if forged, err := ch.CheckLog(); err != nil || !forged {
 		t.Fatalf("CheckLog: %v %v", forged, err)
 	}
-	if r := gather(t, f.runDir); r.LogWrittenByTool != "" || len(r.Questions) != 1 {
+	// The goal guard's word on it, as the run logs it, stays the report's
+	// record that a tool wrote the log.
+	note := "qa-log.md, the Q&A log, was written by a tool, not by flower: flower put its own copy back."
+	line, _ := json.Marshal(map[string]any{"run": "run-1", "step": "work", "kind": "task", "text": note,
+		"payload": map[string]any{"goal_guard": "restored"}, "time": "2026-01-01T00:00:00Z"})
+	appendFile(t, filepath.Join(f.runDir, "events.jsonl"), string(line)+"\n"+string(line)+"\n")
+	r = gather(t, f.runDir)
+	if r.LogWrittenByTool != "" || len(r.Questions) != 1 {
 		t.Errorf("after the log was put back: %q, %+v", r.LogWrittenByTool, r.Questions)
+	}
+	if !slices.Equal(r.PutBack, []string{note}) {
+		t.Errorf("put back: %q", r.PutBack)
+	}
+	if page := render(t, r); !strings.Contains(page, `id="put-back"`) || !strings.Contains(page, "Written by a tool and put back") {
+		t.Errorf("the page does not list what was put back")
+	}
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if _, err := fh.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
 
