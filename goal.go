@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -166,6 +167,16 @@ type GoalGuardOptions struct {
 	// Lang is the language of the judge's rules, prompts and texts. The
 	// zero Lang takes the language of the Runtime that runs the workflow.
 	Lang Lang
+	// StateDir, when set, is a folder outside every tool's reach (the
+	// human's folder) where the guard keeps the goal's and the brief's
+	// last good content and a mark while the step works: a run cut off
+	// before its round's check leaves a tool's change for the next run to
+	// put back instead of taking it for the person's edit.
+	StateDir string
+	// putBack are the files the starter put back before the run (a tool's
+	// change left by a run cut off); the guard reports them when the work
+	// begins.
+	putBack []string
 }
 
 // DefaultRounds is WithGoal's total number of rounds.
@@ -224,8 +235,22 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 	guarded.Retries = max(0, rounds-1)
 	// The work begins: what the goal and brief files hold now is what the
 	// clarify and goal steps (or, between runs, the person) left.
+	copies := guardCopies{dir: o.StateDir}
 	watch := func(c *Ctx) {
-		goalWatchFor(c, ch, o.GoalPath, o.BriefPath).snapshot()
+		w := goalWatchFor(c, ch, copies, o.GoalPath, o.BriefPath)
+		if w.snapshot() && len(o.putBack) > 0 {
+			noteRestored(c, o.putBack...)
+			for _, path := range o.putBack {
+				emitTask(c, fmt.Sprintf(protectTextsFor(lang).cutRestored, path), map[string]any{"goal_guard": "restored"})
+			}
+		}
+		// The Q&A log is flower's alone, between runs too: a change found
+		// now (a tool of a run that ended before its round's check) is put
+		// back and said.
+		if n := w.checkLog(lang); n != "" {
+			noteRestored(c, ch.LogPath())
+			emitTask(c, n, map[string]any{"goal_guard": "restored", "path": ch.LogPath()})
+		}
 		if rt := c.Runtime(); rt != nil {
 			if _, err := loadBaseline(rt.RunDir()); errors.Is(err, fs.ErrNotExist) {
 				ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
@@ -247,8 +272,14 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if rt == nil {
 			return false, &StepAbort{Reason: t.noRuntime}
 		}
-		w := goalWatchFor(c, ch, o.GoalPath, o.BriefPath)
-		notes := restoredNotes(lang, w.check())
+		w := goalWatchFor(c, ch, copies, o.GoalPath, o.BriefPath)
+		restored := w.check()
+		notes := restoredNotes(lang, restored)
+		if n := w.checkLog(lang); n != "" {
+			restored = append(restored, ch.LogPath())
+			notes = append(notes, n)
+		}
+		noteRestored(c, restored...)
 		for _, n := range notes {
 			emitTask(c, n, map[string]any{"goal_guard": "restored"})
 		}
@@ -382,6 +413,25 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		}
 	}
 	return guarded
+}
+
+// noteRestored adds paths to the ctx's RestoredKey, each once, for the
+// ending to name.
+func noteRestored(c *Ctx, paths ...string) {
+	if len(paths) == 0 {
+		return
+	}
+	var all []string
+	if v, ok := c.Get(RestoredKey); ok {
+		all, _ = v.([]string)
+	}
+	all = slices.Clone(all)
+	for _, p := range paths {
+		if !slices.Contains(all, p) {
+			all = append(all, p)
+		}
+	}
+	c.Set(RestoredKey, all)
 }
 
 // emitTask sends a task event through the run's event sink, if any.

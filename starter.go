@@ -1,6 +1,7 @@
 package flower
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -153,6 +155,59 @@ func (p starterPlace) briefChange(lang Lang) (string, error) {
 	return strings.TrimSpace(string(now)), nil
 }
 
+// logRecord is flower's own copy of the Q&A log, in the human's folder
+// outside the workspace (human.Dir), where no tool is let write.
+func (p starterPlace) logRecord() string {
+	return filepath.Join(human.Dir(p.runDir), filepath.Base(p.log))
+}
+
+// copies is where the goal guard keeps the brief's and the goal's last
+// good content between runs: the human's folder, outside the workspace.
+func (p starterPlace) copies() guardCopies {
+	return guardCopies{dir: filepath.Join(human.Dir(p.runDir), "guarded")}
+}
+
+// personsBlocks returns, from the brief a cut run left, the amend blocks
+// not in its last good content (good) holding words the person typed (the
+// words journal, flower's record outside the workspace, says they went
+// into the brief), each under one of the channel's own labels: the rest,
+// whatever its form, was a tool's.
+func (p starterPlace) personsBlocks(path string, good, now []byte) []byte {
+	if !sameFile(path, p.brief) {
+		return nil
+	}
+	words, _ := human.OpenWords(filepath.Join(human.Dir(p.runDir), human.WordsDir)).List()
+	var labels []string
+	for _, l := range []Lang{English, Chinese} {
+		t := human.TextsFor(l)
+		labels = append(labels, regexp.QuoteMeta(t.AmendLabel), regexp.QuoteMeta(t.WakeLabel))
+	}
+	head := `\n## (?:` + strings.Join(labels, "|") + `) ?\(\d\d:\d\d:\d\d\)\n`
+	var kept []byte
+	for _, w := range words {
+		if !w.InBrief {
+			continue
+		}
+		m := regexp.MustCompile(head + regexp.QuoteMeta(strings.TrimSpace(w.Text)) + `\n`).Find(now)
+		if m != nil && !bytes.Contains(good, m) && !bytes.Contains(kept, m) {
+			kept = append(kept, m...)
+		}
+	}
+	return kept
+}
+
+// protectPersonal keeps every step's tools off the Q&A log and the human's
+// side of the run (pending questions, replies, the words journal, flower's
+// copy of the log), which flower alone writes: no tool call of any role,
+// subagents included, may. Bash can write without naming them, so the goal
+// guard also checks the log at every round's boundary (CheckLog).
+func (p starterPlace) protectPersonal(wf *Workflow) {
+	personal := guard.Protect([]string{p.log, human.Dir(p.runDir)}, protectTextsFor(p.lang).logRefusal)
+	for i := range wf.Steps {
+		wf.Steps[i].Spec.Hooks = guard.MergeHooks(wf.Steps[i].Spec.Hooks, map[string][]claude.HookMatcher{claude.PreToolUse: {personal}})
+	}
+}
+
 func or(s, def string) string {
 	if s == "" {
 		return def
@@ -200,6 +255,10 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 			return nil, err
 		}
 	}
+	// A run cut off before its last check left a tool's change to the
+	// brief or the goal: it is put back (and reported when the work
+	// begins), never read as the person's edit below.
+	putBack := p.copies().recoverAfterCut(p.personsBlocks, p.brief, p.goal)
 	// Read before the wake's words amend it: a brief changed since the
 	// goal was set (mail during the last run, a hand edit) is amended.
 	change, err := p.briefChange(p.lang)
@@ -212,7 +271,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	if !waking && ask == "" {
 		return nil, errors.New(t.emptyAsk)
 	}
-	hopts := []human.Option{human.WithLogPath(p.log), human.WithAmendPath(p.brief), human.WithLang(p.lang)}
+	hopts := []human.Option{human.WithLogPath(p.log), human.WithLogRecord(p.logRecord()), human.WithAmendPath(p.brief), human.WithLang(p.lang)}
 	if o.MaxAsks != nil {
 		hopts = append(hopts, human.WithMaxAsks(*o.MaxAsks))
 	}
@@ -223,12 +282,18 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		hopts = append(hopts, human.WithTimeout(o.Timeout))
 	}
 	ch := human.New(hopts...)
+	// Before any tool runs: a Q&A log a tool writes later is told apart
+	// from flower's own copy.
+	if err := ch.KeepLogRecord(); err != nil {
+		return nil, fmt.Errorf("flower: %w", err)
+	}
 	amended := waking && ask != "" && ch.AmendOnce(ask, ch.Texts().WakeLabel)
 	amended = amended || (waking && change != "")
 
 	clarify := ClarifyStep(ch, p.brief, Text(ask), ClarifyOptions{Name: names.Clarify, Instructions: o.Instructions, Lang: p.lang})
 	wf := &Workflow{Name: StarterWorkflowName, Channel: ch, Workbench: p.wb, RunDir: p.runDir, Steps: []Step{clarify}}
 	if o.ClarifyOnly {
+		p.protectPersonal(wf)
 		return wf, nil
 	}
 	goal := !o.NoGoal
@@ -301,12 +366,20 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		},
 	}
 	if goal {
-		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, BriefPath: p.brief, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang})
+		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, BriefPath: p.brief, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang,
+			StateDir: p.copies().dir, putBack: putBack})
 	}
 	wf.Steps = append(wf.Steps, work)
+	p.protectPersonal(wf)
+	var b *bequest
 	if !o.NoBequest {
-		b := &bequest{place: p, work: work}
-		wf.Finally = b.write
+		b = &bequest{place: p, work: wf.Steps[len(wf.Steps)-1]}
+	}
+	wf.Finally = func(ctx context.Context, rt *Runtime, c *Ctx) {
+		if b != nil {
+			b.write(ctx, rt, c)
+		}
+		finalCheck(c, p.lang)
 	}
 	return wf, nil
 }

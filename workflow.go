@@ -49,6 +49,10 @@ const (
 	VerdictKey = "_verdict"
 	// RoundKey holds how many judge rounds ran in this ctx.
 	RoundKey = "_goal_rounds"
+	// RestoredKey holds the files ([]string, each once) the goal guard put
+	// back because a tool, not the person or flower, wrote them: the brief,
+	// the goal, the Q&A log.
+	RestoredKey = "_restored"
 )
 
 // ErrNoOutput is wrapped by Ctx.Output's error for a step that wrote no

@@ -72,6 +72,13 @@ func fakeWorkflowCLI() {
 			os.MkdirAll(filepath.Dir(path), 0o755)
 			os.WriteFile(path, []byte(content), 0o644)
 		}
+		for name, content := range rule.Appends {
+			// As `echo … >> file` would: no hook sees it.
+			if f, err := os.OpenFile(filepath.Join(cwd, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+				f.WriteString(content)
+				f.Close()
+			}
+		}
 	}
 	holdFakeCall(text)
 	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
@@ -122,6 +129,9 @@ type fakeRule struct {
 	// before it replies, the way a worker's Bash command would: no hook
 	// sees them.
 	Writes map[string]string `json:"writes,omitempty"`
+	// Appends are texts the call appends to files (relative to the
+	// session's cwd) after Writes, as a worker's `echo … >> file` would.
+	Appends map[string]string `json:"appends,omitempty"`
 	// Tools are tool calls a subagent makes before the reply: each goes
 	// through the driver's PreToolUse hooks, the decision is recorded in
 	// tool-<call>-<k>.json, and an allowed Write writes its file.
@@ -220,7 +230,7 @@ func scriptedReply(n int, text string) (string, *fakeRule) {
 	r := rules[i]
 	if k > 0 {
 		// Files and tools play on the rule's first call only.
-		r.Writes, r.Tools = nil, nil
+		r.Writes, r.Appends, r.Tools = nil, nil, nil
 	}
 	return r.Replies[min(k, len(r.Replies)-1)], &r
 }

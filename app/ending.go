@@ -49,6 +49,9 @@ type Ending struct {
 	CostUSD   float64 `json:"cost_usd"`
 	TokensIn  int     `json:"tokens_in"`
 	TokensOut int     `json:"tokens_out"`
+	// Restored are the files a tool wrote that were the person's or
+	// flower's (the brief, the goal, the Q&A log), put back during the run.
+	Restored []string `json:"restored,omitempty"`
 
 	changes changes
 }
@@ -86,6 +89,9 @@ func outcomeOf(wctx *flower.Ctx, err error, quit bool, lang flower.Lang) Ending 
 		}
 		if x, ok := wctx.Get(flower.RoundKey); ok {
 			e.Round, _ = x.(int)
+		}
+		if x, ok := wctx.Get(flower.RestoredKey); ok {
+			e.Restored, _ = x.([]string)
 		}
 	}
 	switch {
@@ -291,6 +297,9 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 	}
 	if e.Rounds > 1 && e.Round > 0 {
 		lines = append(lines, fmt.Sprintf(t("endRounds"), e.Round, e.Rounds))
+	}
+	if len(e.Restored) > 0 {
+		lines = append(lines, fmt.Sprintf(t("endRestored"), strings.Join(e.Restored, ", ")))
 	}
 	c := e.changes
 	switch {

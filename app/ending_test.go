@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,28 @@ func TestAWakeSaysWhatItWouldContinue(t *testing.T) {
 				t.Errorf("%s %s: lacks %q:\n%s", c.lang, c.e.Outcome, w, got)
 			}
 		}
+	}
+}
+
+// The ending names the files a tool wrote and the goal guard put back, in
+// the person's language: what a tool wrote there was not theirs.
+func TestTheEndingNamesWhatAToolWroteAndWasPutBack(t *testing.T) {
+	c := flower.NewCtx()
+	c.Set(flower.RestoredKey, []string{"/w/.flower/notes/qa-log.md", "/w/.flower/notes/brief.md"})
+	e := outcomeOf(c, nil, false, "en")
+	if !slices.Equal(e.Restored, []string{"/w/.flower/notes/qa-log.md", "/w/.flower/notes/brief.md"}) {
+		t.Fatalf("restored: %v", e.Restored)
+	}
+	p := endingPlace{runDir: "/r", workspace: "/w", name: "flower"}
+	for lang, want := range map[flower.Lang]string{
+		"en": "- written by a tool and put back (neither the person's nor flower's words): /w/.flower/notes/qa-log.md, /w/.flower/notes/brief.md",
+		"zh": "- 工具改写过、已放回原样的文件(不是人写的,也不是 flower 写的):/w/.flower/notes/qa-log.md",
+	} {
+		if out := strings.Join(e.Block(lang, p), "\n"); !strings.Contains(out, want) {
+			t.Errorf("%s ending lacks %q:\n%s", lang, want, out)
+		}
+	}
+	if out := strings.Join(Ending{Outcome: OutcomeDone}.Block("en", p), "\n"); strings.Contains(out, "put back") {
+		t.Errorf("an ending with nothing put back says something was:\n%s", out)
 	}
 }

@@ -142,6 +142,7 @@ var texts = map[string][2]string{
 	"endFailed":          {"x 失败:%s", "x Failed: %s"},
 	"endFailedDo":        {"  怎么办:按上面的原因修好,再跑一次 flower 会接着做", "  What to do: fix the cause above, then run flower again to continue"},
 	"endRounds":          {"- 轮次 %d/%d", "- rounds %d of %d"},
+	"endRestored":        {"- 工具改写过、已放回原样的文件(不是人写的,也不是 flower 写的):%s", "- written by a tool and put back (neither the person's nor flower's words): %s"},
 	"endNoGit":           {"- 改动:这里不是 git 仓库,没记录改了哪些文件", "- files: not a git work tree, so the changes were not recorded"},
 	"endNoChanges":       {"- 改动:没有文件变化,没有新提交", "- files: nothing changed, no commits"},
 	"endChanged":         {"- 改动(相对开始时的提交,git diff --stat):", "- files changed since the start (git diff --stat):"},

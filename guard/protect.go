@@ -11,7 +11,8 @@ import (
 )
 
 // Protect refuses every tool call, on the main thread and in subagents
-// alike, that would write one of paths: a Write, Edit, MultiEdit or
+// alike, that would write one of paths (or, for a folder, anything under
+// it): a Write, Edit, MultiEdit or
 // NotebookEdit whose file names one of them (a relative name taken from the
 // hook's cwd), and a Bash command that names one of them (by its path, or
 // by its base name beside its folder's name) and is not a glance
@@ -70,19 +71,32 @@ func writes(tool string) bool {
 	return true
 }
 
-// protectedPath returns the protected path name resolves to, or "".
+// protectedPath returns the protected path name resolves to (or lies
+// under), or "".
 func protectedPath(name string, abs []string) string {
 	clean := filepath.Clean(name)
 	real, err := filepath.EvalSymlinks(clean)
+	if err != nil {
+		// A file about to be created: its folder may be a link.
+		if dir, derr := filepath.EvalSymlinks(filepath.Dir(clean)); derr == nil {
+			real, err = filepath.Join(dir, filepath.Base(clean)), nil
+		}
+	}
 	for _, p := range abs {
-		if clean == p || (err == nil && real == p) {
+		if within(clean, p) || (err == nil && within(real, p)) {
 			return p
 		}
-		if rp, err2 := filepath.EvalSymlinks(p); err2 == nil && err == nil && real == rp {
+		if rp, err2 := filepath.EvalSymlinks(p); err2 == nil && err == nil && within(real, rp) {
 			return p
 		}
 	}
 	return ""
+}
+
+// within reports whether name is p or lies under it.
+func within(name, p string) bool {
+	rel, err := filepath.Rel(p, name)
+	return err == nil && (rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))))
 }
 
 // namedIn returns the protected path a shell command names, or "".

@@ -48,3 +48,42 @@ func TestProtectRefusesWritesOfTheGoalAndTheBriefOnly(t *testing.T) {
 		}
 	}
 }
+
+// A protected folder (the human's side of a run: replies, pending
+// questions, flower's copy of the Q&A log) covers everything under it,
+// whatever the form of the name: a file that does not exist yet, a
+// relative name with "..", a link to the folder.
+func TestProtectCoversEverythingUnderAProtectedFolder(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state", "runs", "ws-runs-0123abcd")
+	os.MkdirAll(filepath.Join(state, "replies"), 0o700)
+	link := filepath.Join(dir, "h")
+	os.Symlink(state, link)
+	m := Protect([]string{state}, "no: %s")
+	cases := []struct {
+		tool  string
+		input map[string]any
+		deny  bool
+	}{
+		{"Write", map[string]any{"file_path": filepath.Join(state, "replies", "q9.json")}, true},
+		{"Write", map[string]any{"file_path": filepath.Join(state, "qa-log.md")}, true},
+		{"Edit", map[string]any{"file_path": "state/runs/x/../ws-runs-0123abcd/pending.json"}, true},
+		{"Write", map[string]any{"file_path": filepath.Join(link, "replies", "q9.json")}, true},
+		{"Write", map[string]any{"file_path": "h/new.json"}, true},
+		{"Bash", map[string]any{"command": "echo '{}' > " + filepath.Join(state, "replies", "q9.json")}, true},
+		{"Read", map[string]any{"file_path": filepath.Join(state, "qa-log.md")}, false},
+		{"Write", map[string]any{"file_path": filepath.Join(dir, "state", "runs", "ws-runs-0123abcd-other", "x")}, false},
+		{"Write", map[string]any{"file_path": filepath.Join(dir, "state", "x")}, false},
+	}
+	for _, c := range cases {
+		raw, _ := json.Marshal(c.input)
+		out, err := m.Hooks[0](context.Background(), &claude.HookInput{ToolName: c.tool, ToolInput: raw, Cwd: dir, AgentID: "a1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		denied := out != nil && out.HookSpecificOutput != nil && out.HookSpecificOutput.PermissionDecision == claude.DecisionDeny
+		if denied != c.deny {
+			t.Errorf("%s %v: denied %v, want %v", c.tool, c.input, denied, c.deny)
+		}
+	}
+}

@@ -141,6 +141,14 @@ func WithTimeout(d time.Duration) Option { return func(c *Channel) { c.timeout =
 // WithLogPath appends the Q&A to path (created with its parents).
 func WithLogPath(path string) Option { return func(c *Channel) { c.logPath = path } }
 
+// WithLogRecord keeps flower's own copy of the Q&A log at path, which must
+// lie outside every tool's reach (Dir's folder, not the workspace): each
+// entry goes there first, the log file is then written from it, and
+// CheckLog puts it back when anything else changed the log. Without it the
+// log file is the only copy and a tool that writes it speaks for the
+// person.
+func WithLogRecord(path string) Option { return func(c *Channel) { c.logRecord = path } }
+
 // WithAmendPath appends what the human sends to path, usually the brief.
 func WithAmendPath(path string) Option { return func(c *Channel) { c.amendPath = path } }
 
@@ -175,6 +183,7 @@ type Channel struct {
 	maxAsks   int
 	timeout   time.Duration
 	logPath   string
+	logRecord string
 	amendPath string
 	langSet   bool
 	custom    Texts
@@ -200,7 +209,10 @@ type Channel struct {
 
 	fileMu  sync.Mutex // serializes appends to the log and amend files
 	amended []string   // the blocks this channel appended to the amend file
-	words   *Words     // the words journal, when UseWords gave one
+	// logKept is the Q&A log as this channel wrote it (WithLogRecord),
+	// nil until KeepLogRecord or the first entry: the copy no tool reaches.
+	logKept []byte
+	words   *Words // the words journal, when UseWords gave one
 
 	srv *mcp.Server
 	// clarifierSrv is the same tools for the clarifier, whose no-answer
@@ -279,8 +291,10 @@ func (c *Channel) FollowLang(l lang.Lang) bool {
 // Timeout returns how long an ask waits (Forever, or ≤ 0 for at once).
 func (c *Channel) Timeout() time.Duration { return c.timeout }
 
-// LogPath and AmendPath return the configured files ("" when none).
+// LogPath, LogRecord and AmendPath return the configured files ("" when
+// none).
 func (c *Channel) LogPath() string   { return c.logPath }
+func (c *Channel) LogRecord() string { return c.logRecord }
 func (c *Channel) AmendPath() string { return c.amendPath }
 
 // HasOnEvent reports whether events are pushed to a callback.

@@ -1,6 +1,7 @@
 package human
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/flowerrun/flower/internal/atomicfile"
 )
 
 // Amend appends text to the amend file under a heading with label and the
@@ -138,10 +141,148 @@ func (c *Channel) logMail(m Mail) {
 }
 
 func (c *Channel) log(s string) {
-	if err := c.appendFile(c.logPath, c.Texts().LogHeader, s, ""); err != nil {
+	var err error
+	if c.logRecord != "" {
+		err = c.appendRecorded(s)
+	} else {
+		err = c.appendFile(c.logPath, c.Texts().LogHeader, s, "")
+	}
+	if err != nil {
 		// The log is an archive; losing a line must not stop the run.
 		slog.Warn("human: could not append to the Q&A log", "path", c.logPath, "err", err)
 	}
+}
+
+// appendRecorded adds s to flower's own copy of the log and writes the
+// record and the log file whole from it: an entry a tool slipped into
+// either does not survive flower's next entry.
+func (c *Channel) appendRecorded(s string) error {
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	kept, err := c.keptLog()
+	if err != nil {
+		return err
+	}
+	if len(kept) == 0 {
+		s = c.Texts().LogHeader + s
+	}
+	c.logKept = append(kept, s...)
+	return c.writeKeptLog()
+}
+
+// keptLog is the log as flower last wrote it: the copy this process holds,
+// else the record on disk (absent: empty). c.fileMu must be held.
+func (c *Channel) keptLog() ([]byte, error) {
+	if c.logKept != nil {
+		return c.logKept, nil
+	}
+	rec, err := os.ReadFile(c.logRecord)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []byte{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", c.logRecord, err)
+	}
+	return rec, nil
+}
+
+// writeKeptLog writes the record (0600, in a 0700 folder) and the log file
+// from the copy this process holds; an empty copy is an empty record and
+// no log file. c.fileMu must be held.
+func (c *Channel) writeKeptLog() error {
+	if err := os.MkdirAll(filepath.Dir(c.logRecord), 0o700); err != nil {
+		return fmt.Errorf("create the folder of %s: %w", c.logRecord, err)
+	}
+	if err := atomicfile.Write(c.logRecord, c.logKept, 0o600); err != nil {
+		return err
+	}
+	if len(c.logKept) == 0 {
+		if err := os.Remove(c.logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", c.logPath, err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(c.logPath), 0o755); err != nil {
+		return fmt.Errorf("create the folder of %s: %w", c.logPath, err)
+	}
+	return atomicfile.Write(c.logPath, c.logKept, 0o644)
+}
+
+// KeepLogRecord takes flower's own copy of the Q&A log (WithLogRecord)
+// into this process: the record on disk, or, when there is none yet, the
+// log file as it is (a new run's is empty; a run directory of a flower
+// that kept no record has its log adopted). A run calls it before any
+// tool runs; from then on the copy in memory is the truth, so a tool that
+// rewrites or removes the record as well as the log changes nothing.
+func (c *Channel) KeepLogRecord() error {
+	if c.logRecord == "" || c.logPath == "" {
+		return nil
+	}
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	rec, err := os.ReadFile(c.logRecord)
+	switch {
+	case err == nil:
+		c.logKept = rec
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("human: read the Q&A log's copy %s: %w", c.logRecord, err)
+	}
+	now, err := os.ReadFile(c.logPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("human: read the Q&A log %s: %w", c.logPath, err)
+	}
+	c.logKept = append([]byte{}, now...)
+	if err := c.writeKeptLog(); err != nil {
+		return fmt.Errorf("human: the Q&A log's copy: %w", err)
+	}
+	return nil
+}
+
+// CheckLog compares the Q&A log file and the record with flower's own
+// copy (KeepLogRecord, and every entry since) and, when either differs,
+// writes both back from it and reports true: something other than this
+// channel wrote them (a tool's Bash, since the tools' edits are refused),
+// and what it wrote is not the person's. Without a record (or a log path)
+// it does nothing; before KeepLogRecord it takes the record as the copy.
+func (c *Channel) CheckLog() (bool, error) {
+	if c.logRecord == "" || c.logPath == "" {
+		return false, nil
+	}
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	kept, err := c.keptLog()
+	if err != nil {
+		return false, fmt.Errorf("human: %w", err)
+	}
+	c.logKept = kept
+	changed := false
+	for _, path := range []string{c.logPath, c.logRecord} {
+		now, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("human: read %s: %w", path, err)
+		}
+		// An absent log file is an empty one; an absent record is not.
+		if !bytes.Equal(now, kept) || (path == c.logRecord && err != nil) {
+			changed = true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	if err := c.writeKeptLog(); err != nil {
+		return true, fmt.Errorf("human: the Q&A log %s was changed and could not be put back: %w", c.logPath, err)
+	}
+	return true, nil
+}
+
+// Amendments returns the blocks this channel appended to the amend file,
+// each exactly as written: anything else found added to the file came
+// from someone other than the person's channel.
+func (c *Channel) Amendments() []string {
+	c.fileMu.Lock()
+	defer c.fileMu.Unlock()
+	return append([]string(nil), c.amended...)
 }
 
 // errPresent says appendFile found the text it was told to look for.

@@ -229,6 +229,7 @@ func (g *gatherer) build() {
 	g.threads()
 	g.verdicts()
 	g.questions()
+	g.putBack()
 	g.answers()
 	g.wakes()
 	g.tools()
@@ -526,16 +527,29 @@ func (g *gatherer) verdicts() {
 }
 
 // questions reads the Q&A log (settled asks and delivered mail), pending.json
-// (waiting asks) and replies not yet taken (mail on its way).
+// (waiting asks) and replies not yet taken (mail on its way). The log is
+// read from flower's own copy in the human's folder, never from the
+// workspace's file, which a tool can write: a workspace log that differs
+// from the copy is named (LogWrittenByTool), and one without a copy is
+// read but marked unchecked.
 func (g *gatherer) questions() {
 	r := g.r
 	r.Questions, r.Inbox = []Question{}, []Mail{}
 	notes := filepath.Join(g.wbRoot(), "notes")
+	hdir := human.Dir(r.RunDir)
 	qRE := regexp.MustCompile(`^- \*\*Q\*\*\((.*?)\) (.*)$`)
 	aRE := regexp.MustCompile(`^  - \*\*A\*\*\[(.*?)\] ?(.*)$`)
 	for _, l := range []flower.Lang{flower.English, flower.Chinese} {
 		t, names := human.TextsFor(l), flower.StarterNamesFor(l)
-		data, ok := g.readFile(filepath.Join(notes, names.Log))
+		logPath := filepath.Join(notes, names.Log)
+		data, ok := g.readFile(filepath.Join(hdir, names.Log))
+		if ok {
+			if shown, _ := os.ReadFile(logPath); !bytes.Equal(shown, data) {
+				r.LogWrittenByTool = logPath
+			}
+		} else if data, ok = g.readFile(logPath); ok {
+			r.LogUnchecked = true
+		}
 		if !ok {
 			continue
 		}
@@ -563,7 +577,6 @@ func (g *gatherer) questions() {
 			}
 		}
 	}
-	hdir := human.Dir(r.RunDir)
 	if data, ok := g.readFile(filepath.Join(hdir, human.PendingName)); ok {
 		var p human.PendingFile
 		if err := json.Unmarshal(data, &p); err != nil {
@@ -589,6 +602,19 @@ func (g *gatherer) questions() {
 			continue
 		}
 		r.Inbox = append(r.Inbox, Mail{ID: rep.ID, Text: rep.Text, State: "not taken yet"})
+	}
+}
+
+// putBack lists the goal guard's words on the files a tool wrote and it
+// put back (the brief, the goal, the Q&A log), each once, in order: after
+// the put-back the files show nothing, and these lines are what says a
+// tool wrote them.
+func (g *gatherer) putBack() {
+	g.r.PutBack = []string{}
+	for _, e := range g.events {
+		if e.Kind == event.Task && e.Str("goal_guard") == "restored" && !slices.Contains(g.r.PutBack, e.Text) {
+			g.r.PutBack = append(g.r.PutBack, e.Text)
+		}
 	}
 }
 

@@ -70,6 +70,17 @@ type Report struct {
 	Spills    Spills      `json:"spills"`
 	Scripts   []Script    `json:"scripts"`
 	Documents []Document  `json:"documents"`
+	// LogWrittenByTool names the workspace's Q&A log when it differs from
+	// flower's own copy: a tool wrote it, and Questions come from the copy.
+	LogWrittenByTool string `json:"log_written_by_tool,omitempty"`
+	// PutBack are the goal guard's words, in the run's language, on each
+	// file a tool wrote that was the person's or flower's and was put
+	// back (events.jsonl).
+	PutBack []string `json:"put_back"`
+	// LogUnchecked: flower kept no copy of the Q&A log (a run from before
+	// it did, or the copy is gone), so Questions come from the workspace's
+	// file and an answer in it cannot be told from one a tool wrote.
+	LogUnchecked bool `json:"log_unchecked,omitempty"`
 	// Problems names every file that could not be read, and why.
 	Problems []string `json:"problems"`
 }
