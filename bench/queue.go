@@ -627,7 +627,9 @@ func (qb *queueBench) takeover(ctx context.Context) (queueTakeover, error) {
 		return tk, err
 	}
 	defer s.close()
-	model.marker = filepath.Join(s.d, "slow-started")
+	// A confined run writes only its own folders: the slow call marks
+	// its start in the run's tmp folder, beside its checkout.
+	model.marker = "../tmp/slow-started"
 	r, err := s.submit(ctx, "task-1 slow")
 	if err != nil {
 		return tk, err
@@ -643,7 +645,7 @@ func (qb *queueBench) takeover(ctx context.Context) (queueTakeover, error) {
 		}
 	}()
 	for deadline := time.Now().Add(qb.cfg.timeout); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(model.marker); err == nil {
+		if m, _ := filepath.Glob(filepath.Join(a.dir, "*", "tmp", "slow-started")); len(m) > 0 {
 			break
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {

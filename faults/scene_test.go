@@ -175,9 +175,17 @@ func (sc *scene) captured() string {
 // inherit as an ignored signal), so a CLI ended by the driver is copied too.
 func capturingCLI(t *testing.T, cli, dir string) string {
 	t.Helper()
+	return capturingCLIInto(t, cli, shq(dir))
+}
+
+// capturingCLIInto is capturingCLI copying into the folder the shell word
+// dir names when the CLI ends: "$TMPDIR/capture" for a team's confined
+// run, which can write nothing of the test's own.
+func capturingCLIInto(t *testing.T, cli, dir string) string {
+	t.Helper()
 	script := "#!/bin/sh\ntrap ':' TERM INT HUP\n" + shq(cli) + " \"$@\"\nrc=$?\n" +
 		"if [ -n \"$CLAUDE_CONFIG_DIR\" ] && [ -d \"$CLAUDE_CONFIG_DIR/projects\" ]; then\n" +
-		"  mkdir -p " + shq(dir) + " && cp -R \"$CLAUDE_CONFIG_DIR/projects/.\" " + shq(dir) + "/\nfi\nexit $rc\n"
+		"  mkdir -p " + dir + " && cp -R \"$CLAUDE_CONFIG_DIR/projects/.\" " + dir + "/\nfi\nexit $rc\n"
 	p := filepath.Join(t.TempDir(), "claude")
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)

@@ -72,7 +72,9 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 	fault(t, "a team's worker killed with SIGKILL mid-tool-call (the worker, its run's flower, its CLI and the tool at once): River gives the run to another worker, which resumes the same session from the store; every line of both machines' CLI transcripts is in the database in order")
 	dbURL := pgtest.Database(t)
 	remote := origin(t)
-	marker := filepath.Join(t.TempDir(), "sleeping")
+	// The run is confined to its own folders: it marks the slow call and
+	// keeps the CLI's transcripts in its own tmp folder ("$TMPDIR").
+	const marker = "../tmp/sleeping"
 	sleep := "sleep 600.5"
 	write := "echo done > result.txt"
 	var slept atomic.Bool
@@ -114,9 +116,10 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 		out          *syncBuffer
 	}
 	start := func(name string) *worker {
-		w := &worker{dir: t.TempDir(), capture: t.TempDir(), out: &syncBuffer{}}
+		w := &worker{dir: t.TempDir(), out: &syncBuffer{}}
+		w.capture = filepath.Join(w.dir, team.RunName(id), "tmp", "capture")
 		w.cmd = exec.CommandContext(ctx, teamflow(t), "worker", "--db", dbURL, "--dir", w.dir, "--name", name, "--rescue", "8s", "--lang", "en")
-		w.cmd.Env = append(append([]string{}, env...), "FLOWER_CLAUDE="+capturingCLI(t, claudetest.CLIPath(t), w.capture), "HOME="+t.TempDir())
+		w.cmd.Env = append(append([]string{}, env...), "FLOWER_CLAUDE="+capturingCLIInto(t, claudetest.CLIPath(t), `"$TMPDIR/capture"`), "HOME="+t.TempDir())
 		w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
 		if err := w.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -125,7 +128,7 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 	}
 	a := start("machine-a")
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(marker); err == nil {
+		if _, err := os.Stat(filepath.Join(a.dir, team.RunName(id), "tmp", "sleeping")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {

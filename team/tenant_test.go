@@ -80,7 +80,7 @@ func TestARunFindsNoCredentialAndReachesNothingOutsideItself(t *testing.T) {
 		"git push " + w.remote + " HEAD:refs/heads/evil",
 		"git commit --allow-empty -q -m evil",
 		"cp -r " + home + "/.claude stolen-claude",
-		"; } > ../tmp/attack.out 2>&1; echo attacked",
+		"} > ../tmp/attack.out 2>&1; echo attacked",
 	}, "\n")
 	attacker := w.submit("task-2 attack")
 	r := runOf(t, tm, attacker, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
