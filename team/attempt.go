@@ -120,6 +120,9 @@ func (a *attempt) work(ctx context.Context) error {
 		return a.failed(ctx, err)
 	}
 	defer func() { _ = state.close(context.WithoutCancel(ctx), false) }()
+	if err := w.confine.handOver(filepath.Dir(a.checkout)); err != nil {
+		return a.failed(ctx, err)
+	}
 
 	actx, stop := context.WithCancelCause(ctx)
 	a.stop = stop
@@ -579,6 +582,10 @@ func (a *attempt) deliver(ctx context.Context) {
 			}
 		}
 		if _, err := human.WriteReply(dir, hr); err != nil {
+			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
+			continue
+		}
+		if err := a.w.confine.handOver(dir); err != nil {
 			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
 			continue
 		}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -20,7 +22,17 @@ import (
 // worker starts around each run's process, or nothing (Unconfined).
 type confinement struct {
 	bwrap string // "" when runs are not confined
+	// setpriv drops root to runUID between bubblewrap's two stages when
+	// the worker is root ("" otherwise).
+	setpriv string
 }
+
+// runUID is the user a root worker's runs run as: an ordinary user, so
+// that nothing of root's (capabilities, files only root may write) is
+// theirs, and so that the glance sandbox can nest inside the run's (a
+// bubblewrap started by root makes mounts an unprivileged one beneath it
+// may not cover; started by an ordinary user it nests).
+const runUID = 65534
 
 // detectConfinement finds bubblewrap and checks it can make namespaces
 // here; a worker refuses to start without it unless told to run its runs
@@ -30,6 +42,7 @@ func detectConfinement(unconfined bool) (confinement, error) {
 		return confinement{}, nil
 	}
 	s := guard.DetectSandbox()
+	var err error
 	if !s.Active() {
 		fix := s.Fix
 		if fix == "" {
@@ -38,7 +51,13 @@ func detectConfinement(unconfined bool) (confinement, error) {
 		return confinement{}, fmt.Errorf("%w: a run is confined to its own folders by bubblewrap, and %s (fix: %s; or start the worker with --unconfined, and each run's processes can read whatever this user can: the worker's folders, other runs', this HOME)",
 			ErrUnconfined, strings.TrimSuffix(s.Problem, ": glances rely on flower's parser alone"), fix)
 	}
-	return confinement{bwrap: s.Program}, nil
+	c := confinement{bwrap: s.Program}
+	if os.Geteuid() == 0 {
+		if c.setpriv, err = exec.LookPath("setpriv"); err != nil {
+			return confinement{}, fmt.Errorf("%w: a root worker runs its runs as an ordinary user with setpriv (util-linux), which is not on PATH: install util-linux, or run the worker as an ordinary user", ErrUnconfined)
+		}
+	}
+	return c, nil
 }
 
 // ErrUnconfined: the worker cannot confine its runs.
@@ -59,32 +78,72 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 	if c.bwrap == "" {
 		return cmd, nil, nil
 	}
-	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
+	mounts := []string{"--ro-bind", "/", "/", "--dev", "/dev"}
 	hidden := []string{"/tmp", "/var/tmp", "/run", "/root", "/home"}
 	hidden = append(hidden, hide...)
 	// A folder is hidden before what lies in it is bound again: shorter
 	// paths first.
 	slices.SortFunc(hidden, func(a, b string) int { return len(a) - len(b) })
+	var emptied []string
 	for _, h := range slices.Compact(hidden) {
 		if h == "/" {
 			continue
 		}
 		if fi, err := os.Lstat(h); err == nil && fi.IsDir() {
-			args = append(args, "--tmpfs", h)
+			mounts = append(mounts, "--tmpfs", h)
+			emptied = append(emptied, h)
 		}
 	}
-	for _, p := range rw {
-		args = append(args, "--bind", p, p)
-	}
-	for _, p := range ro {
-		if _, err := os.Stat(p); err == nil {
-			args = append(args, "--ro-bind", p, p)
+	// The folders leading to what is bound again inside an emptied one
+	// are made anew, open to the run's user.
+	made := map[string]bool{}
+	var binds []string
+	for i, p := range append(slices.Clone(rw), ro...) {
+		if i >= len(rw) {
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
 		}
+		for _, h := range emptied {
+			if !strings.HasPrefix(p, h+string(filepath.Separator)) {
+				continue
+			}
+			var dirs []string
+			for d := filepath.Dir(p); d != h && len(d) > len(h); d = filepath.Dir(d) {
+				dirs = append(dirs, d)
+			}
+			slices.Reverse(dirs)
+			for _, d := range dirs {
+				if !made[d] {
+					made[d] = true
+					mounts = append(mounts, "--perms", "0755", "--dir", d)
+				}
+			}
+		}
+		kind := "--bind"
+		if i >= len(rw) {
+			kind = "--ro-bind"
+		}
+		binds = append(binds, kind, p, p)
 	}
-	args = append(args, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--as-pid-1", "--die-with-parent", "--cap-drop", "ALL", "--info-fd", "3", "--chdir", cmd.Dir, "--")
-	args = append(args, cmd.Path)
-	args = append(args, cmd.Args[1:]...)
+	mounts = append(mounts, binds...)
+	// The run's own PID namespace (no other process, environment or
+	// command line), no capability, gone with the worker.
+	isolate := []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--as-pid-1", "--die-with-parent", "--cap-drop", "ALL", "--info-fd", "3", "--chdir", cmd.Dir, "--", cmd.Path}
+	var args []string
+	if c.setpriv == "" {
+		args = append(append(append(mounts, "--proc", "/proc"), isolate...), cmd.Args[1:]...)
+	} else {
+		// Root: the first stage (root's) makes the mounts and keeps the
+		// machine's /proc writable for the second, which setpriv starts
+		// as runUID: it makes the namespaces and its own /proc.
+		args = append(mounts, "--bind", "/proc", "/proc", "--die-with-parent", "--",
+			c.setpriv, "--reuid="+strconv.Itoa(runUID), "--regid="+strconv.Itoa(runUID), "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--",
+			c.bwrap, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+		args = append(append(args, isolate...), cmd.Args[1:]...)
+	}
 	info, infoW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -93,6 +152,30 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 	out.Dir, out.Env, out.Stdin, out.Stdout, out.Stderr, out.SysProcAttr = cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.SysProcAttr
 	out.ExtraFiles = []*os.File{infoW}
 	return out, info, nil
+}
+
+// handOver gives the run's user (runUID, when the worker is root) what
+// the worker wrote in the run's folders: the checkout it cloned, the
+// state it laid out, the replies it delivered.
+func (c confinement) handOver(paths ...string) error {
+	if c.setpriv == "" {
+		return nil
+	}
+	for _, p := range paths {
+		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			return os.Lchown(path, runUID, runUID)
+		})
+		if err != nil {
+			return fmt.Errorf("giving the run's folder %s to its user %d: %w", p, runUID, err)
+		}
+	}
+	return nil
 }
 
 // sandboxPID reads the PID (in the worker's namespace) of the process

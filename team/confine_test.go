@@ -35,7 +35,7 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 	users := []struct {
 		name string
 		uid  int
-	}{{"as the worker's user", os.Getuid()}}
+	}{{"as the worker's user (" + strconv.Itoa(os.Getuid()) + ")", os.Getuid()}}
 	if os.Getuid() == 0 {
 		users = append(users, struct {
 			name string
@@ -103,6 +103,8 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 				"nsenter -t 1 -m true && echo NSENTER",
 				"echo evil >> .git/config && echo WROTE-GIT",
 				"echo ok > made.txt && echo made",
+				// The glance sandbox nests inside the run's.
+				"bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all --die-with-parent --new-session -- true && echo NESTED-OK",
 				"echo x > " + filepath.Join(other, "work", "theirs.txt") + " ; true",
 			}, "\n")
 			cmd := exec.Command("/bin/sh", "-c", probe)
@@ -113,6 +115,15 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 				cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.uid), Groups: []uint32{}}
 			}
 			c := confinement{bwrap: s.Program}
+			if u.uid == 0 {
+				// A root worker: its runs run as runUID (detectConfinement).
+				if c, err = detectConfinement(false); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.handOver(run); err != nil {
+					t.Fatal(err)
+				}
+			}
 			confined, info, err := c.confined(cmd, rw, []string{filepath.Join(run, "work", ".git")}, []string{workerDir, operator})
 			if err != nil {
 				t.Fatal(err)
@@ -151,6 +162,12 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 			}
 			if !strings.Contains(got, "CapEff:\t0000000000000000") {
 				t.Errorf("the run holds capabilities")
+			}
+			if want := "uid=" + strconv.Itoa(max(u.uid, 0)); u.uid == 0 && !strings.Contains(got, "uid="+strconv.Itoa(runUID)) || u.uid != 0 && !strings.Contains(got, want) {
+				t.Errorf("the run runs as the wrong user (a root worker's as %d, an ordinary worker's as itself)", runUID)
+			}
+			if !strings.Contains(got, "NESTED-OK") {
+				t.Errorf("the glance sandbox cannot nest inside the run's")
 			}
 			if !strings.Contains(got, "made") {
 				t.Errorf("the run could not write its own checkout")

@@ -50,6 +50,10 @@ const waitDelay = 5 * time.Second
 var safety = []string{
 	"-c", "core.hooksPath=/dev/null",
 	"-c", "protocol.file.allow=always",
+	// A root worker hands each checkout to the user its run runs as; the
+	// checkout is still this process's own (its .git is read-only to the
+	// run), so git's ownership check has nothing to protect here.
+	"-c", "safe.directory=*",
 }
 
 // locatingEnv are variables that would point git at another repository
