@@ -149,7 +149,7 @@ func RunName(id int64) string { return "r" + strconv.FormatInt(id, 10) }
 func ParseRun(s string) (int64, error) {
 	id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "r"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%q is not a run: runs are named r1, r2, … (`flower runs --db URL` lists them)", s)
+		return 0, fmt.Errorf("%q is not a run: runs are named r1, r2, … (`flower runs` lists them)", s)
 	}
 	return id, nil
 }
@@ -264,7 +264,7 @@ type Submission struct {
 // Submit enqueues a run: its row and its River job in one transaction.
 func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 	if strings.TrimSpace(s.Request) == "" {
-		return Run{}, errors.New("a run needs a request: flower submit --db URL --repo REPO \"what to do\"")
+		return Run{}, errors.New("a run needs a request: flower submit --repo REPO \"what to do\"")
 	}
 	if strings.TrimSpace(s.Repo) == "" {
 		return Run{}, errors.New("a run needs a repository every worker can reach: --repo URL-or-path")
@@ -337,7 +337,7 @@ func scanRun(row pgx.Row) (Run, error) {
 func (t *Team) Run(ctx context.Context, id int64) (Run, error) {
 	r, err := scanRun(t.pool.QueryRow(ctx, "select "+runColumns+runsFrom+" where r.id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("%w %s in %s (`flower runs --db URL` lists them)", ErrNoRun, RunName(id), t.url)
+		return r, fmt.Errorf("%w %s in %s (`flower runs` lists them)", ErrNoRun, RunName(id), t.url)
 	}
 	return r, err
 }

@@ -1,0 +1,248 @@
+package team_test
+
+// Secrets never shown: the database's password never on a command line
+// (refused there, taken from FLOWER_DATABASE_URL, a file only its owner
+// reads, or PostgreSQL's password file), so `ps` shows none while a
+// worker works.
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/team"
+)
+
+// dbPassword is the password in the world's database URL, and the URL
+// without it.
+func dbPassword(t *testing.T, db string) (password, bare string) {
+	t.Helper()
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, _ = u.User.Password()
+	if len(password) < 8 {
+		t.Fatalf("the test database's password %q is too short to look for", password)
+	}
+	u.User = url.User(u.User.Username())
+	return password, u.String()
+}
+
+func TestTheDatabasePasswordIsRefusedOnTheCommandLineAndTakenFromAFileOfTheUsersOwn(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	password, bare := dbPassword(t, w.db)
+
+	loose := filepath.Join(t.TempDir(), "team-db")
+	if err := os.WriteFile(loose, []byte(w.db+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		mode os.FileMode
+		want []string
+	}{
+		{"a password in --db", []string{"runs", "--db", w.db}, 0, []string{"--db postgres://postgres:xxxxx@", "holds a password", "ps",
+			"FLOWER_DATABASE_URL", "--db-file PATH", "chmod 600", "~/.pgpass"}},
+		{"a password in a keyword --db", []string{"submit", "--db", "host=/tmp password=" + password + " dbname=x", "--repo", w.remote, "task-1"}, 0,
+			[]string{"password=xxxxx", "holds a password"}},
+		{"a password in --db of reply", []string{"reply", "--db", w.db, "r1", "yes"}, 0, []string{"holds a password"}},
+		{"a password in --db of report", []string{"report", "--db", w.db, "r1"}, 0, []string{"holds a password"}},
+		{"a password in --db of cancel", []string{"cancel", "--db", w.db, "r1"}, 0, []string{"holds a password"}},
+		{"a password in --db of worker", []string{"worker", "--db", w.db}, 0, []string{"holds a password"}},
+		{"a file others can read", []string{"runs", "--db-file", loose}, 0o644, []string{loose, "mode 0644", "chmod 600 " + loose}},
+		{"a file its group can read", []string{"submit", "--db-file", loose, "--repo", w.remote, "task-1"}, 0o640, []string{"mode 0640", "chmod 600 " + loose}},
+		{"a file others can write", []string{"runs", "--db-file", loose}, 0o602, []string{"mode 0602", "chmod 600 " + loose}},
+		{"a file that is missing", []string{"runs", "--db-file", loose + "-gone"}, 0, []string{loose + "-gone", "cannot be read"}},
+		{"both --db and --db-file", []string{"runs", "--db", bare, "--db-file", w.dbFile}, 0, []string{"--db or --db-file, not both"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.mode != 0 {
+				if err := os.Chmod(loose, c.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out, err := w.flower(append([]string{c.args[0], "--lang", "en"}, c.args[1:]...)...)
+			if code := exitCode(t, err); code != 2 {
+				t.Errorf("exit code %d, want 2 (a usage error):\n%s", code, out)
+			}
+			for _, want := range c.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("the message does not say %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, password) {
+				t.Errorf("the message shows the password:\n%s", out)
+			}
+		})
+	}
+	if os.Geteuid() == 0 {
+		// Root reads any file, so the owner is checked: a file of another
+		// user's, even 0600, is not this user's secret.
+		if err := os.Chmod(loose, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(loose, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		out, err := w.flower("runs", "--lang", "en", "--db-file", loose)
+		if code := exitCode(t, err); code != 2 || !strings.Contains(out, "belongs to user 65534") || !strings.Contains(out, "chown $(id -u) "+loose) {
+			t.Errorf("a file of another user's: exit %d\n%s", code, out)
+		}
+	}
+	// As an ordinary user: a file of the user's own that others can read
+	// is refused, one of 0600 is taken, one of root's cannot be read.
+	if setpriv, err := exec.LookPath("setpriv"); err == nil && os.Geteuid() == 0 {
+		dir, err := os.MkdirTemp("", "flower-nobody-") // t.TempDir's parent is root's alone
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		own := filepath.Join(dir, "nobody-db")
+		if err := os.WriteFile(own, []byte(w.db), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(own, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "teamflow")
+		data, err := os.ReadFile(teamflow(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		asNobody := func(args ...string) (string, int) {
+			cmd := exec.Command(setpriv, append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", bin}, args...)...)
+			cmd.Env, cmd.Dir = append(append([]string{}, w.env...), "HOME="+dir), dir
+			out, err := cmd.CombinedOutput()
+			return string(out), exitCode(t, err)
+		}
+		if out, code := asNobody("runs", "--lang", "en", "--db-file", own); code != 2 || !strings.Contains(out, "chmod 600 "+own) || strings.Contains(out, password) {
+			t.Errorf("as nobody, a file of nobody's others can read: exit %d\n%s", code, out)
+		}
+		if err := os.Chmod(own, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// (The test's server lets only root and postgres at its socket:
+		// taken, the URL gets as far as connecting.)
+		if out, code := asNobody("runs", "--lang", "en", "--db-file", own); code == 2 || !strings.Contains(out, "the database at postgres://postgres:xxxxx@") || strings.Contains(out, password) {
+			t.Errorf("as nobody, a file of nobody's, 0600, was not taken: exit %d\n%s", code, out)
+		}
+		if out, code := asNobody("runs", "--lang", "en", "--db-file", w.dbFile); code != 2 || !strings.Contains(out, "cannot be read") {
+			t.Errorf("as nobody, root's file: exit %d\n%s", code, out)
+		}
+	} else if os.Getenv("CI") != "" && os.Geteuid() == 0 {
+		t.Fatal("setpriv is missing: the ordinary user's side was not tested")
+	}
+	if runs, err := tm.Runs(context.Background()); err != nil || len(runs) != 0 {
+		t.Errorf("refused command lines queued %d runs (%v)", len(runs), err)
+	}
+
+	// A file of the user's own, 0600, works; so does a --db without the
+	// password when PostgreSQL's password file (HOME a folder of the
+	// test's) has it, and FLOWER_DATABASE_URL.
+	if err := os.Chmod(w.dbFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := w.submit("task-1")
+	home := t.TempDir()
+	u, _ := url.Parse(w.db)
+	line := "localhost:5432:" + strings.TrimPrefix(u.Path, "/") + ":" + u.User.Username() + ":" + password + "\n"
+	if err := os.WriteFile(filepath.Join(home, ".pgpass"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.flowerEnv([]string{"HOME=" + home}, "runs", "--lang", "en", "--db", bare)
+	if err != nil || !strings.Contains(out, team.RunName(id)) {
+		t.Errorf("runs --db without a password, the password in ~/.pgpass: %v\n%s", err, out)
+	}
+	out, err = w.flowerEnv([]string{"HOME=" + home}, "cancel", "--lang", "en", "--db", bare, team.RunName(id))
+	if err != nil || !strings.Contains(out, "cancelled "+team.RunName(id)) {
+		t.Errorf("cancel --db without a password, the password in ~/.pgpass: %v\n%s", err, out)
+	}
+	// Without the password file the same --db is refused by the server.
+	out, err = w.flowerEnv([]string{"HOME=" + t.TempDir()}, "runs", "--lang", "en", "--db", bare)
+	if code := exitCode(t, err); code != 1 || !strings.Contains(out, "password") {
+		t.Errorf("runs --db without a password and no ~/.pgpass: exit %d\n%s", code, out)
+	}
+	out, err = w.flowerEnv([]string{"FLOWER_DATABASE_URL=" + w.db}, "runs", "--lang", "en", team.RunName(id))
+	if err != nil || !strings.Contains(out, "cancelled") {
+		t.Errorf("runs with FLOWER_DATABASE_URL: %v\n%s", err, out)
+	}
+	// reply and report serve the team's run named with FLOWER_DATABASE_URL
+	// alone.
+	out, err = w.flowerEnv([]string{"FLOWER_DATABASE_URL=" + w.db}, "reply", "--lang", "en", team.RunName(id), "too late")
+	if !strings.Contains(out, "is cancelled: nothing waits for a reply") {
+		t.Errorf("reply r%d with FLOWER_DATABASE_URL: %v\n%s", id, err, out)
+	}
+}
+
+// While a worker works a run, no process of this machine shows the
+// database's password in its command line: not the worker (its URL in a
+// file), not the run's flower, the CLI or the tool it runs. Checked from
+// /proc and with ps, as root and as an ordinary user.
+func TestPsShowsNoDatabasePasswordWhileAWorkerWorks(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	password, _ := dbPassword(t, w.db)
+	gate := filepath.Join(t.TempDir(), "go-on")
+	w.model.sleep = "for i in $(seq 600); do [ -e " + gate + " ] && break; sleep 0.2; done"
+	id := w.submit("task-1 slow")
+	m := w.worker("machine-a")
+	waitFile(t, w.model.marker, 4*time.Minute)
+
+	pids := append([]int{m.cmd.Process.Pid}, descendants(m.cmd.Process.Pid)...)
+	if len(pids) < 3 {
+		t.Fatalf("the worker has %d processes under it, want the run's flower, its CLI and the tool", len(pids)-1)
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		if strings.Contains(string(b), password) {
+			t.Errorf("process %d shows the password: %q", pid, b)
+		}
+	}
+	ps := func(prefix ...string) string {
+		out, err := exec.Command(prefix[0], append(prefix[1:], "ps", "-eo", "pid,args", "--no-headers")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", prefix, err, out)
+		}
+		return string(out)
+	}
+	listings := map[string]string{"root": ps("env")}
+	if os.Geteuid() == 0 {
+		if setpriv, err := exec.LookPath("setpriv"); err == nil {
+			listings["nobody"] = ps(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups")
+		} else if os.Getenv("CI") != "" {
+			t.Fatal("setpriv is missing: ps was not looked at as an ordinary user")
+		}
+	}
+	for who, out := range listings {
+		if !strings.Contains(out, "worker") || !strings.Contains(out, w.model.marker) {
+			t.Errorf("ps as %s does not list the worker and its tool:\n%s", who, out)
+		}
+		if strings.Contains(out, password) {
+			t.Errorf("ps as %s shows the password:\n%s", who, out)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) }); r.State != team.Achieved {
+		t.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+	}
+}
