@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/gitwork"
 	"github.com/flowerrun/flower/internal/screen"
 	"github.com/flowerrun/flower/report"
 	"github.com/flowerrun/flower/team"
@@ -85,14 +86,14 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 		out, err := exec.CommandContext(cctx, "git", "-c", "core.hooksPath=/dev/null", "ls-remote", "--", repo, "HEAD").CombinedOutput()
 		cancel()
 		if err != nil {
-			return fmt.Errorf(text(lang, "teamRepoUnreachable"), repo, strings.TrimSpace(string(out)))
+			return fmt.Errorf(text(lang, "teamRepoUnreachable"), gitwork.Redact(repo), gitwork.Mask(repo, strings.TrimSpace(string(out))))
 		}
 		if base != "" {
 			cctx, cancel := context.WithTimeout(ctx, time.Minute)
 			out, err := exec.CommandContext(cctx, "git", "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", "--", repo, base).Output()
 			cancel()
 			if err == nil && len(strings.TrimSpace(string(out))) == 0 {
-				return fmt.Errorf(text(lang, "teamNoBranch"), repo, base)
+				return fmt.Errorf(text(lang, "teamNoBranch"), gitwork.Redact(repo), base)
 			}
 		}
 	}

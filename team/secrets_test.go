@@ -7,10 +7,12 @@ package team_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -244,5 +246,54 @@ func TestPsShowsNoDatabasePasswordWhileAWorkerWorks(t *testing.T) {
 	}
 	if r := runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) }); r.State != team.Achieved {
 		t.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+	}
+}
+
+// A run whose work adds a file holding the worker's API key is not
+// pushed: the remote's branch never gets that commit, the run is parked
+// saying which secret in which file (never the secret), and the commit
+// stays in the worker's checkout.
+func TestAWorkHoldingTheAPIKeyIsNotPushedAndTheRunSaysWhy(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	const key = "sk-ant-api03-team-test-key-0123456789abcdef"
+	w.env = append(w.env, "ANTHROPIC_API_KEY="+key)
+	w.model.leak = key
+	id := w.submit("task-1 leak")
+	w.worker("machine-a")
+	r := runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Failed || !strings.Contains(r.Reason, "ANTHROPIC_API_KEY") || !strings.Contains(r.Reason, "leak-task-1.txt") ||
+		!strings.Contains(r.Reason, "nothing was pushed") || !strings.Contains(r.Reason, "stays on worker machine-a") {
+		t.Fatalf("%s ended %s: %s; want parked naming the key's kind and the file", r.Name(), r.State, r.Reason)
+	}
+	if got := branchFile(t, w.remote, r.Branch, "leak-task-1.txt"); got != "" {
+		t.Errorf("the remote's %s holds the leaked file: %q", r.Branch, got)
+	}
+	if out, _ := exec.Command("git", "-C", w.remote, "grep", "-I", "-l", key, "--all").CombinedOutput(); strings.Contains(string(out), "leak") {
+		t.Errorf("the key reached the remote: %s", out)
+	}
+	if refs, _ := exec.Command("git", "-C", w.remote, "for-each-ref", "--format=%(refname)").CombinedOutput(); strings.Contains(string(refs), "kept") {
+		t.Errorf("the work was pushed to a branch of its own: %s", refs)
+	}
+	m := regexp.MustCompile(`in (/\S+): take the secret out`).FindStringSubmatch(r.Reason)
+	if m == nil {
+		t.Fatalf("the reason does not name the checkout: %s", r.Reason)
+	}
+	if got := git(t, m[1], "show", "HEAD:leak-task-1.txt"); got != key {
+		t.Errorf("the work is not kept in the worker's checkout %s: %q", m[1], got)
+	}
+	shown, _ := w.flower("runs", "--db-file", w.dbFile, "--lang", "en", r.Name())
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		shown += fmt.Sprintf("%v %s %v\n", e.Kind, e.Text, e.Payload)
+	}
+	if strings.Contains(shown+r.Reason, key) {
+		t.Errorf("the key is shown:\n%s", shown)
+	}
+	if !strings.Contains(shown, "leak-task-1.txt") {
+		t.Errorf("flower runs %s does not say why:\n%s", r.Name(), shown)
 	}
 }

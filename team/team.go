@@ -33,6 +33,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/internal/gitwork"
 	"github.com/flowerrun/flower/internal/pgmigrate"
 	"github.com/flowerrun/flower/store/postgres"
 )
@@ -119,7 +120,7 @@ create table team_settings (
 type Run struct {
 	ID       int64
 	Request  string
-	Repo     string
+	Repo     string // the repository's address as shown: a token in it masked (see gitwork.Redact)
 	Base     string // the branch the run's branch was made from ("" = the remote's default)
 	Branch   string // the run's own branch
 	Budget   float64
@@ -137,6 +138,10 @@ type Run struct {
 	Created  time.Time
 	Updated  time.Time
 	Ended    time.Time // zero while it is not over
+
+	// cloneURL is the address as submitted, token and all: what a worker
+	// clones and pushes to, and nothing shows.
+	cloneURL string
 }
 
 // Name is how commands name the run: "r" and its number.
@@ -313,11 +318,12 @@ func scanRun(row pgx.Row) (Run, error) {
 	var failures []byte
 	var ended *time.Time
 	var job string
-	err := row.Scan(&r.ID, &r.Request, &r.Repo, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
+	err := row.Scan(&r.ID, &r.Request, &r.cloneURL, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
 		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended, &job)
 	if err != nil {
 		return r, err
 	}
+	r.Repo = gitwork.Redact(r.cloneURL)
 	if !Ended(r.State) {
 		switch job {
 		case "cancelled":

@@ -95,6 +95,7 @@ var taskRE = regexp.MustCompile(`task-(\d+)`)
 // killed in the middle of it.
 type scripted struct {
 	marker string // touched when a slow call starts
+	leak   string // what a "leak" task writes into its work (a secret)
 	sleep  string
 	slept  sync.Map // task → true once its slow call was handed out
 }
@@ -120,6 +121,9 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	}
 	// The note is in the run's workbench: the report links it.
 	write := "echo " + task + " > " + task + ".txt && mkdir -p .flower/notes && echo why > .flower/notes/" + task + ".md"
+	if strings.Contains(all, task+" leak") {
+		write += " && echo " + s.leak + " > leak-" + task + ".txt" // the worker's own key, into the work
+	}
 	if usesBash(r, write) {
 		return claudetest.Say("made the change for " + task)
 	}

@@ -8,6 +8,7 @@
 package gitwork
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -38,6 +39,9 @@ var (
 	// ErrBadBranch: a branch name git would refuse or read as an option;
 	// callers check names at submit time with CheckBranch.
 	ErrBadBranch = errors.New("gitwork: not a valid branch name")
+	// ErrSecret: a commit about to be pushed holds a secret; nothing was
+	// pushed (see SecretError).
+	ErrSecret = errors.New("gitwork: a commit holds a secret")
 )
 
 // waitDelay bounds the wait for git's children (ssh, upload-pack) still
@@ -222,7 +226,7 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 	if err != nil {
 		return "", err
 	}
-	shown := masked(repo, repo)
+	shown := Redact(repo)
 	start := remoteHead
 	switch {
 	case remoteHead != "" && pushed == "":
@@ -287,16 +291,67 @@ func unreachable(ctx context.Context, repo string, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %s; check the address and that this machine can read it", ErrUnreachable, masked(repo, fmt.Sprintf("%s: %v", repo, err)))
+	return fmt.Errorf("%w: %s; check the address and that this machine can read it", ErrUnreachable, Mask(repo, fmt.Sprintf("%s: %v", Redact(repo), err)))
 }
 
-// masked is text with the password of repo's URL (a token, often) hidden,
-// so that no error puts it on a screen or in a log.
-func masked(repo, text string) string {
-	if u, err := url.Parse(repo); err == nil && u.User != nil {
-		if password, ok := u.User.Password(); ok && password != "" {
-			return strings.ReplaceAll(text, password, "xxxxx")
+// repoMask stands for a repository's secret wherever its address is shown.
+const repoMask = "xxxxx"
+
+// unparsedUserinfo is the secret of an address url.Parse refuses, or of
+// an scp-like one (user:secret@host:path): what lies between the user's
+// ':' and the '@' before the host.
+var unparsedUserinfo = regexp.MustCompile(`^((?:[A-Za-z][A-Za-z0-9+.-]*://)?[^:/@]*:)([^/@]*)@`)
+
+// secretOf is the secret written in repo's address: a URL's password, or
+// the user of an http(s) URL that has no password (a token is often
+// written alone: https://TOKEN@host/…), or what unparsedUserinfo finds.
+func secretOf(repo string) string {
+	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && u.Host != "" {
+		if u.User == nil {
+			return ""
 		}
+		if p, has := u.User.Password(); has {
+			return p
+		}
+		if u.Scheme == "http" || u.Scheme == "https" {
+			return u.User.Username()
+		}
+		return ""
+	}
+	if m := unparsedUserinfo.FindStringSubmatch(repo); m != nil {
+		return m[2]
+	}
+	return ""
+}
+
+// Redact is repo's address with its secret (see secretOf) replaced by
+// xxxxx, for every listing, message, event and log line: the token in
+// https://user:TOKEN@host/app.git is what the remote would give anyone.
+func Redact(repo string) string {
+	if secretOf(repo) == "" {
+		return repo
+	}
+	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && u.Host != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), repoMask)
+		} else {
+			u.User = url.User(repoMask)
+		}
+		return u.String()
+	}
+	return unparsedUserinfo.ReplaceAllString(repo, "${1}"+repoMask+"@")
+}
+
+// Mask is text with the secret of repo's address hidden wherever it
+// appears (git's own messages may quote the address, escaped or not).
+func Mask(repo, text string) string {
+	secret := secretOf(repo)
+	if secret == "" {
+		return text
+	}
+	text = strings.ReplaceAll(text, secret, repoMask)
+	if escaped := url.UserPassword("", secret).String(); escaped != ":"+secret {
+		text = strings.ReplaceAll(text, strings.TrimPrefix(escaped, ":"), repoMask)
 	}
 	return text
 }
@@ -361,7 +416,7 @@ func baseHead(ctx context.Context, dir, base, repo string) (string, error) {
 		return "", err
 	}
 	if head == "" {
-		return "", fmt.Errorf("%w: %s has no branch %s; give an existing branch to start from", ErrNoBase, masked(repo, repo), base)
+		return "", fmt.Errorf("%w: %s has no branch %s; give an existing branch to start from", ErrNoBase, Redact(repo), base)
 	}
 	return head, nil
 }
@@ -382,7 +437,7 @@ func defaultBranch(ctx context.Context, dir, repo string) (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s has no default branch (an empty repository?); push a first commit or give the branch to start from", ErrNoBase, masked(repo, repo))
+	return "", fmt.Errorf("%w: %s has no default branch (an empty repository?); push a first commit or give the branch to start from", ErrNoBase, Redact(repo))
 }
 
 // Commit commits everything in dir's work tree that changed (git add -A,
@@ -424,16 +479,136 @@ func Commit(ctx context.Context, dir, message string) (head string, changed bool
 	return head, true, nil
 }
 
+// Secret is a value no pushed commit may hold: a key, a password, a token.
+type Secret struct {
+	// Kind names it in a refusal, the value never: "the model's API key
+	// (ANTHROPIC_API_KEY)".
+	Kind  string
+	Value string
+}
+
+// minSecretLen keeps a value too short to be a real secret ("x", "test")
+// from refusing every push that happens to contain it.
+const minSecretLen = 8
+
+// SecretError is a push refused because a commit holds a secret: which
+// kind, in which commit and file (the value is never in it).
+type SecretError struct {
+	Kind   string
+	Commit string
+	File   string
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("%v: commit %s adds %s in %s; nothing was pushed", ErrSecret, short(e.Commit), e.Kind, e.File)
+}
+
+func (e *SecretError) Unwrap() error { return ErrSecret }
+
+// FindSecret looks through what a push of HEAD would send (the commits no
+// ref of origin's holds, as the last fetch or push saw them: a stale ref
+// only means more is looked at) for secrets, and returns a *SecretError
+// for the first line one is added in (or a file named with one), nil when
+// none is. The secret of origin's own address (a token in its URL) is
+// always looked for. It reads every commit, not only the last tree: a
+// secret added and removed again is still in the history pushed.
+func FindSecret(ctx context.Context, dir string, secrets []Secret) error {
+	if origin, err := git(ctx, dir, "remote", "get-url", "origin"); err == nil && secretOf(origin) != "" {
+		secrets = append(secrets, Secret{Kind: "the repository's token (in origin's address)", Value: secretOf(origin)})
+	}
+	var looked []Secret
+	for _, s := range secrets {
+		if len(s.Value) >= minSecretLen {
+			looked = append(looked, s)
+		}
+	}
+	if len(looked) == 0 {
+		return nil
+	}
+	// Every added line of every commit, as text (binary files too), with
+	// neither the repository's diff drivers nor its text conversions.
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safety...),
+		"-c", "core.quotePath=false", "log", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames",
+		"--unified=0", "--format=commit %H", "HEAD", "--not", "--remotes=origin", "--")...)
+	cmd.Dir, cmd.Env, cmd.WaitDelay = dir, gitEnv(), waitDelay
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("gitwork: %w", err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("gitwork: %w", err)
+	}
+	found := scanAdded(bufio.NewReaderSize(out, 64<<10), looked)
+	if found != nil {
+		_ = cmd.Process.Kill()
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case found != nil:
+		return found
+	case ctx.Err() != nil:
+		return fmt.Errorf("gitwork: looking for secrets in %s: %w", dir, ctx.Err())
+	case waitErr != nil:
+		return fmt.Errorf("gitwork: looking for secrets in %s: %w", dir, &gitError{subcommand: "log", stderr: oneLine(stderr.String()), err: waitErr})
+	}
+	return nil
+}
+
+// scanAdded reads git log -p output and returns where a secret is first
+// added. A line of a hunk starts with '+', '-', ' ' or '\', so a line
+// starting "commit " or "diff --git " always opens a commit or a file.
+func scanAdded(r *bufio.Reader, secrets []Secret) *SecretError {
+	var commit, file string
+	inHunk := false
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			switch {
+			case bytes.HasPrefix(line, []byte("commit ")):
+				commit, file, inHunk = string(line[len("commit "):]), "", false
+			case bytes.HasPrefix(line, []byte("diff --git ")):
+				file, inHunk = "", false
+			case !inHunk && bytes.HasPrefix(line, []byte("+++ ")):
+				file = strings.TrimPrefix(strings.Trim(string(line[len("+++ "):]), `"`), "b/")
+				for _, s := range secrets {
+					if strings.Contains(file, s.Value) {
+						return &SecretError{Kind: s.Kind, Commit: commit, File: "a file's name"}
+					}
+				}
+			case bytes.HasPrefix(line, []byte("@@")):
+				inHunk = true
+			case inHunk && len(line) > 0 && line[0] == '+':
+				for _, s := range secrets {
+					if bytes.Contains(line, []byte(s.Value)) {
+						return &SecretError{Kind: s.Kind, Commit: commit, File: file}
+					}
+				}
+			}
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
 // Push pushes HEAD to origin's branch only if origin's branch is still at
 // expect ("" = it must not exist yet): --force-with-lease with that value,
-// so a concurrent push by anyone is never overwritten. ErrRejected when the
+// so a concurrent push by anyone is never overwritten. Before it, the
+// commits to be pushed are searched for secrets (FindSecret): one found is
+// a *SecretError (ErrSecret) and nothing is pushed. ErrRejected when the
 // branch moved; ErrUnreachable when origin cannot be asked.
-func Push(ctx context.Context, dir, branch, expect string) error {
+func Push(ctx context.Context, dir, branch, expect string, secrets []Secret) error {
 	if err := CheckBranch(ctx, branch); err != nil {
 		return err
 	}
 	if expect != "" && !commitPattern.MatchString(expect) {
 		return fmt.Errorf("gitwork: the expected head %q is not a full commit id; the run's record is damaged", expect)
+	}
+	if err := FindSecret(ctx, dir, secrets); err != nil {
+		return err
 	}
 	ref := "refs/heads/" + branch
 	_, pushErr := git(ctx, dir, "push", "-q", "--no-verify", "--force-with-lease="+ref+":"+expect, "origin", "HEAD:"+ref)
