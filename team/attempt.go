@@ -97,6 +97,9 @@ func (a *attempt) work(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := gitwork.CheckOutside(a.run.cloneURL, w.o.Dir); err != nil {
+		return a.park(ctx, fmt.Sprintf("not cloned by worker %s: %v", w.o.Name, err))
+	}
 	head, err := gitwork.Prepare(ctx, a.run.cloneURL, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed,
 		[]string{"/" + runDirName + "/", "/" + workbenchDirName + "/"})
 	switch {

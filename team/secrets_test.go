@@ -297,3 +297,65 @@ func TestAWorkHoldingTheAPIKeyIsNotPushedAndTheRunSaysWhy(t *testing.T) {
 		t.Errorf("flower runs %s does not say why:\n%s", r.Name(), shown)
 	}
 }
+
+// A --repo that leads into the worker's own --dir (a run's checkout, the
+// folder itself; a path, a file:// URL, a symlink, "..") is parked by the
+// worker before anything is cloned, with the reason, once: never cloned,
+// never retried, the model never asked.
+func TestARepoIntoTheWorkersOwnFolderIsParkedBeforeItIsCloned(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	first := w.submit("task-1")
+	m := w.worker("machine-a")
+	runOf(t, tm, first, 4*time.Minute, "achieved", func(r team.Run) bool { return r.State == team.Achieved })
+	asked := len(w.srv.Requests())
+	checkout := filepath.Join(m.dir, team.RunName(first), "work")
+	if _, err := os.Stat(filepath.Join(checkout, ".git")); err != nil {
+		t.Fatalf("the first run's checkout is not at %s: %v", checkout, err)
+	}
+	// Unpushed work in that checkout: what a clone of it would take.
+	if err := os.WriteFile(filepath.Join(checkout, "unpushed.txt"), []byte("r1's own\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, checkout, "add", "unpushed.txt")
+	git(t, checkout, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "unpushed")
+	link := filepath.Join(t.TempDir(), "innocent.git")
+	if err := os.Symlink(checkout, link); err != nil {
+		t.Fatal(err)
+	}
+	forms := map[string]string{
+		"a path":           checkout,
+		"a file:// URL":    "file://" + checkout,
+		"a symlink":        link,
+		"..":               filepath.Join(m.dir, team.RunName(first)) + "/../" + team.RunName(first) + "/work",
+		"the dir itself":   "file://" + m.dir,
+		"a run not cloned": filepath.Join(m.dir, "r99", "work"),
+	}
+	ids := map[int64]string{}
+	for name, repo := range forms {
+		ids[w.submitTo(repo, "task-2", "--no-check")] = name
+	}
+	for id, name := range ids {
+		r := runOf(t, tm, id, 3*time.Minute, "parked", func(r team.Run) bool { return team.Ended(r.State) })
+		if r.State != team.Failed || !strings.Contains(r.Reason, "inside "+m.dir) || !strings.Contains(r.Reason, "not cloned by worker machine-a") ||
+			!strings.Contains(r.Reason, "shared address") {
+			t.Errorf("%s (%s): ended %s: %s; want parked naming the worker's folder", r.Name(), name, r.State, r.Reason)
+		}
+		if n := attemptsNeverOverlap(t, tm, id); n != 1 || len(r.Failures) != 0 {
+			t.Errorf("%s (%s): %d attempts, %d failures; want parked at the first", r.Name(), name, n, len(r.Failures))
+		}
+		if _, err := os.Stat(filepath.Join(m.dir, r.Name(), "work", "unpushed.txt")); err == nil {
+			t.Errorf("%s (%s) cloned the first run's checkout", r.Name(), name)
+		}
+		if got := branchFile(t, w.remote, r.Branch, "unpushed.txt"); got != "" {
+			t.Errorf("%s (%s) pushed the first run's unpushed work", r.Name(), name)
+		}
+	}
+	if n := len(w.srv.Requests()); n != asked {
+		t.Errorf("the model was asked %d times for runs that could not start", n-asked)
+	}
+	shown, _ := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
+	if strings.Count(shown, "failed (parked)") != len(forms) {
+		t.Errorf("flower runs does not list the %d runs as parked:\n%s", len(forms), shown)
+	}
+}

@@ -240,6 +240,7 @@ func (w *world) submit(request string, flags ...string) int64 {
 // (the worker gives each run its own beneath its --dir).
 type machine struct {
 	name string
+	dir  string // its --dir
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan error
@@ -269,7 +270,7 @@ func (w *world) worker(name string, extra ...string) *machine {
 	cmd := exec.Command(teamflow(w.t), args...)
 	cmd.Env = append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir())
 	cmd.Dir = home
-	mc := &machine{name: name, cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
+	mc := &machine{name: name, dir: filepath.Join(home, "runs"), cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = mc.out, mc.out
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)

@@ -42,6 +42,9 @@ var (
 	// ErrSecret: a commit about to be pushed holds a secret; nothing was
 	// pushed (see SecretError).
 	ErrSecret = errors.New("gitwork: a commit holds a secret")
+	// ErrOwnFolder: a repository's address leads into a folder the caller
+	// keeps for itself (see CheckOutside).
+	ErrOwnFolder = errors.New("gitwork: the repository is inside the worker's own folder")
 )
 
 // waitDelay bounds the wait for git's children (ssh, upload-pack) still
@@ -354,6 +357,102 @@ func Mask(repo, text string) string {
 		text = strings.ReplaceAll(text, strings.TrimPrefix(escaped, ":"), repoMask)
 	}
 	return text
+}
+
+// CheckOutside refuses (ErrOwnFolder) a repository whose address leads
+// into folder or is folder itself: a local path (relative ones from the
+// current directory, as Prepare reads them) or a file:// URL, read as the
+// kernel reads it (symlinks followed before "..", as git would open it),
+// with the names git also tries (REPO.git, REPO/.git) and where a .git
+// file points (gitdir:). A remote address (another scheme, scp-like
+// host:path) is never inside. A worker calls it before it clones a run's
+// repository, folder being its --dir: a run must not take another run's
+// checkout, unpushed work and all, for its repository.
+func CheckOutside(repo, folder string) error {
+	own := resolvePath(folder)
+	for _, p := range localPaths(repo) {
+		for _, candidate := range []string{p, p + ".git", p + string(filepath.Separator) + ".git", gitdirOf(p)} {
+			if candidate == "" {
+				continue
+			}
+			at := resolvePath(candidate)
+			if rel, err := filepath.Rel(own, at); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return fmt.Errorf("%w: %s leads to %s, inside %s (another run's checkout or the worker's own files); give the repository's shared address",
+					ErrOwnFolder, Redact(repo), at, own)
+			}
+		}
+	}
+	return nil
+}
+
+// localPaths are the folders a local repository address may name: the
+// path as given, and for a file:// URL its path both decoded and not.
+// A remote address has none.
+func localPaths(repo string) []string {
+	if scheme, rest, ok := strings.Cut(repo, "://"); ok && !strings.Contains(scheme, "/") {
+		if !strings.EqualFold(scheme, "file") {
+			return nil
+		}
+		// file://host/path: git takes the path from the first '/'.
+		raw := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			raw = rest[i:]
+		}
+		paths := []string{raw}
+		if decoded, err := url.PathUnescape(raw); err == nil && decoded != raw {
+			paths = append(paths, decoded)
+		}
+		return paths
+	}
+	// git reads a ':' before any '/' as scp-like host:path.
+	if colon := strings.IndexByte(repo, ':'); colon >= 0 && !strings.Contains(repo[:colon], "/") {
+		return nil
+	}
+	if repo == "" {
+		return nil
+	}
+	return []string{repo}
+}
+
+// gitdirOf is where a .git file in p points ("" when there is none).
+func gitdirOf(p string) string {
+	data, err := os.ReadFile(filepath.Join(p, ".git"))
+	if err != nil {
+		return ""
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = p + string(filepath.Separator) + dir
+	}
+	return dir
+}
+
+// resolvePath is p made absolute and its symlinks followed as the kernel
+// follows them (".." after a symlink leaves the link's target): the
+// longest part of it that exists resolved, the rest (which holds no
+// symlink, being absent) cleaned onto it.
+func resolvePath(p string) string {
+	if !filepath.IsAbs(p) {
+		if wd, err := os.Getwd(); err == nil {
+			p = wd + string(filepath.Separator) + p
+		}
+	}
+	var rest []string
+	for cur := p; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		i := strings.LastIndexByte(cur, filepath.Separator)
+		if i <= 0 {
+			return filepath.Clean(p)
+		}
+		rest = append([]string{cur[i+1:]}, rest...)
+		cur = cur[:i]
+	}
 }
 
 // writeExclude replaces info/exclude with patterns: dir is flower's own

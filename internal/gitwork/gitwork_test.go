@@ -641,3 +641,82 @@ func TestACommitHoldingASecretIsNotPushed(t *testing.T) {
 		t.Errorf("got %v, want the repository's token found and not shown", err)
 	}
 }
+
+// A repository address that leads into the worker's own folder is refused
+// whatever its form; one outside it is not.
+func TestARepositoryInsideTheWorkersFolderIsRefusedInEveryForm(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "worker")
+	checkout := filepath.Join(dir, "r1", "work")
+	run(t, "", "init", "-q", checkout)
+	outside := filepath.Join(root, "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"link-to-checkout": checkout,
+		"link-to-dir":      dir,
+		"link-to-r1":       filepath.Join(dir, "r1"),
+		"app.git":          checkout, // git tries REPO.git for REPO
+	} {
+		if err := os.Symlink(target, filepath.Join(outside, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A folder whose .git file points into the worker's folder.
+	write(t, filepath.Join(outside, "redirect", ".git"), "gitdir: "+filepath.Join(checkout, ".git")+"\n")
+	// The worker's --dir given through a symlink resolves the same.
+	dirLink := filepath.Join(root, "worker-link")
+	if err := os.Symlink(dir, dirLink); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(outside)
+
+	for _, repo := range []string{
+		checkout,
+		dir,
+		checkout + "/",
+		filepath.Join(dir, "r2", "work"), // a run not checked out yet
+		"file://" + checkout,
+		"file://localhost" + checkout,
+		"file://" + strings.ReplaceAll(checkout, "/", "%2F"),
+		"file://" + strings.ReplaceAll(checkout, "r1", "%721"),
+		"FILE://" + checkout,
+		filepath.Join(outside, "link-to-checkout"),
+		"file://" + filepath.Join(outside, "link-to-dir") + "/r1/work",
+		outside + "/sub/../link-to-r1/work",
+		outside + "/link-to-r1/../r1/work", // the link first, then ..: dir/r1/work
+		"link-to-checkout",                 // relative to the current directory
+		"./link-to-dir/../worker/r1",
+		"../worker/r1/work",
+		filepath.Join(outside, "app"),
+		filepath.Join(outside, "redirect"),
+	} {
+		for _, folder := range []string{dir, dirLink} {
+			err := CheckOutside(repo, folder)
+			if !errors.Is(err, ErrOwnFolder) {
+				t.Errorf("CheckOutside(%q, %q) = %v, want ErrOwnFolder", repo, folder, err)
+			}
+		}
+	}
+	for _, repo := range []string{
+		outside,
+		filepath.Join(outside, "sub"),
+		root + "/worker-other/r1/work", // a name that starts like the folder's
+		"https://git.example.com/app.git",
+		"ssh://git@git.example.com" + checkout,
+		"git@git.example.com:" + checkout,
+		"host:" + checkout,
+	} {
+		if err := CheckOutside(repo, dir); err != nil {
+			t.Errorf("CheckOutside(%q) = %v, want nil", repo, err)
+		}
+	}
+	err := CheckOutside("https://u:tok-s3cret-123@x"+checkout, dir)
+	if err != nil {
+		t.Errorf("a remote address was refused: %v", err)
+	}
+	if err := CheckOutside("file://"+checkout, dir); err == nil || !strings.Contains(err.Error(), checkout) || !strings.Contains(err.Error(), "shared address") {
+		t.Errorf("the refusal does not say where and what to do: %v", err)
+	}
+}
