@@ -8,6 +8,9 @@ package team_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -357,5 +360,95 @@ func TestARepoIntoTheWorkersOwnFolderIsParkedBeforeItIsCloned(t *testing.T) {
 	shown, _ := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if strings.Count(shown, "failed (parked)") != len(forms) {
 		t.Errorf("flower runs does not list the %d runs as parked:\n%s", len(forms), shown)
+	}
+}
+
+// A repository reached with a token in its address
+// (https://user:TOKEN@host/…): the run works and pushes with it, and no
+// listing, run detail, event, report header, failure or log line shows
+// the token.
+func TestARepositoryTokenIsMaskedInEveryListingEventAndReport(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	const token = "ghp_team-token-s3cret-0123456789"
+	git(t, w.remote, "config", "http.receivepack", "true")
+	backend := &cgi.Handler{Path: "/usr/lib/git-core/git-http-backend",
+		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(w.remote), "GIT_HTTP_EXPORT_ALL=1"}}
+	if out, err := exec.Command("git", "--exec-path").Output(); err == nil {
+		backend.Path = filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if user, pass, ok := r.BasicAuth(); !ok || user != "worker" || pass != token {
+			rw.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			rw.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		backend.ServeHTTP(rw, r)
+	}))
+	t.Cleanup(srv.Close)
+	repo := strings.Replace(srv.URL, "http://", "http://worker:"+token+"@", 1) + "/" + filepath.Base(w.remote)
+	shownRepo := strings.Replace(srv.URL, "http://", "http://worker:xxxxx@", 1) + "/" + filepath.Base(w.remote)
+
+	id := w.submitTo(repo, "task-1")
+	unreachable := w.submitTo(strings.Replace(repo, srv.URL[len("http://"):], "127.0.0.1:1", 1), "task-2", "--no-check")
+	m := w.worker("machine-a", "--max-failures", "1")
+	r := runOf(t, tm, id, 4*time.Minute, "achieved", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved || branchFile(t, w.remote, r.Branch, "task-1.txt") != "task-1" {
+		t.Fatalf("%s ended %s (%s); want it achieved and pushed through the token", r.Name(), r.State, r.Reason)
+	}
+	bad := runOf(t, tm, unreachable, 4*time.Minute, "parked", func(r team.Run) bool { return team.Ended(r.State) })
+	if bad.State != team.Failed || !strings.Contains(bad.Reason, "worker:xxxxx@127.0.0.1:1") {
+		t.Errorf("%s ended %s: %s; want parked naming the masked address", bad.Name(), bad.State, bad.Reason)
+	}
+	if r.Repo != shownRepo {
+		t.Errorf("Run.Repo is %q, want %q", r.Repo, shownRepo)
+	}
+
+	var seen strings.Builder
+	for _, args := range [][]string{
+		{"runs"}, {"runs", r.Name()}, {"runs", bad.Name()}, {"report", "--json", r.Name()},
+	} {
+		out, err := w.flower(append([]string{args[0], "--db-file", w.dbFile, "--lang", "en"}, args[1:]...)...)
+		if err != nil {
+			t.Errorf("flower %v: %v\n%s", args, err, out)
+		}
+		seen.WriteString(out)
+	}
+	if !strings.Contains(seen.String(), shownRepo) {
+		t.Errorf("flower runs %s does not show the masked address:\n%s", r.Name(), seen.String())
+	}
+	page := filepath.Join(t.TempDir(), "r.html")
+	if out, err := w.flower("report", "--db-file", w.dbFile, "-o", page, r.Name()); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "worker:xxxxx@") {
+		t.Errorf("the report's header does not show the masked address")
+	}
+	seen.Write(html)
+	for _, id := range []int64{id, unreachable} {
+		evs, err := tm.Events(context.Background(), id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			fmt.Fprintf(&seen, "%v %s %v\n", e.Kind, e.Text, e.Payload)
+		}
+	}
+	for _, f := range bad.Failures {
+		seen.WriteString(f.Reason)
+	}
+	seen.WriteString(m.out.String())
+	logs, _ := filepath.Glob(filepath.Join(m.dir, "*", "attempt-*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		seen.Write(b)
+	}
+	if strings.Contains(seen.String(), token) {
+		i := strings.Index(seen.String(), token)
+		t.Errorf("the token is shown: …%s…", seen.String()[max(i-200, 0):min(i+50, seen.Len())])
 	}
 }
