@@ -186,6 +186,13 @@ func TestTheDatabasePasswordIsRefusedOnTheCommandLineAndTakenFromAFileOfTheUsers
 	if err != nil || !strings.Contains(out, "cancelled") {
 		t.Errorf("runs with FLOWER_DATABASE_URL: %v\n%s", err, out)
 	}
+	// A worker given --db without the password finds it in its
+	// ~/.pgpass, and so do the runs it starts (each has a HOME of its own).
+	w.workerIn(home, "machine-pgpass", "--db", bare)
+	worked := w.submit("task-3")
+	if r := runOf(t, tm, worked, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) }); r.State != team.Achieved {
+		t.Errorf("a run of the worker whose password is in ~/.pgpass ended %s: %s", r.State, r.Reason)
+	}
 	// reply and report serve the team's run named with FLOWER_DATABASE_URL
 	// alone.
 	out, err = w.flowerEnv([]string{"FLOWER_DATABASE_URL=" + w.db}, "reply", "--lang", "en", team.RunName(id), "too late")

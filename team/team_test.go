@@ -265,8 +265,14 @@ func (l *lockedBuffer) String() string {
 
 func (w *world) worker(name string, extra ...string) *machine {
 	w.t.Helper()
-	home := w.t.TempDir()
-	args := append([]string{"worker", "--db-file", w.dbFile, "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
+	return w.workerIn(w.t.TempDir(), name, append([]string{"--db-file", w.dbFile}, extra...)...)
+}
+
+// workerIn is a worker whose HOME is home, with args (its database
+// included) after its own.
+func (w *world) workerIn(home, name string, extra ...string) *machine {
+	w.t.Helper()
+	args := append([]string{"worker", "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
 	cmd := exec.Command(teamflow(w.t), args...)
 	cmd.Env = append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir())
 	cmd.Dir = home

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -144,8 +145,9 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	if o.Env == nil {
 		o.Env = os.Environ()
 	}
-	w := &Worker{t: t, url: url, o: o, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{},
-		secrets: pushSecrets(o.Env, url, t.pool.Config().ConnConfig.Password)}
+	password := t.pool.Config().ConnConfig.Password
+	w := &Worker{t: t, url: withPassword(url, password), o: o, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{},
+		secrets: pushSecrets(o.Env, url, password)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(w.work))
 	w.client, err = river.NewClient(riverpgxv5.New(t.pool), &river.Config{
@@ -386,4 +388,19 @@ func pushSecrets(env []string, dbURL, dbPassword string) []gitwork.Secret {
 	add("the database's password", postgres.PasswordOf(dbURL))
 	add("the database's password", dbPassword)
 	return out
+}
+
+// withPassword is the database URL raw with the password pgx found for it
+// (in ~/.pgpass or $PGPASSFILE, the worker's own) written in, for the
+// runs: each has a HOME of its own, where no password file is. A URL that
+// has a password, or no password found, stays as it is.
+func withPassword(raw, password string) string {
+	if password == "" || postgres.PasswordOf(raw) != "" {
+		return raw
+	}
+	if u, err := neturl.Parse(raw); err == nil && u.Scheme != "" && u.Opaque == "" {
+		u.User = neturl.UserPassword(u.User.Username(), password)
+		return u.String()
+	}
+	return raw + " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password) + "'"
 }
