@@ -448,6 +448,20 @@ func TestARepositoryTokenIsMaskedInEveryListingEventAndReport(t *testing.T) {
 	for _, f := range bad.Failures {
 		seen.WriteString(f.Reason)
 	}
+	// The token is not in the run's folders either (its processes read
+	// them): the checkout's origin has the address without it; git gets it
+	// from a file beside the checkout, 0600.
+	runFolder := filepath.Join(m.dir, r.Name())
+	if out, _ := exec.Command("grep", "-rl", token, filepath.Join(runFolder, "work"), filepath.Join(runFolder, "home"),
+		filepath.Join(runFolder, "state"), filepath.Join(runFolder, "tmp")).CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+		t.Errorf("the token is in files of the run's folders:\n%s", out)
+	}
+	if origin := git(t, filepath.Join(runFolder, "work"), "remote", "get-url", "origin"); origin != strings.Replace(srv.URL, "http://", "http://worker@", 1)+"/"+filepath.Base(w.remote) {
+		t.Errorf("the checkout's origin is %q", origin)
+	}
+	if fi, err := os.Stat(filepath.Join(runFolder, "work.git-credentials")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the credentials file beside the checkout: %v, %v", fi, err)
+	}
 	seen.WriteString(m.out.String())
 	logs, _ := filepath.Glob(filepath.Join(m.dir, "*", "attempt-*.log"))
 	for _, l := range logs {

@@ -262,13 +262,21 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 
 // fetchOrClone brings dir up to date with repo: a clone when dir is not a
 // checkout yet, else a fetch of origin (pointed at repo first).
+// An http(s) address's password (a token) is kept out of the checkout,
+// whose files the run's processes read: origin holds the address without
+// it, and git gets it from a file beside the checkout (see
+// credentialsFile).
 func fetchOrClone(ctx context.Context, repo, dir string) error {
+	origin, err := keepCredentials(repo, dir)
+	if err != nil {
+		return err
+	}
 	_, statErr := os.Stat(filepath.Join(dir, ".git"))
 	if statErr == nil {
-		if _, err := git(ctx, dir, "remote", "set-url", "origin", "--", repo); err != nil {
+		if _, err := git(ctx, dir, "remote", "set-url", "origin", "--", origin); err != nil {
 			return fmt.Errorf("gitwork: %s is a checkout without a usable origin (%w); remove it and try again", dir, err)
 		}
-		if _, err := git(ctx, dir, "fetch", "-q", "--prune", "origin"); err != nil {
+		if _, err := git(ctx, dir, append(credentialArgs(dir), "fetch", "-q", "--prune", "origin")...); err != nil {
 			return unreachable(ctx, repo, err)
 		}
 		return nil
@@ -282,10 +290,62 @@ func fetchOrClone(ctx context.Context, repo, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return fmt.Errorf("gitwork: %w", err)
 	}
-	if _, err := git(ctx, "", "clone", "-q", "--no-checkout", "--", repo, dir); err != nil {
+	if _, err := git(ctx, "", append(credentialArgs(dir), "clone", "-q", "--no-checkout", "--", origin, dir)...); err != nil {
 		return unreachable(ctx, repo, err)
 	}
 	return nil
+}
+
+// credentialsFile is where the password of checkout's origin is kept:
+// beside the checkout (CHECKOUT.git-credentials), in git's store format,
+// mode 0600, out of the folder a run works in.
+func credentialsFile(checkout string) string {
+	checkout = filepath.Clean(checkout)
+	return filepath.Join(filepath.Dir(checkout), filepath.Base(checkout)+".git-credentials")
+}
+
+// keepCredentials writes the password of repo (an http(s) URL's) to
+// checkout's credentials file and returns the address origin keeps,
+// without it; an address with no such password is origin as it is, and
+// an earlier file is removed. (A token given as the user alone,
+// https://TOKEN@host/…, stays in the address: git asks for a password
+// then, which no helper of the worker's gives.)
+func keepCredentials(repo, checkout string) (string, error) {
+	file := credentialsFile(checkout)
+	u, err := url.Parse(repo)
+	password, has := "", false
+	if err == nil && u.User != nil && (u.Scheme == "http" || u.Scheme == "https") {
+		password, has = u.User.Password()
+	}
+	if !has || password == "" {
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("gitwork: %w", err)
+		}
+		return repo, nil
+	}
+	line := url.URL{Scheme: u.Scheme, User: url.UserPassword(u.User.Username(), password), Host: u.Host}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return "", fmt.Errorf("gitwork: %w", err)
+	}
+	if err := os.WriteFile(file, []byte(line.String()+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("gitwork: %w", err)
+	}
+	if err := os.Chmod(file, 0o600); err != nil { // WriteFile keeps an older file's mode
+		return "", fmt.Errorf("gitwork: %w", err)
+	}
+	u.User = url.User(u.User.Username())
+	return u.String(), nil
+}
+
+// credentialArgs are the config a network call of checkout's origin
+// needs: git's store helper reading the credentials file, when there is
+// one (no other helper of the machine is asked).
+func credentialArgs(checkout string) []string {
+	file := credentialsFile(checkout)
+	if _, err := os.Stat(file); err != nil {
+		return nil
+	}
+	return []string{"-c", "credential.helper=", "-c", "credential.helper=store --file=" + file}
 }
 
 // unreachable wraps a failed network call in ErrUnreachable, unless the
@@ -526,7 +586,7 @@ func defaultBranch(ctx context.Context, dir, repo string) (string, error) {
 	if ref, err := git(ctx, dir, "symbolic-ref", "-q", "refs/remotes/origin/HEAD"); err == nil && ref != "" {
 		return strings.TrimPrefix(ref, "refs/remotes/origin/"), nil
 	}
-	out, err := git(ctx, dir, "ls-remote", "--symref", "origin", "HEAD")
+	out, err := git(ctx, dir, append(credentialArgs(dir), "ls-remote", "--symref", "origin", "HEAD")...)
 	if err != nil {
 		return "", unreachable(ctx, repo, err)
 	}
@@ -614,6 +674,13 @@ func (e *SecretError) Unwrap() error { return ErrSecret }
 func FindSecret(ctx context.Context, dir string, secrets []Secret) error {
 	if origin, err := git(ctx, dir, "remote", "get-url", "origin"); err == nil && secretOf(origin) != "" {
 		secrets = append(secrets, Secret{Kind: "the repository's token (in origin's address)", Value: secretOf(origin)})
+	}
+	if kept, err := os.ReadFile(credentialsFile(dir)); err == nil {
+		for _, line := range strings.Fields(string(kept)) {
+			if secret := secretOf(line); secret != "" {
+				secrets = append(secrets, Secret{Kind: "the repository's token", Value: secret})
+			}
+		}
 	}
 	var looked []Secret
 	for _, s := range secrets {
@@ -710,7 +777,7 @@ func Push(ctx context.Context, dir, branch, expect string, secrets []Secret) err
 		return err
 	}
 	ref := "refs/heads/" + branch
-	_, pushErr := git(ctx, dir, "push", "-q", "--no-verify", "--force-with-lease="+ref+":"+expect, "origin", "HEAD:"+ref)
+	_, pushErr := git(ctx, dir, append(credentialArgs(dir), "push", "-q", "--no-verify", "--force-with-lease="+ref+":"+expect, "origin", "HEAD:"+ref)...)
 	if pushErr == nil || ctx.Err() != nil {
 		return pushErr
 	}
@@ -744,7 +811,7 @@ func RemoteHead(ctx context.Context, dir, branch string) (string, error) {
 		return "", err
 	}
 	ref := "refs/heads/" + branch
-	out, err := git(ctx, dir, "ls-remote", "origin", ref)
+	out, err := git(ctx, dir, append(credentialArgs(dir), "ls-remote", "origin", ref)...)
 	if err != nil {
 		url, _ := git(ctx, dir, "remote", "get-url", "origin")
 		return "", unreachable(ctx, url, err)

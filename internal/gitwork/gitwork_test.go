@@ -720,3 +720,35 @@ func TestARepositoryInsideTheWorkersFolderIsRefusedInEveryForm(t *testing.T) {
 		t.Errorf("the refusal does not say where and what to do: %v", err)
 	}
 }
+
+// An http(s) address's password goes to a file of mode 0600 beside the
+// checkout, and origin keeps the address without it; any other address is
+// origin as given, and an earlier file goes.
+func TestAnAddresssPasswordIsKeptBesideTheCheckout(t *testing.T) {
+	checkout := filepath.Join(t.TempDir(), "r1", "work")
+	file := filepath.Join(filepath.Dir(checkout), "work.git-credentials")
+	origin, err := keepCredentials("https://worker:t%2Fok-s3cret@git.example.com/app.git", checkout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if origin != "https://worker@git.example.com/app.git" {
+		t.Errorf("origin %q", origin)
+	}
+	data, err := os.ReadFile(file)
+	fi, _ := os.Stat(file)
+	if err != nil || string(data) != "https://worker:t%2Fok-s3cret@git.example.com\n" || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the credentials file: %q %v %v", data, fi.Mode(), err)
+	}
+	if args := credentialArgs(checkout); len(args) != 4 || args[3] != "credential.helper=store --file="+file {
+		t.Errorf("credentialArgs: %q", args)
+	}
+	for _, repo := range []string{"https://git.example.com/app.git", "ssh://git:pw@git.example.com/app.git", "/srv/app.git"} {
+		origin, err := keepCredentials(repo, checkout)
+		if err != nil || origin != repo {
+			t.Errorf("keepCredentials(%q) = %q, %v", repo, origin, err)
+		}
+		if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) || credentialArgs(checkout) != nil {
+			t.Errorf("after %q the credentials file stays: %v", repo, err)
+		}
+	}
+}
