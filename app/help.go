@@ -68,12 +68,13 @@ Usage:
   flower report [run_dir]   one HTML page of a run: cost, context, verdicts, timeline
 
 A team's queue on one PostgreSQL (see flower submit --help):
-  flower submit --db URL --repo REPO "request"   queue a run for any free worker
-  flower worker --db URL    work queued runs on this machine, each on its own branch
-  flower runs --db URL [RUN]   every run: state, host, step, cost, age
-  flower reply --db URL RUN "answer"   answer a run's question from any machine
-  flower cancel --db URL RUN   stop a run cleanly
-  flower report --db URL RUN   the report page of a run, from the database
+  flower submit --repo REPO "request"   queue a run for any free worker
+  flower worker             work queued runs on this machine, each on its own branch
+  flower runs [RUN]         every run: state, host, step, cost, age
+  flower reply RUN "answer"   answer a run's question from any machine
+  flower cancel RUN         stop a run cleanly
+  flower report RUN         the report page of a run, from the database
+  (the database: $FLOWER_DATABASE_URL, --db-file F, or --db URL without its password)
 
 Examples:
   flower "add a --json flag to the CLI" --rounds 2
@@ -217,8 +218,9 @@ Flags:
   --skip       decline the question: it judges for itself
   --mail       leave a message for the inbox even when a question waits
   --wait D     how long to wait for the run (default 10s; 0 = do not wait)
-  --db URL     a run of the team's queue instead: flower reply --db URL RUN "answer"
-               reaches the worker running it at once, from any machine
+  --db-file F  a run of the team's queue instead (its database's URL in file F, or
+  --db URL     without its password, or $FLOWER_DATABASE_URL with a run such as r12):
+               flower reply r12 "answer" reaches the worker running it at once
 
 Examples:
   flower reply "use PostgreSQL"
@@ -263,7 +265,9 @@ Flags:
                       one per run directory)
   --open              also open the page with xdg-open or open, where there is one
   --json              print the page's data as JSON on stdout instead (no page)
-  --db URL RUN        a run of the team's queue, rendered from the database
+  --db-file F RUN     a run of the team's queue, rendered from the database (its URL
+                      in file F, or --db URL without its password, or
+                      $FLOWER_DATABASE_URL with a run such as r12)
 
 Examples:
   flower report
@@ -279,13 +283,18 @@ Exit codes:
 `, "flower", m.name())
 }
 
-const teamFlags = `Every team command takes --db postgres://user:password@host:5432/db (default
-$FLOWER_DATABASE_URL): one database for the whole team, holding the queue (River),
-every run's state and transcripts.
+const teamFlags = `The team's database (one for the whole team, holding the queue, every run's
+state and transcripts), in the first of:
+  --db-file FILE   a file holding postgres://user:password@host:5432/db, mode 0600
+                   (chmod 600 FILE) and yours: one that others may read is refused
+  --db URL         postgres://user@host:5432/db without its password, which comes from
+                   ~/.pgpass (or $PGPASSFILE, or $PGPASSWORD); a password in --db is
+                   refused, since every user of the machine sees a command line
+  $FLOWER_DATABASE_URL   the whole URL, password included
 `
 
 func (m *Command) submitUsage() string {
-	return strings.ReplaceAll(`Usage: flower submit --db URL --repo REPO [--branch B] [--budget USD] "request"
+	return strings.ReplaceAll(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] [--budget USD] "request"
 
 Queues a run of the request against a git repository. A free worker takes it,
 clones REPO, works on the run's own branch flower/rN (made from B) and pushes its
@@ -298,14 +307,14 @@ Flags:
   --no-check      do not check from this machine that REPO and B exist
 
 Examples:
-  flower submit --db postgres://flower:pw@db:5432/flower --repo git@host:app.git "add a --json flag"
-  flower submit --db $DB --repo /srv/git/app.git --branch develop --budget 5 "fix the flaky tests"
+  flower submit --db-file ~/.config/flower/team-db --repo git@host:app.git "add a --json flag"
+  flower submit --db postgres://flower@db:5432/flower --repo /srv/git/app.git --branch develop --budget 5 "fix the flaky tests"
 
 `+teamFlags+"\n"+exitCodes, "flower", m.name())
 }
 
 func (m *Command) workerUsage() string {
-	return strings.ReplaceAll(`Usage: flower worker --db URL [--concurrency N] [--dir DIR]
+	return strings.ReplaceAll(`Usage: flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
 
 Works queued runs on this machine until stopped: each in its own checkout under
 DIR with its own HOME for the CLI, its state in the database. Ctrl-C or SIGTERM:
@@ -336,7 +345,7 @@ folders: the rest of DIR, this HOME, /tmp and other processes are hidden from it
 }
 
 func (m *Command) runsUsage() string {
-	return strings.ReplaceAll(`Usage: flower runs --db URL [RUN]
+	return strings.ReplaceAll(`Usage: flower runs [--db-file FILE] [RUN]
 
 Every run of the team: its state (queued, running on a host, waiting for a person,
 achieved, stopped, failed, cancelled), step and round, cost against its budget, age
@@ -346,7 +355,7 @@ and why it waits or ended. With RUN (r12): that run in detail, with its recent e
 }
 
 func (m *Command) cancelUsage() string {
-	return strings.ReplaceAll(`Usage: flower cancel --db URL RUN
+	return strings.ReplaceAll(`Usage: flower cancel [--db-file FILE] RUN
 
 Stops a run. A queued run is never worked; a running one is stopped by its worker,
 which writes its state back and pushes its work to the run's branch first.

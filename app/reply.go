@@ -30,15 +30,15 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 	fl.BoolVar(&skip, "skip", false, "")
 	fl.BoolVar(&mail, "mail", false, "")
 	fl.DurationVar(&wait, "wait", wait, "")
-	var db string
-	fl.StringVar(&db, "db", "", "")
+	var db dbFlags
+	db.register(fl)
 	pos, err := m.parse(fl, m.replyUsage(), args)
 	if err != nil {
 		return err
 	}
-	if isSet(fl, "db") {
+	if m.teamRun(fl, pos) {
 		// A run of the team's queue, answered from any machine.
-		url, err := m.teamDB(db, "reply")
+		url, err := m.teamDB(db, "reply", m.language(&g, ""))
 		if err != nil {
 			return err
 		}

@@ -32,17 +32,17 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 	fs.StringVar(&out, "output", "", "")
 	fs.BoolVar(&open, "open", false, "")
 	fs.BoolVar(&asJSON, "json", false, "")
-	var db string
-	fs.StringVar(&db, "db", "", "")
+	var db dbFlags
+	db.register(fs)
 	pos, err := m.parse(fs, m.reportUsage(), args)
 	if err != nil {
 		return err
 	}
-	if isSet(fs, "db") {
+	if m.teamRun(fs, pos) {
 		if asJSON && (open || out != "") {
 			return usageErrorf("`%s report --json` prints the data and writes no page: drop --open and -o, or --json", m.name())
 		}
-		url, err := m.teamDB(db, "report")
+		url, err := m.teamDB(db, "report", m.language(&g, ""))
 		if err != nil {
 			return err
 		}

@@ -13,23 +13,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/gitwork"
 	"github.com/flowerrun/flower/internal/screen"
 	"github.com/flowerrun/flower/report"
 	"github.com/flowerrun/flower/team"
 )
-
-// teamDB is the --db flag of the team's commands: the URL, else
-// $FLOWER_DATABASE_URL.
-func (m *Command) teamDB(flagValue, cmd string) (string, error) {
-	url := strings.TrimSpace(flagValue)
-	if url == "" {
-		url = strings.TrimSpace(m.getenv(flower.DatabaseEnv))
-	}
-	if url == "" {
-		return "", usageErrorf("%s %s needs the team's database: --db postgres://user:password@host:5432/db (or %s)", m.name(), cmd, flower.DatabaseEnv)
-	}
-	return url, nil
-}
 
 func (m *Command) openTeam(ctx context.Context, url string, lang flower.Lang) (*team.Team, error) {
 	t, err := team.Open(ctx, url)
@@ -61,15 +49,16 @@ func (e oneLine) Error() string {
 
 func (e oneLine) Unwrap() error { return e.error }
 
-// runSubmit is `flower submit --db URL --repo REPO [--branch B] [--budget USD] "request"`.
+// runSubmit is `flower submit --repo REPO [--branch B] [--budget USD] "request"`.
 func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	var g globals
-	var db, repo, base string
+	var db dbFlags
+	var repo, base string
 	var budget float64
 	var noCheck bool
 	fs := newFlagSet("submit")
 	g.register(fs)
-	fs.StringVar(&db, "db", "", "")
+	db.register(fs)
 	fs.StringVar(&repo, "repo", "", "")
 	fs.StringVar(&base, "branch", "", "")
 	fs.Var(budgetValue{&budget}, "budget", "")
@@ -82,11 +71,11 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	request := strings.TrimSpace(strings.Join(pos, " "))
 	switch {
 	case request == "":
-		return usageErrorf("%s submit needs the request: %s submit --db URL --repo REPO \"what to do\"", m.name(), m.name())
+		return usageErrorf("%s submit needs the request: %s submit --repo REPO \"what to do\"", m.name(), m.name())
 	case strings.TrimSpace(repo) == "":
 		return usageErrorf("%s submit needs --repo: a git URL or path every worker can reach", m.name())
 	}
-	url, err := m.teamDB(db, "submit")
+	url, err := m.teamDB(db, "submit", lang)
 	if err != nil {
 		return err
 	}
@@ -97,14 +86,14 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 		out, err := exec.CommandContext(cctx, "git", "-c", "core.hooksPath=/dev/null", "ls-remote", "--", repo, "HEAD").CombinedOutput()
 		cancel()
 		if err != nil {
-			return fmt.Errorf(text(lang, "teamRepoUnreachable"), repo, strings.TrimSpace(string(out)))
+			return fmt.Errorf(text(lang, "teamRepoUnreachable"), gitwork.Redact(repo), gitwork.Mask(repo, strings.TrimSpace(string(out))))
 		}
 		if base != "" {
 			cctx, cancel := context.WithTimeout(ctx, time.Minute)
 			out, err := exec.CommandContext(cctx, "git", "-c", "core.hooksPath=/dev/null", "ls-remote", "--heads", "--", repo, base).Output()
 			cancel()
 			if err == nil && len(strings.TrimSpace(string(out))) == 0 {
-				return fmt.Errorf(text(lang, "teamNoBranch"), repo, base)
+				return fmt.Errorf(text(lang, "teamNoBranch"), gitwork.Redact(repo), base)
 			}
 		}
 	}
@@ -123,10 +112,11 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	return nil
 }
 
-// runWorker is `flower worker --db URL [--concurrency N] [--dir DIR]`.
+// runWorker is `flower worker [--concurrency N] [--dir DIR]`.
 func (m *Command) runWorker(ctx context.Context, args []string) error {
 	var g globals
-	var db, dir, name string
+	var db dbFlags
+	var dir, name string
 	var rescue time.Duration
 	var concurrency, maxFailures int
 	var teamBudget float64
@@ -134,7 +124,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	fs := newFlagSet("worker")
 	fs.BoolVar(&unconfined, "unconfined", false, "")
 	g.register(fs)
-	fs.StringVar(&db, "db", "", "")
+	db.register(fs)
 	fs.StringVar(&dir, "dir", "flower-worker", "")
 	fs.StringVar(&name, "name", "", "")
 	fs.IntVar(&concurrency, "concurrency", 1, "")
@@ -153,7 +143,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	case rescue < 4*time.Second:
 		return usageErrorf("--rescue %s: give at least 4s (how soon another worker takes over the runs of a worker that died)", rescue)
 	}
-	url, err := m.teamDB(db, "worker")
+	url, err := m.teamDB(db, "worker", lang)
 	if err != nil {
 		return err
 	}
@@ -192,13 +182,13 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	return err
 }
 
-// runRuns is `flower runs --db URL [RUN]`.
+// runRuns is `flower runs [RUN]`.
 func (m *Command) runRuns(ctx context.Context, args []string) error {
 	var g globals
-	var db string
+	var db dbFlags
 	fs := newFlagSet("runs")
 	g.register(fs)
-	fs.StringVar(&db, "db", "", "")
+	db.register(fs)
 	pos, err := m.parse(fs, m.runsUsage(), args)
 	if err != nil {
 		return err
@@ -207,7 +197,7 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 	if len(pos) > 1 {
 		return usageErrorf("%s runs takes at most one run (got %s)", m.name(), strings.Join(pos, " "))
 	}
-	url, err := m.teamDB(db, "runs")
+	url, err := m.teamDB(db, "runs", lang)
 	if err != nil {
 		return err
 	}
@@ -249,7 +239,7 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 	lines, squeezed := table(listing(true), width)
 	if squeezed {
 		// A narrow terminal: the states whole, without their hosts
-		// (`flower runs --db URL RUN` names the host).
+		// (`flower runs RUN` names the host).
 		lines, _ = table(listing(false), width)
 	}
 	for _, line := range lines {
@@ -451,26 +441,26 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// runCancel is `flower cancel --db URL RUN`.
+// runCancel is `flower cancel RUN`.
 func (m *Command) runCancel(ctx context.Context, args []string) error {
 	var g globals
-	var db string
+	var db dbFlags
 	fs := newFlagSet("cancel")
 	g.register(fs)
-	fs.StringVar(&db, "db", "", "")
+	db.register(fs)
 	pos, err := m.parse(fs, m.cancelUsage(), args)
 	if err != nil {
 		return err
 	}
 	lang := m.language(&g, "")
 	if len(pos) != 1 {
-		return usageErrorf("%s cancel takes one run: %s cancel --db URL r12", m.name(), m.name())
+		return usageErrorf("%s cancel takes one run: %s cancel r12", m.name(), m.name())
 	}
 	id, err := team.ParseRun(pos[0])
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	url, err := m.teamDB(db, "cancel")
+	url, err := m.teamDB(db, "cancel", lang)
 	if err != nil {
 		return err
 	}
@@ -491,10 +481,10 @@ func (m *Command) runCancel(ctx context.Context, args []string) error {
 	return nil
 }
 
-// replyTeam is `flower reply --db URL RUN [ID] "answer"`.
+// replyTeam is `flower reply RUN [ID] "answer"`.
 func (m *Command) replyTeam(ctx context.Context, url string, pos []string, id string, skip bool, lang flower.Lang) error {
 	if len(pos) < 1 {
-		return usageErrorf("%s reply --db URL RUN \"answer\": name the run (flower runs --db URL lists them)", m.name())
+		return usageErrorf("%s reply RUN \"answer\": name the run (flower runs lists them)", m.name())
 	}
 	run, err := team.ParseRun(pos[0])
 	if err != nil {
@@ -502,7 +492,7 @@ func (m *Command) replyTeam(ctx context.Context, url string, pos []string, id st
 	}
 	words := strings.TrimSpace(strings.Join(pos[1:], " "))
 	if words == "" && !skip {
-		return usageErrorf("%s reply --db URL %s needs the answer: %s reply --db URL %s \"use PostgreSQL\"", m.name(), pos[0], m.name(), pos[0])
+		return usageErrorf("%s reply %s needs the answer: %s reply %s \"use PostgreSQL\"", m.name(), pos[0], m.name(), pos[0])
 	}
 	t, err := m.openTeam(ctx, url, lang)
 	if err != nil {
@@ -516,14 +506,14 @@ func (m *Command) replyTeam(ctx context.Context, url string, pos []string, id st
 	return nil
 }
 
-// reportTeam renders `flower report --db URL RUN` from the database: the
+// reportTeam renders `flower report RUN` from the database: the
 // run's files laid out in a folder beside the page (the page links its
 // notes and handoffs, so they stay), the page written as for a run
 // directory and headed with the run's name, database and branch. --json
 // lays them out in a temporary folder, removed after.
 func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang flower.Lang, out string, open, asJSON bool) error {
 	if len(pos) != 1 {
-		return usageErrorf("%s report --db URL RUN: name one run (flower runs --db URL lists them)", m.name())
+		return usageErrorf("%s report RUN: name one run (flower runs lists them)", m.name())
 	}
 	id, err := team.ParseRun(pos[0])
 	if err != nil {

@@ -57,13 +57,13 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 				t1 := func(k string) string { return texts[k][map[bool]int{false: 0, true: 1}[l.english]] }
 				db := pgtest.Database(t)
 				repo := clones(t, 1)[0]
-				env := hermeticEnv(t, l.locale)
+				env := hermeticEnv(t, l.locale, "FLOWER_DATABASE_URL="+db)
 				request := "add a --json flag to the listing"
 				if !l.english {
 					request = "给列表加一个 --json 参数"
 				}
 
-				p := startPTYCols(t, cols, env, "submit", "--db", db, "--repo", repo, request)
+				p := startPTYCols(t, cols, env, "submit", "--repo", repo, request)
 				if code := p.wait(t); code != 0 {
 					t.Fatalf("submit: exit %d\n%s", code, p.screen())
 				}
@@ -109,7 +109,7 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 					t.Fatal(err)
 				}
 
-				p = startPTYCols(t, cols, env, "runs", "--db", db)
+				p = startPTYCols(t, cols, env, "runs")
 				if code := p.wait(t); code != 0 {
 					t.Fatalf("runs: exit %d\n%s", code, p.screen())
 				}
@@ -165,7 +165,7 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 				}
 				checkLanguage(t, l.english, raw)
 
-				p = startPTYCols(t, cols, env, "runs", "--db", db, "r3")
+				p = startPTYCols(t, cols, env, "runs", "r3")
 				if code := p.wait(t); code != 0 {
 					t.Fatalf("runs r3: exit %d\n%s", code, p.screen())
 				}
@@ -205,7 +205,19 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 				}
 
 				bad := "postgres://flower:s3cret-pw@127.0.0.1:1/team"
+				// On the command line, the password is refused before
+				// anything is tried, in the person's language, masked.
 				p = startPTYCols(t, cols, env, "runs", "--db", bad)
+				if code := p.wait(t); code != ExitUsage {
+					t.Errorf("runs --db with a password: exit %d, want %d", code, ExitUsage)
+				}
+				refused := p.screen()
+				p.expectFlat(t, fmt.Sprintf(t1("teamDBPassword"), "postgres://flower:xxxxx@127.0.0.1:1/team", "FLOWER_DATABASE_URL"))
+				if strings.Contains(refused, "s3cret-pw") {
+					t.Errorf("the refusal shows the password:\n%s", refused)
+				}
+				checkLanguage(t, l.english, refused)
+				p = startPTYCols(t, cols, hermeticEnv(t, l.locale, "FLOWER_DATABASE_URL="+bad), "runs")
 				if code := p.wait(t); code != ExitFailure {
 					t.Errorf("runs with a database nothing listens on: exit %d, want %d", code, ExitFailure)
 				}
@@ -238,13 +250,16 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--help"}, []string{"flower submit --db URL --repo REPO", "flower worker --db URL", "flower runs --db URL [RUN]",
-			"flower reply --db URL RUN", "flower cancel --db URL RUN", "flower report --db URL RUN"}},
-		{[]string{"submit", "--help"}, []string{"Usage: flower submit --db URL --repo REPO", "--branch B", "--budget USD", "--no-check", "$FLOWER_DATABASE_URL"}},
-		{[]string{"worker", "--help"}, []string{"Usage: flower worker --db URL", "--concurrency N", "--dir DIR", "--name NAME", "--rescue D",
+		{[]string{"--help"}, []string{"flower submit --repo REPO", "flower worker", "flower runs [RUN]",
+			"flower reply RUN", "flower cancel RUN", "flower report RUN", "--db-file F", "--db URL without its password"}},
+		{[]string{"submit", "--help"}, []string{"Usage: flower submit [--db-file FILE] --repo REPO", "--branch B", "--budget USD", "--no-check",
+			"$FLOWER_DATABASE_URL", "mode 0600", "~/.pgpass", "a password in --db is refused"}},
+		{[]string{"worker", "--help"}, []string{"Usage: flower worker [--db-file FILE]", "--concurrency N", "--dir DIR", "--name NAME", "--rescue D",
 			"--team-budget USD", "--max-failures N", "$FLOWER_DATABASE_URL"}},
-		{[]string{"runs", "--help"}, []string{"Usage: flower runs --db URL [RUN]"}},
-		{[]string{"cancel", "--help"}, []string{"Usage: flower cancel --db URL RUN"}},
+		{[]string{"runs", "--help"}, []string{"Usage: flower runs [--db-file FILE] [RUN]"}},
+		{[]string{"cancel", "--help"}, []string{"Usage: flower cancel [--db-file FILE] RUN"}},
+		{[]string{"reply", "--help"}, []string{"--db-file F", "flower reply r12"}},
+		{[]string{"report", "--help"}, []string{"--db-file F RUN"}},
 	}
 	for _, c := range cases {
 		for i, l := range locales {
@@ -256,6 +271,10 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 				}
 				for _, want := range c.want {
 					p.expectFlat(t, want)
+				}
+				// No documented form puts a password on a command line.
+				if m := regexp.MustCompile(`--db[ =]\S*://[^@\s/]*:[^@\s/]*@`).FindString(p.screen()); m != "" {
+					t.Errorf("the help shows a password in --db: %s", m)
 				}
 				if regexp.MustCompile(`panic|goroutine \d`).MatchString(p.screen()) {
 					t.Errorf("a panic:\n%s", p.screen())

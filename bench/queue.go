@@ -363,12 +363,12 @@ func (l *drvLockedBuffer) Bytes() []byte {
 func (qb *queueBench) startWorker(d, db, name string, env []string, rescue time.Duration) (*queueWorker, error) {
 	home := filepath.Join(d, name)
 	w := &queueWorker{name: name, dir: filepath.Join(home, "runs"), out: &drvLockedBuffer{}, done: make(chan error, 1)}
-	w.cmd = exec.Command(qb.bin, "worker", "--db", db, "--dir", w.dir, "--name", name, "--lang", "en",
+	w.cmd = exec.Command(qb.bin, "worker", "--dir", w.dir, "--name", name, "--lang", "en",
 		"--rescue", rescue.String(), "--concurrency", "1")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
 	}
-	w.cmd.Dir, w.cmd.Env = home, withHome(env, home)
+	w.cmd.Dir, w.cmd.Env = home, append(withHome(env, home), "FLOWER_DATABASE_URL="+db) // never on a command line
 	w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
 	if err := w.cmd.Start(); err != nil {
 		return nil, err

@@ -101,7 +101,8 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	submit := exec.CommandContext(ctx, teamflow(t), "submit", "--db", dbURL, "--repo", remote, "--branch", "main", "--lang", "en", "add a result file")
+	env = append(env, "FLOWER_DATABASE_URL="+dbURL) // never on a command line
+	submit := exec.CommandContext(ctx, teamflow(t), "submit", "--repo", remote, "--branch", "main", "--lang", "en", "add a result file")
 	submit.Env = env
 	out, err := submit.CombinedOutput()
 	m := regexp.MustCompile(`submitted r(\d+)`).FindSubmatch(out)
@@ -118,7 +119,7 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 	start := func(name string) *worker {
 		w := &worker{dir: t.TempDir(), out: &syncBuffer{}}
 		w.capture = filepath.Join(w.dir, team.RunName(id), "tmp", "capture")
-		w.cmd = exec.CommandContext(ctx, teamflow(t), "worker", "--db", dbURL, "--dir", w.dir, "--name", name, "--rescue", "8s", "--lang", "en")
+		w.cmd = exec.CommandContext(ctx, teamflow(t), "worker", "--dir", w.dir, "--name", name, "--rescue", "8s", "--lang", "en")
 		w.cmd.Env = append(append([]string{}, env...), "FLOWER_CLAUDE="+capturingCLIInto(t, claudetest.CLIPath(t), `"$TMPDIR/capture"`), "HOME="+t.TempDir())
 		w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
 		if err := w.cmd.Start(); err != nil {

@@ -105,7 +105,10 @@ func (a *attempt) work(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	head, err := gitwork.Prepare(ctx, a.run.Repo, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed,
+	if err := gitwork.CheckOutside(a.run.cloneURL, w.o.Dir); err != nil {
+		return a.park(ctx, fmt.Sprintf("not cloned by worker %s: %v", w.o.Name, err))
+	}
+	head, err := gitwork.Prepare(ctx, a.run.cloneURL, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed,
 		[]string{"/" + runDirName + "/", "/" + workbenchDirName + "/"})
 	switch {
 	case errors.Is(err, gitwork.ErrForeignBranch), errors.Is(err, gitwork.ErrNoBase):
@@ -233,7 +236,7 @@ loop:
 	a.mu.Unlock()
 	a.storeProgress(ctx)
 	if pushErr != nil {
-		if errors.Is(pushErr, gitwork.ErrRejected) {
+		if errors.Is(pushErr, gitwork.ErrRejected) || errors.Is(pushErr, gitwork.ErrSecret) {
 			return a.park(ctx, pushErr.Error())
 		}
 		return a.failed(ctx, pushErr)
@@ -308,7 +311,7 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		maps.Copy(set, api)
 		a.revoke = revoke
 	}
-	cmd.Env = childEnv(w.o.Env, set, w.secrets()...)
+	cmd.Env = childEnv(w.o.Env, set, w.envSecrets()...)
 	// Its own process group, so that it (and its CLI) can be stopped as
 	// one; killed with the worker, so that a dead worker leaves nothing
 	// that still writes.
@@ -535,10 +538,14 @@ func (a *attempt) save(ctx context.Context, what string) error {
 	if !changed && head == r.Pushed {
 		return nil
 	}
-	if err := gitwork.Push(ctx, a.checkout, a.run.Branch, r.Pushed); err != nil {
+	if err := gitwork.Push(ctx, a.checkout, a.run.Branch, r.Pushed, a.w.secrets); err != nil {
+		if errors.Is(err, gitwork.ErrSecret) {
+			// Nowhere else either: the work stays in this checkout.
+			return fmt.Errorf("%w; the work stays on worker %s in %s: take the secret out of that commit there", err, a.w.o.Name, a.checkout)
+		}
 		if errors.Is(err, gitwork.ErrRejected) {
 			keep := a.run.Branch + "-kept-" + head[:min(len(head), 12)]
-			if kerr := gitwork.Push(ctx, a.checkout, keep, ""); kerr == nil {
+			if kerr := gitwork.Push(ctx, a.checkout, keep, "", a.w.secrets); kerr == nil {
 				return fmt.Errorf("%w; the run's work is kept on %s", err, keep)
 			}
 		}
@@ -673,9 +680,10 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 	}
 	if save != "" {
 		err := a.save(ctx, save)
-		if errors.Is(err, gitwork.ErrRejected) && a.stop != nil {
-			// Someone else pushed to the run's branch: working on would
-			// only spend; the run stops and is parked with its work kept.
+		if (errors.Is(err, gitwork.ErrRejected) || errors.Is(err, gitwork.ErrSecret)) && a.stop != nil {
+			// Someone else pushed to the run's branch, or the work holds a
+			// secret: working on would only spend; the run stops and is
+			// parked with its work kept.
 			a.stop(err)
 		}
 		if err != nil && !errors.Is(err, errLost) {

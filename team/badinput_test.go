@@ -44,7 +44,7 @@ func exitCode(t *testing.T, err error) int {
 // run's id.
 func (w *world) submitTo(repo, request string, extra ...string) int64 {
 	w.t.Helper()
-	args := append([]string{"submit", "--db", w.db, "--repo", repo, "--lang", "en"}, extra...)
+	args := append([]string{"submit", "--db-file", w.dbFile, "--repo", repo, "--lang", "en"}, extra...)
 	out, err := w.flower(append(args, request)...)
 	if err != nil {
 		w.t.Fatalf("submit %q: %v\n%s", request, err, out)
@@ -112,16 +112,16 @@ func TestBadFlagsOfTheTeamCommandsSayWhatToGive(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"submit without --repo", []string{"submit", "--db", w.db, "do it"}, []string{"--repo", "every worker can reach"}},
-		{"submit without a request", []string{"submit", "--db", w.db, "--repo", w.remote}, []string{"needs the request", "submit --db URL --repo REPO"}},
-		{"submit with a negative budget", []string{"submit", "--db", w.db, "--repo", w.remote, "--budget", "-1", "do it"}, []string{"-1", "budget", "negative"}},
-		{"submit without a database", []string{"submit", "--repo", w.remote, "do it"}, []string{"--db postgres://"}},
-		{"worker with no concurrency", []string{"worker", "--db", w.db, "--concurrency", "0"}, []string{"--concurrency 0", "at least 1"}},
-		{"worker with a rescue too short", []string{"worker", "--db", w.db, "--rescue", "1s"}, []string{"--rescue 1s", "at least 4s"}},
-		{"worker with no failures allowed", []string{"worker", "--db", w.db, "--max-failures", "0"}, []string{"--max-failures 0", "at least 1"}},
-		{"runs of something not a run", []string{"runs", "--db", w.db, "notarun"}, []string{`"notarun" is not a run`, "r1, r2", "flower runs --db URL"}},
-		{"cancel without a run", []string{"cancel", "--db", w.db}, []string{"cancel takes one run", "cancel --db URL r12"}},
-		{"reply without an answer", []string{"reply", "--db", w.db, "r1"}, []string{"needs the answer"}},
+		{"submit without --repo", []string{"submit", "--db-file", w.dbFile, "do it"}, []string{"--repo", "every worker can reach"}},
+		{"submit without a request", []string{"submit", "--db-file", w.dbFile, "--repo", w.remote}, []string{"needs the request", "submit --repo REPO"}},
+		{"submit with a negative budget", []string{"submit", "--db-file", w.dbFile, "--repo", w.remote, "--budget", "-1", "do it"}, []string{"-1", "budget", "negative"}},
+		{"submit without a database", []string{"submit", "--repo", w.remote, "do it"}, []string{"needs the team's database", "FLOWER_DATABASE_URL=postgres://", "--db-file PATH", "~/.pgpass"}},
+		{"worker with no concurrency", []string{"worker", "--db-file", w.dbFile, "--concurrency", "0"}, []string{"--concurrency 0", "at least 1"}},
+		{"worker with a rescue too short", []string{"worker", "--db-file", w.dbFile, "--rescue", "1s"}, []string{"--rescue 1s", "at least 4s"}},
+		{"worker with no failures allowed", []string{"worker", "--db-file", w.dbFile, "--max-failures", "0"}, []string{"--max-failures 0", "at least 1"}},
+		{"runs of something not a run", []string{"runs", "--db-file", w.dbFile, "notarun"}, []string{`"notarun" is not a run`, "r1, r2", "`flower runs` lists them"}},
+		{"cancel without a run", []string{"cancel", "--db-file", w.dbFile}, []string{"cancel takes one run", "cancel r12"}},
+		{"reply without an answer", []string{"reply", "--db-file", w.dbFile, "r1"}, []string{"needs the answer"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -162,11 +162,11 @@ func TestSubmitToADatabaseItCannotUseSaysSoWithThePasswordMasked(t *testing.T) {
 		name, url, secret string
 		want              []string
 	}{
-		{"nothing listens", closed, "s3cret-pw", []string{"127.0.0.1:1", "xxxxx", "Check --db"}},
-		{"a wrong password", wrong.String(), "wrong-pass-4711", []string{u.Host, "xxxxx", "password authentication failed", "Check --db"}},
+		{"nothing listens", closed, "s3cret-pw", []string{"127.0.0.1:1", "xxxxx", "Check the database's address"}},
+		{"a wrong password", wrong.String(), "wrong-pass-4711", []string{u.Host, "xxxxx", "password authentication failed", "Check the database's address"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, err := w.flower("submit", "--db", c.url, "--repo", w.remote, "--lang", "en", "task-1")
+			out, err := w.flowerEnv([]string{"FLOWER_DATABASE_URL=" + c.url}, "submit", "--repo", w.remote, "--lang", "en", "task-1")
 			if code := exitCode(t, err); code != 1 {
 				t.Errorf("exit code %d, want 1:\n%s", code, out)
 			}
@@ -202,7 +202,7 @@ func TestARepositoryNoWorkerCanReachIsParkedWithItsReasons(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-repo.git")
 	// Refused at submit without --no-check: the submitting machine cannot
 	// reach it either.
-	out, err := w.flower("submit", "--db", w.db, "--repo", missing, "--lang", "en", "task-1")
+	out, err := w.flower("submit", "--db-file", w.dbFile, "--repo", missing, "--lang", "en", "task-1")
 	if code := exitCode(t, err); code != 1 || !strings.Contains(out, "cannot reach the repository "+missing) || !strings.Contains(out, "--no-check") {
 		t.Errorf("submit of a repository this machine cannot reach: exit %d\n%s", code, out)
 	}
@@ -248,7 +248,7 @@ func TestARepositoryNoWorkerCanReachIsParkedWithItsReasons(t *testing.T) {
 	if n := attemptsNeverOverlap(t, tm, id); n != len(r.Failures) {
 		t.Errorf("%d attempts for %d failures", n, len(r.Failures))
 	}
-	shown, err := w.flower("runs", "--db", w.db, "--lang", "en", r.Name())
+	shown, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en", r.Name())
 	if err != nil {
 		t.Fatalf("flower runs %s: %v\n%s", r.Name(), err, shown)
 	}
@@ -259,7 +259,7 @@ func TestARepositoryNoWorkerCanReachIsParkedWithItsReasons(t *testing.T) {
 	if !strings.Contains(shown, "failed (parked)") || strings.Count(shown, "cannot be reached") < len(r.Failures) || !named {
 		t.Errorf("flower runs %s does not show the reasons:\n%s", r.Name(), shown)
 	}
-	listing, _ := w.flower("runs", "--db", w.db, "--lang", "en")
+	listing, _ := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if !regexp.MustCompile(`(?m)^` + r.Name() + `\s+failed \(parked\)\s.*failed \d+ times on 2 workers`).MatchString(listing) {
 		t.Errorf("flower runs does not list %s as parked with why:\n%s", r.Name(), listing)
 	}

@@ -52,7 +52,7 @@ func (t *Team) LayOut(ctx context.Context, id int64, runDir, workbench string) e
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("%s has no state in the database yet: no worker has started it (flower runs --db URL %s)", RunName(id), RunName(id))
+		return fmt.Errorf("%s has no state in the database yet: no worker has started it (flower runs %s)", RunName(id), RunName(id))
 	}
 	return t.copySessions(ctx, id, filepath.Join(runDir, "sessions.db"))
 }

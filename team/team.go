@@ -57,6 +57,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/internal/gitwork"
 	"github.com/flowerrun/flower/internal/pgmigrate"
 	"github.com/flowerrun/flower/store/postgres"
 )
@@ -143,7 +144,7 @@ create table team_settings (
 type Run struct {
 	ID       int64
 	Request  string
-	Repo     string
+	Repo     string // the repository's address as shown: a token in it masked (see gitwork.Redact)
 	Base     string // the branch the run's branch was made from ("" = the remote's default)
 	Branch   string // the run's own branch
 	Budget   float64
@@ -161,6 +162,10 @@ type Run struct {
 	Created  time.Time
 	Updated  time.Time
 	Ended    time.Time // zero while it is not over
+
+	// cloneURL is the address as submitted, token and all: what a worker
+	// clones and pushes to, and nothing shows.
+	cloneURL string
 }
 
 // Name is how commands name the run: "r" and its number.
@@ -173,7 +178,7 @@ func RunName(id int64) string { return "r" + strconv.FormatInt(id, 10) }
 func ParseRun(s string) (int64, error) {
 	id, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(s), "r"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("%q is not a run: runs are named r1, r2, … (`flower runs --db URL` lists them)", s)
+		return 0, fmt.Errorf("%q is not a run: runs are named r1, r2, … (`flower runs` lists them)", s)
 	}
 	return id, nil
 }
@@ -288,7 +293,7 @@ type Submission struct {
 // Submit enqueues a run: its row and its River job in one transaction.
 func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 	if strings.TrimSpace(s.Request) == "" {
-		return Run{}, errors.New("a run needs a request: flower submit --db URL --repo REPO \"what to do\"")
+		return Run{}, errors.New("a run needs a request: flower submit --repo REPO \"what to do\"")
 	}
 	if strings.TrimSpace(s.Repo) == "" {
 		return Run{}, errors.New("a run needs a repository every worker can reach: --repo URL-or-path")
@@ -337,11 +342,12 @@ func scanRun(row pgx.Row) (Run, error) {
 	var failures []byte
 	var ended *time.Time
 	var job string
-	err := row.Scan(&r.ID, &r.Request, &r.Repo, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
+	err := row.Scan(&r.ID, &r.Request, &r.cloneURL, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
 		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended, &job)
 	if err != nil {
 		return r, err
 	}
+	r.Repo = gitwork.Redact(r.cloneURL)
 	if !Ended(r.State) {
 		switch job {
 		case "cancelled":
@@ -361,7 +367,7 @@ func scanRun(row pgx.Row) (Run, error) {
 func (t *Team) Run(ctx context.Context, id int64) (Run, error) {
 	r, err := scanRun(t.pool.QueryRow(ctx, "select "+runColumns+runsFrom+" where r.id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("%w %s in %s (`flower runs --db URL` lists them)", ErrNoRun, RunName(id), t.url)
+		return r, fmt.Errorf("%w %s in %s (`flower runs` lists them)", ErrNoRun, RunName(id), t.url)
 	}
 	return r, err
 }

@@ -101,6 +101,7 @@ type scripted struct {
 	// attack is the Bash a "task-N attack" run is told to run first.
 	attack string
 	keys   sync.Map // every x-api-key the fake API was sent
+	leak   string   // what a "leak" task writes into its work (a secret)
 	sleep  string
 	slept  sync.Map // task → true once its slow call was handed out
 }
@@ -127,6 +128,9 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	}
 	// The note is in the run's workbench: the report links it.
 	write := "echo " + task + " > " + task + ".txt && mkdir -p .flower/notes && echo why > .flower/notes/" + task + ".md"
+	if strings.Contains(all, task+" leak") {
+		write += " && echo " + s.leak + " > leak-" + task + ".txt" // the worker's own key, into the work
+	}
 	if usesBash(r, write) {
 		return claudetest.Say("made the change for " + task)
 	}
@@ -183,6 +187,7 @@ func usesBash(r *claudetest.Request, command string) bool {
 type world struct {
 	t      *testing.T
 	db     string
+	dbFile string // the database's URL, in a file only its owner reads (--db-file)
 	remote string
 	srv    *claudetest.Server
 	model  *scripted
@@ -231,7 +236,10 @@ func newWorld(t *testing.T) *world {
 }
 
 func newWorldOn(t *testing.T, db string) *world {
-	w := &world{t: t, db: db, remote: origin(t)}
+	w := &world{t: t, db: db, remote: origin(t), dbFile: filepath.Join(t.TempDir(), "team-db")}
+	if err := os.WriteFile(w.dbFile, []byte(db+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	w.model = &scripted{marker: "../tmp/" + markerName, sleep: "sleep 600.75"}
 	w.srv = claudetest.NewServer(t, w.model.reply)
 	env := claudetest.Env(t, w.srv)
@@ -247,17 +255,23 @@ func newWorldOn(t *testing.T, db string) *world {
 // its output.
 func (w *world) flower(args ...string) (string, error) {
 	w.t.Helper()
+	return w.flowerEnv(nil, args...)
+}
+
+// flowerEnv is flower with env added to the world's environment.
+func (w *world) flowerEnv(env []string, args ...string) (string, error) {
+	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, teamflow(w.t), args...)
-	cmd.Env, cmd.Dir = w.env, w.t.TempDir()
+	cmd.Env, cmd.Dir = append(append([]string{}, w.env...), env...), w.t.TempDir()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
 func (w *world) submit(request string, flags ...string) int64 {
 	w.t.Helper()
-	out, err := w.flower(append(append([]string{"submit", "--db", w.db, "--repo", w.remote, "--lang", "en"}, flags...), request)...)
+	out, err := w.flower(append(append([]string{"submit", "--db-file", w.dbFile, "--repo", w.remote, "--lang", "en"}, flags...), request)...)
 	if err != nil {
 		w.t.Fatalf("submit %q: %v\n%s", request, err, out)
 	}
@@ -273,6 +287,7 @@ func (w *world) submit(request string, flags ...string) int64 {
 // (the worker gives each run its own beneath its --dir).
 type machine struct {
 	name string
+	dir  string // its --dir
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan error
@@ -297,13 +312,19 @@ func (l *lockedBuffer) String() string {
 
 func (w *world) worker(name string, extra ...string) *machine {
 	w.t.Helper()
-	home := w.t.TempDir()
+	return w.workerIn(w.t.TempDir(), name, append([]string{"--db-file", w.dbFile}, extra...)...)
+}
+
+// workerIn is a worker whose HOME is home, with args (its database
+// included) after its own.
+func (w *world) workerIn(home, name string, extra ...string) *machine {
+	w.t.Helper()
 	w.addDir(filepath.Join(home, "runs"))
-	args := append([]string{"worker", "--db", w.db, "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
+	args := append([]string{"worker", "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
 	cmd := exec.Command(teamflow(w.t), args...)
 	cmd.Env = append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir())
 	cmd.Dir = home
-	mc := &machine{name: name, cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
+	mc := &machine{name: name, dir: filepath.Join(home, "runs"), cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = mc.out, mc.out
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
@@ -422,12 +443,12 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 		}
 		return false
 	})
-	shown, err := w.flower("runs", "--db", w.db, "--lang", "en", team.RunName(ids[2]))
+	shown, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en", team.RunName(ids[2]))
 	if err != nil || !strings.Contains(shown, "waiting for a person") || !strings.Contains(shown, "What should task-3 be called?") {
 		t.Fatalf("flower runs r3 while it waits: %v\n%s", err, shown)
 	}
 	given := time.Now()
-	if out, err := w.flower("reply", "--db", w.db, "--lang", "en", team.RunName(ids[2]), "call it zed"); err != nil {
+	if out, err := w.flower("reply", "--db-file", w.dbFile, "--lang", "en", team.RunName(ids[2]), "call it zed"); err != nil {
 		t.Fatalf("flower reply --db: %v\n%s", err, out)
 	}
 	runs := waitFor(t, tm, 6*time.Minute, "all ended", allEnded)
@@ -438,7 +459,7 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 		}
 	}
 
-	listing, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	listing, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if err != nil {
 		t.Fatalf("flower runs: %v\n%s", err, listing)
 	}
@@ -487,7 +508,7 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 	}
 	t.Logf("runs per worker: %v", hosts)
 	page := filepath.Join(t.TempDir(), "r3.html")
-	if out, err := w.flower("report", "--db", w.db, "-o", page, team.RunName(ids[2])); err != nil {
+	if out, err := w.flower("report", "--db-file", w.dbFile, "-o", page, team.RunName(ids[2])); err != nil {
 		t.Errorf("flower report --db: %v\n%s", err, out)
 	} else if html, _ := os.ReadFile(page); !bytes.Contains(html, []byte("build")) || !bytes.Contains(html, []byte("plan")) {
 		t.Errorf("the report page of r3 from the database names no steps (%d bytes)", len(html))
@@ -653,7 +674,7 @@ func TestCancelStopsARunningRunCleanlyAndTheNextRunStarts(t *testing.T) {
 	w.worker("machine-a")
 	w.waitMarker(markerName, 3*time.Minute)
 	second := w.submit("task-2")
-	out, err := w.flower("cancel", "--db", w.db, "--lang", "en", team.RunName(first))
+	out, err := w.flower("cancel", "--db-file", w.dbFile, "--lang", "en", team.RunName(first))
 	if err != nil || !strings.Contains(out, "stopping r") {
 		t.Fatalf("flower cancel: %v\n%s", err, out)
 	}
@@ -670,7 +691,7 @@ func TestCancelStopsARunningRunCleanlyAndTheNextRunStarts(t *testing.T) {
 			}
 		}
 	}
-	if again, err := w.flower("cancel", "--db", w.db, "--lang", "en", team.RunName(first)); err == nil || !strings.Contains(again, "already cancelled") {
+	if again, err := w.flower("cancel", "--db-file", w.dbFile, "--lang", "en", team.RunName(first)); err == nil || !strings.Contains(again, "already cancelled") {
 		t.Errorf("a second cancel: %v\n%s", err, again)
 	}
 }
@@ -698,11 +719,11 @@ func TestTheTeamBudgetStopsWorkersTakingRunsAndRunsSaysWhy(t *testing.T) {
 			t.Errorf("the first run ended %s: %s", r.State, r.Reason)
 		}
 	}
-	out, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	out, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if err != nil || !strings.Contains(out, "workers take no new runs") || !strings.Contains(out, "team budget") {
 		t.Errorf("flower runs does not say the team budget is spent: %v\n%s", err, out)
 	}
-	zh, err := w.flower("runs", "--db", w.db, "--lang", "zh")
+	zh, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "zh")
 	if err != nil || !strings.Contains(zh, "团队预算") || !strings.Contains(zh, "排队中") {
 		t.Errorf("flower runs --lang zh: %v\n%s", err, zh)
 	}
@@ -824,7 +845,7 @@ func TestARunStopsAtItsBudget(t *testing.T) {
 	if got := startedBy(t, tm, id); len(got) != 1 {
 		t.Errorf("a run stopped by its budget was started %d times: %v", len(got), got)
 	}
-	out, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	out, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if err != nil || !strings.Contains(out, "stopped") || !strings.Contains(out, "/$0.0002") {
 		t.Errorf("flower runs:\n%s", out)
 	}
@@ -928,7 +949,7 @@ func TestARunCancelledWhileItsWorkerIsDeadEndsCancelled(t *testing.T) {
 	stopTree(a.cmd.Process.Pid, syscall.SIGKILL)
 	<-a.done
 	a.done <- nil
-	if out, err := w.flower("cancel", "--db", w.db, "--lang", "en", team.RunName(id)); err != nil {
+	if out, err := w.flower("cancel", "--db-file", w.dbFile, "--lang", "en", team.RunName(id)); err != nil {
 		t.Fatalf("flower cancel: %v\n%s", err, out)
 	}
 	w.worker("machine-b", "--rescue", "8s") // a team always has a worker: River's rescuer runs in one
@@ -939,7 +960,7 @@ func TestARunCancelledWhileItsWorkerIsDeadEndsCancelled(t *testing.T) {
 	if got := startedBy(t, tm, id); strings.Join(got, ",") != "machine-a" {
 		t.Errorf("a cancelled run was started again: %v", got)
 	}
-	out, err := w.flower("runs", "--db", w.db, "--lang", "en")
+	out, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if err != nil || !regexp.MustCompile(`(?m)^r1\s+cancelled`).MatchString(out) {
 		t.Errorf("flower runs: %v\n%s", err, out)
 	}

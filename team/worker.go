@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,11 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/internal/gitwork"
+	"github.com/flowerrun/flower/store/postgres"
 )
 
 // Defaults of a worker.
@@ -104,6 +111,10 @@ type Worker struct {
 	drain   chan struct{} // closed when the worker stops: runs in flight are released
 	drained sync.Once
 
+	// secrets are what no push of a run may carry: the model's keys this
+	// worker hands its runs, the database's password (see pushSecrets).
+	secrets []gitwork.Secret
+
 	mu       sync.Mutex
 	attempts map[int64]*attempt
 }
@@ -145,7 +156,9 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{t: t, url: url, o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{}}
+	password := t.pool.Config().ConnConfig.Password
+	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{},
+		secrets: pushSecrets(o.Env, url, password)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(w.work))
 	w.client, err = river.NewClient(riverpgxv5.New(t.pool), &river.Config{
@@ -346,10 +359,10 @@ func (h warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{h.Han
 
 func (h warnOnly) WithGroup(name string) slog.Handler { return warnOnly{h.Handler.WithGroup(name)} }
 
-// secrets are the values a run's environment must not hold: the
+// envSecrets are the values a run's environment must not hold: the
 // database's URL and its password and the model's key (which an operator
 // may have put in other variables too).
-func (w *Worker) secrets() []string {
+func (w *Worker) envSecrets() []string {
 	out := []string{w.url}
 	if w.proxy != nil {
 		for _, kv := range w.o.Env {
@@ -362,4 +375,69 @@ func (w *Worker) secrets() []string {
 		out = append(out, cfg.Password)
 	}
 	return out
+}
+
+// pushSecrets are the values a worker refuses to push: the model's keys
+// and tokens (claude.SecretEnv) as its runs get them, from env and from
+// every credential file a run's flower would load (the .env chain, the
+// CLI's settings: every value, not only the first that wins), and the
+// database's password, given in its URL or found by pgx (~/.pgpass,
+// PGPASSWORD). The repository's token gitwork finds itself.
+func pushSecrets(env []string, dbURL, dbPassword string) []gitwork.Secret {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	var out []gitwork.Secret
+	add := func(kind, v string) {
+		if v == "" || slices.ContainsFunc(out, func(s gitwork.Secret) bool { return s.Value == v }) {
+			return
+		}
+		out = append(out, gitwork.Secret{Kind: kind, Value: v})
+	}
+	isKey := func(k string) bool { return slices.Contains(claude.SecretEnv, k) }
+	for k, v := range vars {
+		if isKey(k) {
+			add("the model's credential ("+k+")", v)
+		}
+	}
+	// Every file's value: LoadDotenv takes the first per key, so each key
+	// is reported unset and every value offered is kept.
+	files := flower.Environment{
+		LookupEnv: func(k string) (string, bool) {
+			if isKey(k) {
+				return "", false
+			}
+			v, ok := vars[k]
+			return v, ok
+		},
+		Setenv: func(k, v string) error {
+			if isKey(k) {
+				add("the model's credential ("+k+")", v)
+			}
+			return nil
+		},
+		Home: vars["HOME"],
+	}
+	_, _ = files.LoadDotenv()
+	add("the database's password", postgres.PasswordOf(dbURL))
+	add("the database's password", dbPassword)
+	return out
+}
+
+// withPassword is the database URL raw with the password pgx found for it
+// (in ~/.pgpass or $PGPASSFILE, the worker's own) written in, for the
+// runs: each has a HOME of its own, where no password file is. A URL that
+// has a password, or no password found, stays as it is.
+func withPassword(raw, password string) string {
+	if password == "" || postgres.PasswordOf(raw) != "" {
+		return raw
+	}
+	if u, err := neturl.Parse(raw); err == nil && u.Scheme != "" && u.Opaque == "" {
+		u.User = neturl.UserPassword(u.User.Username(), password)
+		return u.String()
+	}
+	return raw + " password='" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(password) + "'"
 }

@@ -8,6 +8,7 @@
 package gitwork
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -38,6 +39,12 @@ var (
 	// ErrBadBranch: a branch name git would refuse or read as an option;
 	// callers check names at submit time with CheckBranch.
 	ErrBadBranch = errors.New("gitwork: not a valid branch name")
+	// ErrSecret: a commit about to be pushed holds a secret; nothing was
+	// pushed (see SecretError).
+	ErrSecret = errors.New("gitwork: a commit holds a secret")
+	// ErrOwnFolder: a repository's address leads into a folder the caller
+	// keeps for itself (see CheckOutside).
+	ErrOwnFolder = errors.New("gitwork: the repository is inside the worker's own folder")
 )
 
 // waitDelay bounds the wait for git's children (ssh, upload-pack) still
@@ -226,7 +233,7 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 	if err != nil {
 		return "", err
 	}
-	shown := masked(repo, repo)
+	shown := Redact(repo)
 	start := remoteHead
 	switch {
 	case remoteHead != "" && pushed == "":
@@ -259,13 +266,21 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 
 // fetchOrClone brings dir up to date with repo: a clone when dir is not a
 // checkout yet, else a fetch of origin (pointed at repo first).
+// An http(s) address's password (a token) is kept out of the checkout,
+// whose files the run's processes read: origin holds the address without
+// it, and git gets it from a file beside the checkout (see
+// credentialsFile).
 func fetchOrClone(ctx context.Context, repo, dir string) error {
+	origin, err := keepCredentials(repo, dir)
+	if err != nil {
+		return err
+	}
 	_, statErr := os.Stat(filepath.Join(dir, ".git"))
 	if statErr == nil {
-		if _, err := git(ctx, dir, "remote", "set-url", "origin", "--", repo); err != nil {
+		if _, err := git(ctx, dir, "remote", "set-url", "origin", "--", origin); err != nil {
 			return fmt.Errorf("gitwork: %s is a checkout without a usable origin (%w); remove it and try again", dir, err)
 		}
-		if _, err := git(ctx, dir, "fetch", "-q", "--prune", "origin"); err != nil {
+		if _, err := git(ctx, dir, append(credentialArgs(dir), "fetch", "-q", "--prune", "origin")...); err != nil {
 			return unreachable(ctx, repo, err)
 		}
 		return nil
@@ -279,10 +294,62 @@ func fetchOrClone(ctx context.Context, repo, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return fmt.Errorf("gitwork: %w", err)
 	}
-	if _, err := git(ctx, "", "clone", "-q", "--no-checkout", "--", repo, dir); err != nil {
+	if _, err := git(ctx, "", append(credentialArgs(dir), "clone", "-q", "--no-checkout", "--", origin, dir)...); err != nil {
 		return unreachable(ctx, repo, err)
 	}
 	return nil
+}
+
+// credentialsFile is where the password of checkout's origin is kept:
+// beside the checkout (CHECKOUT.git-credentials), in git's store format,
+// mode 0600, out of the folder a run works in.
+func credentialsFile(checkout string) string {
+	checkout = filepath.Clean(checkout)
+	return filepath.Join(filepath.Dir(checkout), filepath.Base(checkout)+".git-credentials")
+}
+
+// keepCredentials writes the password of repo (an http(s) URL's) to
+// checkout's credentials file and returns the address origin keeps,
+// without it; an address with no such password is origin as it is, and
+// an earlier file is removed. (A token given as the user alone,
+// https://TOKEN@host/…, stays in the address: git asks for a password
+// then, which no helper of the worker's gives.)
+func keepCredentials(repo, checkout string) (string, error) {
+	file := credentialsFile(checkout)
+	u, err := url.Parse(repo)
+	password, has := "", false
+	if err == nil && u.User != nil && (u.Scheme == "http" || u.Scheme == "https") {
+		password, has = u.User.Password()
+	}
+	if !has || password == "" {
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("gitwork: %w", err)
+		}
+		return repo, nil
+	}
+	line := url.URL{Scheme: u.Scheme, User: url.UserPassword(u.User.Username(), password), Host: u.Host}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return "", fmt.Errorf("gitwork: %w", err)
+	}
+	if err := os.WriteFile(file, []byte(line.String()+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("gitwork: %w", err)
+	}
+	if err := os.Chmod(file, 0o600); err != nil { // WriteFile keeps an older file's mode
+		return "", fmt.Errorf("gitwork: %w", err)
+	}
+	u.User = url.User(u.User.Username())
+	return u.String(), nil
+}
+
+// credentialArgs are the config a network call of checkout's origin
+// needs: git's store helper reading the credentials file, when there is
+// one (no other helper of the machine is asked).
+func credentialArgs(checkout string) []string {
+	file := credentialsFile(checkout)
+	if _, err := os.Stat(file); err != nil {
+		return nil
+	}
+	return []string{"-c", "credential.helper=", "-c", "credential.helper=store --file=" + file}
 }
 
 // unreachable wraps a failed network call in ErrUnreachable, unless the
@@ -291,18 +358,165 @@ func unreachable(ctx context.Context, repo string, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %s; check the address and that this machine can read it", ErrUnreachable, masked(repo, fmt.Sprintf("%s: %v", repo, err)))
+	return fmt.Errorf("%w: %s; check the address and that this machine can read it", ErrUnreachable, Mask(repo, fmt.Sprintf("%s: %v", Redact(repo), err)))
 }
 
-// masked is text with the password of repo's URL (a token, often) hidden,
-// so that no error puts it on a screen or in a log.
-func masked(repo, text string) string {
-	if u, err := url.Parse(repo); err == nil && u.User != nil {
-		if password, ok := u.User.Password(); ok && password != "" {
-			return strings.ReplaceAll(text, password, "xxxxx")
+// repoMask stands for a repository's secret wherever its address is shown.
+const repoMask = "xxxxx"
+
+// unparsedUserinfo is the secret of an address url.Parse refuses, or of
+// an scp-like one (user:secret@host:path): what lies between the user's
+// ':' and the '@' before the host.
+var unparsedUserinfo = regexp.MustCompile(`^((?:[A-Za-z][A-Za-z0-9+.-]*://)?[^:/@]*:)([^/@]*)@`)
+
+// secretOf is the secret written in repo's address: a URL's password, or
+// the user of an http(s) URL that has no password (a token is often
+// written alone: https://TOKEN@host/…), or what unparsedUserinfo finds.
+func secretOf(repo string) string {
+	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && u.Host != "" {
+		if u.User == nil {
+			return ""
 		}
+		if p, has := u.User.Password(); has {
+			return p
+		}
+		if u.Scheme == "http" || u.Scheme == "https" {
+			return u.User.Username()
+		}
+		return ""
+	}
+	if m := unparsedUserinfo.FindStringSubmatch(repo); m != nil {
+		return m[2]
+	}
+	return ""
+}
+
+// Redact is repo's address with its secret (see secretOf) replaced by
+// xxxxx, for every listing, message, event and log line: the token in
+// https://user:TOKEN@host/app.git is what the remote would give anyone.
+func Redact(repo string) string {
+	if secretOf(repo) == "" {
+		return repo
+	}
+	if u, err := url.Parse(repo); err == nil && u.Scheme != "" && u.Host != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), repoMask)
+		} else {
+			u.User = url.User(repoMask)
+		}
+		return u.String()
+	}
+	return unparsedUserinfo.ReplaceAllString(repo, "${1}"+repoMask+"@")
+}
+
+// Mask is text with the secret of repo's address hidden wherever it
+// appears (git's own messages may quote the address, escaped or not).
+func Mask(repo, text string) string {
+	secret := secretOf(repo)
+	if secret == "" {
+		return text
+	}
+	text = strings.ReplaceAll(text, secret, repoMask)
+	if escaped := url.UserPassword("", secret).String(); escaped != ":"+secret {
+		text = strings.ReplaceAll(text, strings.TrimPrefix(escaped, ":"), repoMask)
 	}
 	return text
+}
+
+// CheckOutside refuses (ErrOwnFolder) a repository whose address leads
+// into folder or is folder itself: a local path (relative ones from the
+// current directory, as Prepare reads them) or a file:// URL, read as the
+// kernel reads it (symlinks followed before "..", as git would open it),
+// with the names git also tries (REPO.git, REPO/.git) and where a .git
+// file points (gitdir:). A remote address (another scheme, scp-like
+// host:path) is never inside. A worker calls it before it clones a run's
+// repository, folder being its --dir: a run must not take another run's
+// checkout, unpushed work and all, for its repository.
+func CheckOutside(repo, folder string) error {
+	own := resolvePath(folder)
+	for _, p := range localPaths(repo) {
+		for _, candidate := range []string{p, p + ".git", p + string(filepath.Separator) + ".git", gitdirOf(p)} {
+			if candidate == "" {
+				continue
+			}
+			at := resolvePath(candidate)
+			if rel, err := filepath.Rel(own, at); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				return fmt.Errorf("%w: %s leads to %s, inside %s (another run's checkout or the worker's own files); give the repository's shared address",
+					ErrOwnFolder, Redact(repo), at, own)
+			}
+		}
+	}
+	return nil
+}
+
+// localPaths are the folders a local repository address may name: the
+// path as given, and for a file:// URL its path both decoded and not.
+// A remote address has none.
+func localPaths(repo string) []string {
+	if scheme, rest, ok := strings.Cut(repo, "://"); ok && !strings.Contains(scheme, "/") {
+		if !strings.EqualFold(scheme, "file") {
+			return nil
+		}
+		// file://host/path: git takes the path from the first '/'.
+		raw := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			raw = rest[i:]
+		}
+		paths := []string{raw}
+		if decoded, err := url.PathUnescape(raw); err == nil && decoded != raw {
+			paths = append(paths, decoded)
+		}
+		return paths
+	}
+	// git reads a ':' before any '/' as scp-like host:path.
+	if colon := strings.IndexByte(repo, ':'); colon >= 0 && !strings.Contains(repo[:colon], "/") {
+		return nil
+	}
+	if repo == "" {
+		return nil
+	}
+	return []string{repo}
+}
+
+// gitdirOf is where a .git file in p points ("" when there is none).
+func gitdirOf(p string) string {
+	data, err := os.ReadFile(filepath.Join(p, ".git"))
+	if err != nil {
+		return ""
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
+	if !ok {
+		return ""
+	}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = p + string(filepath.Separator) + dir
+	}
+	return dir
+}
+
+// resolvePath is p made absolute and its symlinks followed as the kernel
+// follows them (".." after a symlink leaves the link's target): the
+// longest part of it that exists resolved, the rest (which holds no
+// symlink, being absent) cleaned onto it.
+func resolvePath(p string) string {
+	if !filepath.IsAbs(p) {
+		if wd, err := os.Getwd(); err == nil {
+			p = wd + string(filepath.Separator) + p
+		}
+	}
+	var rest []string
+	for cur := p; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		i := strings.LastIndexByte(cur, filepath.Separator)
+		if i <= 0 {
+			return filepath.Clean(p)
+		}
+		rest = append([]string{cur[i+1:]}, rest...)
+		cur = cur[:i]
+	}
 }
 
 // writeExclude replaces info/exclude with patterns: dir is flower's own
@@ -365,7 +579,7 @@ func baseHead(ctx context.Context, dir, base, repo string) (string, error) {
 		return "", err
 	}
 	if head == "" {
-		return "", fmt.Errorf("%w: %s has no branch %s; give an existing branch to start from", ErrNoBase, masked(repo, repo), base)
+		return "", fmt.Errorf("%w: %s has no branch %s; give an existing branch to start from", ErrNoBase, Redact(repo), base)
 	}
 	return head, nil
 }
@@ -376,7 +590,7 @@ func defaultBranch(ctx context.Context, dir, repo string) (string, error) {
 	if ref, err := git(ctx, dir, "symbolic-ref", "-q", "refs/remotes/origin/HEAD"); err == nil && ref != "" {
 		return strings.TrimPrefix(ref, "refs/remotes/origin/"), nil
 	}
-	out, err := git(ctx, dir, "ls-remote", "--symref", "origin", "HEAD")
+	out, err := git(ctx, dir, append(credentialArgs(dir), "ls-remote", "--symref", "origin", "HEAD")...)
 	if err != nil {
 		return "", unreachable(ctx, repo, err)
 	}
@@ -386,7 +600,7 @@ func defaultBranch(ctx context.Context, dir, repo string) (string, error) {
 			return name, nil
 		}
 	}
-	return "", fmt.Errorf("%w: %s has no default branch (an empty repository?); push a first commit or give the branch to start from", ErrNoBase, masked(repo, repo))
+	return "", fmt.Errorf("%w: %s has no default branch (an empty repository?); push a first commit or give the branch to start from", ErrNoBase, Redact(repo))
 }
 
 // Commit commits everything in dir's work tree that changed (git add -A,
@@ -428,19 +642,146 @@ func Commit(ctx context.Context, dir, message string) (head string, changed bool
 	return head, true, nil
 }
 
+// Secret is a value no pushed commit may hold: a key, a password, a token.
+type Secret struct {
+	// Kind names it in a refusal, the value never: "the model's API key
+	// (ANTHROPIC_API_KEY)".
+	Kind  string
+	Value string
+}
+
+// minSecretLen keeps a value too short to be a real secret ("x", "test")
+// from refusing every push that happens to contain it.
+const minSecretLen = 8
+
+// SecretError is a push refused because a commit holds a secret: which
+// kind, in which commit and file (the value is never in it).
+type SecretError struct {
+	Kind   string
+	Commit string
+	File   string
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("%v: commit %s adds %s in %s; nothing was pushed", ErrSecret, short(e.Commit), e.Kind, e.File)
+}
+
+func (e *SecretError) Unwrap() error { return ErrSecret }
+
+// FindSecret looks through what a push of HEAD would send (the commits no
+// ref of origin's holds, as the last fetch or push saw them: a stale ref
+// only means more is looked at) for secrets, and returns a *SecretError
+// for the first line one is added in (or a file named with one), nil when
+// none is. The secret of origin's own address (a token in its URL) is
+// always looked for. It reads every commit, not only the last tree: a
+// secret added and removed again is still in the history pushed.
+func FindSecret(ctx context.Context, dir string, secrets []Secret) error {
+	if origin, err := git(ctx, dir, "remote", "get-url", "origin"); err == nil && secretOf(origin) != "" {
+		secrets = append(secrets, Secret{Kind: "the repository's token (in origin's address)", Value: secretOf(origin)})
+	}
+	if kept, err := os.ReadFile(credentialsFile(dir)); err == nil {
+		for _, line := range strings.Fields(string(kept)) {
+			if secret := secretOf(line); secret != "" {
+				secrets = append(secrets, Secret{Kind: "the repository's token", Value: secret})
+			}
+		}
+	}
+	var looked []Secret
+	for _, s := range secrets {
+		if len(s.Value) >= minSecretLen {
+			looked = append(looked, s)
+		}
+	}
+	if len(looked) == 0 {
+		return nil
+	}
+	// Every added line of every commit, as text (binary files too), with
+	// neither the repository's diff drivers nor its text conversions.
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safety...),
+		"-c", "core.quotePath=false", "log", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames",
+		"--unified=0", "--format=commit %H", "HEAD", "--not", "--remotes=origin", "--")...)
+	cmd.Dir, cmd.Env, cmd.WaitDelay = dir, gitEnv(), waitDelay
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("gitwork: %w", err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("gitwork: %w", err)
+	}
+	found := scanAdded(bufio.NewReaderSize(out, 64<<10), looked)
+	if found != nil {
+		_ = cmd.Process.Kill()
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case found != nil:
+		return found
+	case ctx.Err() != nil:
+		return fmt.Errorf("gitwork: looking for secrets in %s: %w", dir, ctx.Err())
+	case waitErr != nil:
+		return fmt.Errorf("gitwork: looking for secrets in %s: %w", dir, &gitError{subcommand: "log", stderr: oneLine(stderr.String()), err: waitErr})
+	}
+	return nil
+}
+
+// scanAdded reads git log -p output and returns where a secret is first
+// added. A line of a hunk starts with '+', '-', ' ' or '\', so a line
+// starting "commit " or "diff --git " always opens a commit or a file.
+func scanAdded(r *bufio.Reader, secrets []Secret) *SecretError {
+	var commit, file string
+	inHunk := false
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			switch {
+			case bytes.HasPrefix(line, []byte("commit ")):
+				commit, file, inHunk = string(line[len("commit "):]), "", false
+			case bytes.HasPrefix(line, []byte("diff --git ")):
+				file, inHunk = "", false
+			case !inHunk && bytes.HasPrefix(line, []byte("+++ ")):
+				file = strings.TrimPrefix(strings.Trim(string(line[len("+++ "):]), `"`), "b/")
+				for _, s := range secrets {
+					if strings.Contains(file, s.Value) {
+						return &SecretError{Kind: s.Kind, Commit: commit, File: "a file's name"}
+					}
+				}
+			case bytes.HasPrefix(line, []byte("@@")):
+				inHunk = true
+			case inHunk && len(line) > 0 && line[0] == '+':
+				for _, s := range secrets {
+					if bytes.Contains(line, []byte(s.Value)) {
+						return &SecretError{Kind: s.Kind, Commit: commit, File: file}
+					}
+				}
+			}
+		}
+		if err != nil {
+			return nil
+		}
+	}
+}
+
 // Push pushes HEAD to origin's branch only if origin's branch is still at
 // expect ("" = it must not exist yet): --force-with-lease with that value,
-// so a concurrent push by anyone is never overwritten. ErrRejected when the
+// so a concurrent push by anyone is never overwritten. Before it, the
+// commits to be pushed are searched for secrets (FindSecret): one found is
+// a *SecretError (ErrSecret) and nothing is pushed. ErrRejected when the
 // branch moved; ErrUnreachable when origin cannot be asked.
-func Push(ctx context.Context, dir, branch, expect string) error {
+func Push(ctx context.Context, dir, branch, expect string, secrets []Secret) error {
 	if err := CheckBranch(ctx, branch); err != nil {
 		return err
 	}
 	if expect != "" && !commitPattern.MatchString(expect) {
 		return fmt.Errorf("gitwork: the expected head %q is not a full commit id; the run's record is damaged", expect)
 	}
+	if err := FindSecret(ctx, dir, secrets); err != nil {
+		return err
+	}
 	ref := "refs/heads/" + branch
-	_, pushErr := git(ctx, dir, "push", "-q", "--no-verify", "--force-with-lease="+ref+":"+expect, "origin", "HEAD:"+ref)
+	_, pushErr := git(ctx, dir, append(credentialArgs(dir), "push", "-q", "--no-verify", "--force-with-lease="+ref+":"+expect, "origin", "HEAD:"+ref)...)
 	if pushErr == nil || ctx.Err() != nil {
 		return pushErr
 	}
@@ -474,7 +815,7 @@ func RemoteHead(ctx context.Context, dir, branch string) (string, error) {
 		return "", err
 	}
 	ref := "refs/heads/" + branch
-	out, err := git(ctx, dir, "ls-remote", "origin", ref)
+	out, err := git(ctx, dir, append(credentialArgs(dir), "ls-remote", "origin", ref)...)
 	if err != nil {
 		url, _ := git(ctx, dir, "remote", "get-url", "origin")
 		return "", unreachable(ctx, url, err)

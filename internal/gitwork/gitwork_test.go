@@ -3,6 +3,7 @@ package gitwork
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -124,7 +125,7 @@ func TestARunContinuesOnAnotherMachineFromItsPushedCommit(t *testing.T) {
 	if author := run(t, machineA, "log", "-1", "--format=%an <%ae> / %cn"); !strings.HasPrefix(author, "flower <flower@") || !strings.HasSuffix(author, "/ flower") {
 		t.Errorf("author and committer: %q, want flower <flower@HOST>", author)
 	}
-	if err := Push(ctx, machineA, "flower/run", ""); err != nil {
+	if err := Push(ctx, machineA, "flower/run", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := RemoteHead(ctx, machineA, "flower/run"); err != nil || got != pushed {
@@ -152,7 +153,7 @@ func TestARunContinuesOnAnotherMachineFromItsPushedCommit(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatal(changed, err)
 	}
-	if err := Push(ctx, machineB, "flower/run", pushed); err != nil {
+	if err := Push(ctx, machineB, "flower/run", pushed, nil); err != nil {
 		t.Fatal(err)
 	}
 	if log := run(t, bare, "log", "--format=%s", "flower/run"); log != "step 2\nstep 1\nseed" {
@@ -175,7 +176,7 @@ func TestABranchThatIsNotTheRunsIsForeign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Push(ctx, machineA, "flower/run", ""); err != nil {
+	if err := Push(ctx, machineA, "flower/run", "", nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -219,7 +220,7 @@ func TestAPushAfterSomeoneElsePushedIsRejectedAndTheirCommitStays(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Push(ctx, machine, "flower/run", ""); err != nil {
+	if err := Push(ctx, machine, "flower/run", "", nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -235,7 +236,7 @@ func TestAPushAfterSomeoneElsePushedIsRejectedAndTheirCommitStays(t *testing.T) 
 	if _, _, err := Commit(ctx, machine, "step 2"); err != nil {
 		t.Fatal(err)
 	}
-	err = Push(ctx, machine, "flower/run", first)
+	err = Push(ctx, machine, "flower/run", first, nil)
 	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), short(theirs)) {
 		t.Fatalf("got %v, want ErrRejected naming their commit %s", err, short(theirs))
 	}
@@ -244,14 +245,14 @@ func TestAPushAfterSomeoneElsePushedIsRejectedAndTheirCommitStays(t *testing.T) 
 	}
 
 	// "" expects the branch absent; it exists.
-	if err := Push(ctx, machine, "flower/other-run", ""); err != nil {
+	if err := Push(ctx, machine, "flower/other-run", "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := Push(ctx, machine, "flower/other-run", ""); err != nil {
+	if err := Push(ctx, machine, "flower/other-run", "", nil); err != nil {
 		t.Fatalf("a push whose commit is already there: %v", err)
 	}
 	run(t, machine, "commit", "-q", "--allow-empty", "-m", "later")
-	if err := Push(ctx, machine, "flower/other-run", ""); !errors.Is(err, ErrRejected) {
+	if err := Push(ctx, machine, "flower/other-run", "", nil); !errors.Is(err, ErrRejected) {
 		t.Errorf("pushing over an existing branch expected absent: %v, want ErrRejected", err)
 	}
 }
@@ -271,7 +272,7 @@ func TestARemoteThatDeclinesAPushIsNotRejected(t *testing.T) {
 	if _, _, err := Commit(ctx, dir, "work"); err != nil {
 		t.Fatal(err)
 	}
-	err := Push(ctx, dir, "flower/run", "")
+	err := Push(ctx, dir, "flower/run", "", nil)
 	if err == nil || errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "policy: flower/ branches are closed") {
 		t.Fatalf("got %v, want the remote's own reason, not ErrRejected", err)
 	}
@@ -301,7 +302,7 @@ func TestAnUnreachableRepositoryIsNamed(t *testing.T) {
 	if _, err := RemoteHead(ctx, dir, "flower/run"); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("ls-remote: got %v, want ErrUnreachable", err)
 	}
-	if err := Push(ctx, dir, "flower/run", ""); !errors.Is(err, ErrUnreachable) {
+	if err := Push(ctx, dir, "flower/run", "", nil); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("push: got %v, want ErrUnreachable", err)
 	}
 }
@@ -385,7 +386,7 @@ func TestExcludedFilesAreNeverCommittedAndSurvivePrepare(t *testing.T) {
 	if _, changed, err := Commit(ctx, dir, "state only"); err != nil || changed {
 		t.Errorf("a change to excluded files only: changed=%v err=%v, want no commit", changed, err)
 	}
-	if err := Push(ctx, dir, "flower/run", ""); err != nil {
+	if err := Push(ctx, dir, "flower/run", "", nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -438,7 +439,7 @@ func TestNoHookOfTheRepositoryRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Push(ctx, dir, "flower/run", ""); err != nil {
+	if err := Push(ctx, dir, "flower/run", "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Prepare(ctx, bare, dir, "flower/run", "", pushed, flowerFiles); err != nil {
@@ -472,7 +473,7 @@ func TestANameGitCouldReadAsAnOptionIsRefused(t *testing.T) {
 	if _, err := Prepare(ctx, bare, dir, "flower/run", "--orphan", "", flowerFiles); !errors.Is(err, ErrBadBranch) {
 		t.Errorf("base --orphan: got %v, want ErrBadBranch", err)
 	}
-	if err := Push(ctx, dir, "-f", ""); !errors.Is(err, ErrBadBranch) {
+	if err := Push(ctx, dir, "-f", "", nil); !errors.Is(err, ErrBadBranch) {
 		t.Errorf("push -f: got %v, want ErrBadBranch", err)
 	}
 	// A repository that reads as an option is a path that does not exist.
@@ -511,15 +512,243 @@ func TestAnEndedContextStopsGit(t *testing.T) {
 	}
 }
 
-func TestMaskedHidesTheURLsPasswordOnly(t *testing.T) {
+func TestRedactHidesTheAddressesSecretOnly(t *testing.T) {
 	for repo, want := range map[string]string{
-		"https://worker:s3cret@git.example.com/team.git": "https://worker:xxxxx@git.example.com/team.git",
-		"https://git.example.com/team.git":               "https://git.example.com/team.git",
-		"git@git.example.com:team.git":                   "git@git.example.com:team.git",
-		"/srv/git/team.git":                              "/srv/git/team.git",
+		"https://worker:s3cret-tok@git.example.com/team.git": "https://worker:xxxxx@git.example.com/team.git",
+		"https://ghp_s3cretToken123@github.com/org/team.git": "https://xxxxx@github.com/org/team.git",
+		"http://x-access-token:s3c%2Fret@git.example.com/t":  "http://x-access-token:xxxxx@git.example.com/t",
+		"ssh://git:s3cret@git.example.com:2222/team.git":     "ssh://git:xxxxx@git.example.com:2222/team.git",
+		"https://worker:s3cret@git.example.com:bad/team.git": "https://worker:xxxxx@git.example.com:bad/team.git",
+		"deploy:s3cret@git.example.com:team.git":             "deploy:xxxxx@git.example.com:team.git",
+		"ssh://git@git.example.com/team.git":                 "ssh://git@git.example.com/team.git",
+		"https://git.example.com/team.git":                   "https://git.example.com/team.git",
+		"git@git.example.com:team.git":                       "git@git.example.com:team.git",
+		"/srv/git/team.git":                                  "/srv/git/team.git",
+		"file:///srv/git/team.git":                           "file:///srv/git/team.git",
+		"":                                                   "",
 	} {
-		if got := masked(repo, repo); got != want {
-			t.Errorf("masked(%q) = %q, want %q", repo, got, want)
+		got := Redact(repo)
+		if got != want {
+			t.Errorf("Redact(%q) = %q, want %q", repo, got, want)
+		}
+		if secret := secretOf(repo); secret != "" {
+			said := Mask(repo, "fatal: unable to access '"+repo+"': the token "+secret+" was refused")
+			if strings.Contains(got, secret) || strings.Contains(said, secret) || !strings.Contains(said, "xxxxx") {
+				t.Errorf("the secret %q of %q shows: %q, %q", secret, repo, got, said)
+			}
+		}
+	}
+}
+
+// A commit holding a secret is never pushed, whichever commit of the push
+// holds it and in whatever file; the refusal names the kind and the file,
+// never the value; what origin already had is not held against the run.
+func TestACommitHoldingASecretIsNotPushed(t *testing.T) {
+	const key = "sk-ant-api03-s3cretKEYvalue0123456789"
+	const dbPassword = "db-pass-4711abc"
+	secrets := []Secret{
+		{Kind: "the model's API key (ANTHROPIC_API_KEY)", Value: key},
+		{Kind: "the database's password", Value: dbPassword},
+		{Kind: "too short to look for", Value: "ab"},
+	}
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	// Origin's own history holds the password already: not the run's doing.
+	seed := filepath.Join(t.TempDir(), "seed")
+	run(t, "", "clone", "-q", bare, seed)
+	write(t, filepath.Join(seed, "old.conf"), "password="+dbPassword+"\n")
+	run(t, seed, "add", "old.conf")
+	run(t, seed, "commit", "-q", "-m", "an old mistake")
+	run(t, seed, "push", "-q", "origin", "trunk")
+
+	for _, c := range []struct {
+		name, file, kind string
+		commits          []map[string]string // file → content, one map a commit
+	}{
+		{"the key in a new file", "notes/leak.txt", "ANTHROPIC_API_KEY", []map[string]string{{"notes/leak.txt": "key: " + key + "\n"}}},
+		{"the key added then removed", "a.txt", "ANTHROPIC_API_KEY", []map[string]string{{"a.txt": key + "\n"}, {"a.txt": "gone\n"}}},
+		{"the password in a binary file", "blob.bin", "database's password", []map[string]string{{"blob.bin": "\x00\x01" + dbPassword + "\x00"}}},
+		{"the key in a file's name", "a file's name", "ANTHROPIC_API_KEY", []map[string]string{{"k-" + key + ".txt": "x\n"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			machine := filepath.Join(t.TempDir(), "a")
+			if _, err := Prepare(ctx, bare, machine, "flower/run", "", "", flowerFiles); err != nil {
+				t.Fatal(err)
+			}
+			var head string
+			for i, files := range c.commits {
+				for name, text := range files {
+					write(t, filepath.Join(machine, name), text)
+				}
+				var err error
+				if head, _, err = Commit(ctx, machine, fmt.Sprintf("step %d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := Push(ctx, machine, "flower/run", "", secrets)
+			var se *SecretError
+			if !errors.Is(err, ErrSecret) || !errors.As(err, &se) {
+				t.Fatalf("got %v, want a SecretError", err)
+			}
+			if se.File != c.file || !strings.Contains(se.Kind, c.kind) || !strings.Contains(err.Error(), c.file) {
+				t.Errorf("the refusal names %q in %q (%v), want %s in %s", se.Kind, se.File, err, c.kind, c.file)
+			}
+			if strings.Contains(err.Error(), key) || strings.Contains(err.Error(), dbPassword) {
+				t.Errorf("the refusal shows the secret: %v", err)
+			}
+			if remoteHead, _ := RemoteHead(ctx, machine, "flower/run"); remoteHead != "" {
+				t.Errorf("the branch was pushed (at %s)", remoteHead)
+			}
+			if got := run(t, machine, "rev-parse", "HEAD"); got != head {
+				t.Errorf("the work moved: HEAD %s, was %s", got, head)
+			}
+		})
+	}
+
+	// Without a secret the same push goes; the next one is looked at from
+	// there, so the pushed history is not looked through again.
+	machine := filepath.Join(t.TempDir(), "b")
+	if _, err := Prepare(ctx, bare, machine, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(machine, "ok.txt"), "fine\n")
+	first, _, err := Commit(ctx, machine, "clean")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, machine, "flower/run", "", secrets); err != nil {
+		t.Fatalf("a clean push: %v", err)
+	}
+	write(t, filepath.Join(machine, "ok.txt"), key+"\n")
+	if _, _, err := Commit(ctx, machine, "leak"); err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, machine, "flower/run", first, secrets); !errors.Is(err, ErrSecret) {
+		t.Fatalf("got %v, want ErrSecret", err)
+	}
+	if got, _ := RemoteHead(ctx, machine, "flower/run"); got != first {
+		t.Errorf("the branch is at %s, want the clean commit %s", got, first)
+	}
+
+	// The token in origin's address is looked for without being given.
+	run(t, machine, "remote", "set-url", "origin", "https://worker:tok-9876543210abc@git.example.invalid/app.git")
+	write(t, filepath.Join(machine, "ok.txt"), "tok-9876543210abc\n")
+	if _, _, err := Commit(ctx, machine, "token"); err != nil {
+		t.Fatal(err)
+	}
+	err = FindSecret(ctx, machine, nil)
+	if !errors.Is(err, ErrSecret) || !strings.Contains(err.Error(), "repository's token") || strings.Contains(err.Error(), "tok-9876543210abc") {
+		t.Errorf("got %v, want the repository's token found and not shown", err)
+	}
+}
+
+// A repository address that leads into the worker's own folder is refused
+// whatever its form; one outside it is not.
+func TestARepositoryInsideTheWorkersFolderIsRefusedInEveryForm(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "worker")
+	checkout := filepath.Join(dir, "r1", "work")
+	run(t, "", "init", "-q", checkout)
+	outside := filepath.Join(root, "outside")
+	if err := os.MkdirAll(filepath.Join(outside, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"link-to-checkout": checkout,
+		"link-to-dir":      dir,
+		"link-to-r1":       filepath.Join(dir, "r1"),
+		"app.git":          checkout, // git tries REPO.git for REPO
+	} {
+		if err := os.Symlink(target, filepath.Join(outside, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A folder whose .git file points into the worker's folder.
+	write(t, filepath.Join(outside, "redirect", ".git"), "gitdir: "+filepath.Join(checkout, ".git")+"\n")
+	// The worker's --dir given through a symlink resolves the same.
+	dirLink := filepath.Join(root, "worker-link")
+	if err := os.Symlink(dir, dirLink); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(outside)
+
+	for _, repo := range []string{
+		checkout,
+		dir,
+		checkout + "/",
+		filepath.Join(dir, "r2", "work"), // a run not checked out yet
+		"file://" + checkout,
+		"file://localhost" + checkout,
+		"file://" + strings.ReplaceAll(checkout, "/", "%2F"),
+		"file://" + strings.ReplaceAll(checkout, "r1", "%721"),
+		"FILE://" + checkout,
+		filepath.Join(outside, "link-to-checkout"),
+		"file://" + filepath.Join(outside, "link-to-dir") + "/r1/work",
+		outside + "/sub/../link-to-r1/work",
+		outside + "/link-to-r1/../r1/work", // the link first, then ..: dir/r1/work
+		"link-to-checkout",                 // relative to the current directory
+		"./link-to-dir/../worker/r1",
+		"../worker/r1/work",
+		filepath.Join(outside, "app"),
+		filepath.Join(outside, "redirect"),
+	} {
+		for _, folder := range []string{dir, dirLink} {
+			err := CheckOutside(repo, folder)
+			if !errors.Is(err, ErrOwnFolder) {
+				t.Errorf("CheckOutside(%q, %q) = %v, want ErrOwnFolder", repo, folder, err)
+			}
+		}
+	}
+	for _, repo := range []string{
+		outside,
+		filepath.Join(outside, "sub"),
+		root + "/worker-other/r1/work", // a name that starts like the folder's
+		"https://git.example.com/app.git",
+		"ssh://git@git.example.com" + checkout,
+		"git@git.example.com:" + checkout,
+		"host:" + checkout,
+	} {
+		if err := CheckOutside(repo, dir); err != nil {
+			t.Errorf("CheckOutside(%q) = %v, want nil", repo, err)
+		}
+	}
+	err := CheckOutside("https://u:tok-s3cret-123@x"+checkout, dir)
+	if err != nil {
+		t.Errorf("a remote address was refused: %v", err)
+	}
+	if err := CheckOutside("file://"+checkout, dir); err == nil || !strings.Contains(err.Error(), checkout) || !strings.Contains(err.Error(), "shared address") {
+		t.Errorf("the refusal does not say where and what to do: %v", err)
+	}
+}
+
+// An http(s) address's password goes to a file of mode 0600 beside the
+// checkout, and origin keeps the address without it; any other address is
+// origin as given, and an earlier file goes.
+func TestAnAddresssPasswordIsKeptBesideTheCheckout(t *testing.T) {
+	checkout := filepath.Join(t.TempDir(), "r1", "work")
+	file := filepath.Join(filepath.Dir(checkout), "work.git-credentials")
+	origin, err := keepCredentials("https://worker:t%2Fok-s3cret@git.example.com/app.git", checkout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if origin != "https://worker@git.example.com/app.git" {
+		t.Errorf("origin %q", origin)
+	}
+	data, err := os.ReadFile(file)
+	fi, _ := os.Stat(file)
+	if err != nil || string(data) != "https://worker:t%2Fok-s3cret@git.example.com\n" || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the credentials file: %q %v %v", data, fi.Mode(), err)
+	}
+	if args := credentialArgs(checkout); len(args) != 4 || args[3] != "credential.helper=store --file="+file {
+		t.Errorf("credentialArgs: %q", args)
+	}
+	for _, repo := range []string{"https://git.example.com/app.git", "ssh://git:pw@git.example.com/app.git", "/srv/app.git"} {
+		origin, err := keepCredentials(repo, checkout)
+		if err != nil || origin != repo {
+			t.Errorf("keepCredentials(%q) = %q, %v", repo, origin, err)
+		}
+		if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) || credentialArgs(checkout) != nil {
+			t.Errorf("after %q the credentials file stays: %v", repo, err)
 		}
 	}
 }

@@ -127,7 +127,7 @@ var (
 // database (store.ErrNewerSchema), or the session tables were changed by
 // hand (store.ErrCorrupt).
 func Open(ctx context.Context, url string) (*Store, error) {
-	secret := passwordOf(url)
+	secret := PasswordOf(url)
 	s := &Store{url: Redact(url), secret: secret}
 	if strings.TrimSpace(url) == "" {
 		return nil, errors.New("store: open: no database URL given; pass one like postgres://USER:PASSWORD@HOST:5432/DATABASE")

@@ -247,7 +247,7 @@ func TestRedactMasksEveryPasswordAndKeepsTheRest(t *testing.T) {
 		if got := Redact(c.in); got != c.want {
 			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
 		}
-		if p := passwordOf(c.in); p != "" && strings.Contains(Redact(c.in), p) {
+		if p := PasswordOf(c.in); p != "" && strings.Contains(Redact(c.in), p) {
 			t.Errorf("Redact(%q) shows its password %q", c.in, p)
 		}
 	}

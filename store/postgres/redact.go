@@ -41,9 +41,11 @@ func Redact(raw string) string {
 	return keywordPassword.ReplaceAllString(s, "${1}"+mask)
 }
 
-// passwordOf returns the password written in raw, or "" when none is, by
-// the same reading as Redact: the secret an error message must not show.
-func passwordOf(raw string) string {
+// PasswordOf returns the password written in raw, or "" when none is, by
+// the same reading as Redact: the secret an error message must not show,
+// and what a command refuses to take from its command line (every user
+// of the machine reads a process's arguments).
+func PasswordOf(raw string) string {
 	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Opaque == "" {
 		if u.User != nil {
 			if p, has := u.User.Password(); has {
@@ -88,4 +90,4 @@ func scrub(err error, secret string) error {
 // Scrub wraps err so its message never shows the password of the database
 // URL raw, however the driver spelled it; errors.Is and errors.As still see
 // the wrapped error. nil stays nil.
-func Scrub(err error, raw string) error { return scrub(err, passwordOf(raw)) }
+func Scrub(err error, raw string) error { return scrub(err, PasswordOf(raw)) }
