@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flowerrun/flower/guard/jail"
 )
 
 // Sandbox says what holds a glance beyond ephemeral.Is. Two rounds of
@@ -105,15 +107,15 @@ func probeSandbox(path string) Sandbox {
 	if err != nil {
 		tr = "/bin/true"
 	}
-	jail, err := jailExecutable()
+	exe, err := jailExecutable()
 	if err != nil {
 		return Sandbox{Reason: SandboxRefused, Problem: fmt.Sprintf("the glance sandbox cannot find flower's own executable (%v): glances rely on flower's parser alone", err)}
 	}
 	args := sandboxArgs()
-	for _, p := range rebound(jail) {
+	for _, p := range rebound(exe) {
 		args = append(args, "--ro-bind", p, p)
 	}
-	args = append(args, "--", jail, glanceJailArg, tr)
+	args = append(args, "--", exe, jail.Arg, tr)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
@@ -128,18 +130,8 @@ func probeSandbox(path string) Sandbox {
 			Fix:     "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), or run flower where they are allowed",
 		}
 	}
-	return Sandbox{Program: path, Jail: jail}
+	return Sandbox{Program: path, Jail: exe}
 }
-
-// glanceJailArg is the argument with which flower's own executable, run as
-// `<exe> glanceJailArg <program> <args…>`, restricts itself and executes
-// the program (see jail_linux.go).
-const glanceJailArg = "__flower_glance_jail__"
-
-// glanceScratch is the one folder a glance may write (Landlock allows it
-// and /dev/null, nothing else): the sandbox's own /dev, a tmpfs gone with
-// the glance. TMPDIR points there, for bash's here-documents and sort.
-const glanceScratch = "/dev/shm"
 
 // jailExecutable is this process's executable, symlinks resolved, which
 // bubblewrap starts inside as the jail.
@@ -203,7 +195,7 @@ func sandboxArgs() []string {
 var sandboxEnv = []string{
 	`--setenv PATH "$PATH"`, `--setenv HOME "$HOME"`,
 	`--setenv LANG "${LANG:-C.UTF-8}"`, `--setenv TERM "${TERM:-dumb}"`,
-	`--setenv TMPDIR ` + glanceScratch, `--setenv GIT_OPTIONAL_LOCKS 0`,
+	`--setenv TMPDIR ` + jail.Scratch, `--setenv GIT_OPTIONAL_LOCKS 0`,
 	`--setenv GIT_CONFIG_COUNT 2`,
 	`--setenv GIT_CONFIG_KEY_0 safe.bareRepository --setenv GIT_CONFIG_VALUE_0 explicit`,
 	`--setenv GIT_CONFIG_KEY_1 core.fsmonitor --setenv GIT_CONFIG_VALUE_1 false`,
@@ -249,15 +241,15 @@ func (g *wall) sandboxed(cmd string, limit time.Duration) string {
 	for _, a := range sandboxArgs() {
 		b.WriteString(" " + shellQuote(a))
 	}
-	jail := g.sandbox.Jail
-	if jail == "" {
-		jail, _ = jailExecutable()
+	exe := g.sandbox.Jail
+	if exe == "" {
+		exe, _ = jailExecutable()
 	}
-	for _, p := range rebound(append(slices.Clone(g.w.Roots), jail)...) {
+	for _, p := range rebound(append(slices.Clone(g.w.Roots), exe)...) {
 		b.WriteString(" --ro-bind " + shellQuote(p) + " " + shellQuote(p))
 	}
 	b.WriteString(` "${__flower_keep[@]}" "${__flower_hide[@]}" ` + strings.Join(sandboxEnv, " "))
-	b.WriteString(` --chdir "$__flower_cwd" -- ` + shellQuote(jail) + " " + glanceJailArg + " " + shellQuote(g.bashCmd) + " -c " + shellQuote(cmd))
+	b.WriteString(` --chdir "$__flower_cwd" -- ` + shellQuote(exe) + " " + jail.Arg + " " + shellQuote(g.bashCmd) + " -c " + shellQuote(cmd))
 	if g.timeoutCmd != "" {
 		b.WriteString(fmt.Sprintf("; s=$?; if [ $s -eq 124 ]; then printf '%%s\\n' %s >&2; fi; exit $s", shellQuote(fmt.Sprintf(g.texts.GlanceTimedOut, seconds(limit)))))
 	}
