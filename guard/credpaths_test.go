@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowerrun/flower/claude"
 )
@@ -158,4 +160,53 @@ func TestFallbackBareRepositoryRunsNothing(t *testing.T) {
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
+}
+
+// fallbackForms are credential reads in the forms the parser-only wall
+// must see through, as fuzz seeds.
+var fallbackForms = []string{
+	"cat ~/.config/flower/.en''v", `cat ~/.config/flower/.e""nv`, `cat ~/.config/flower/.e\nv`, "cat ~/.config/fl*/.env",
+	"grep -r sk-ant ~/.config/flower", "grep -rn sk-ant ~", "cd ~ && grep -rn sk-ant .", "find ~ -name .env",
+	`cat ~/.clau''de/.credentials.json`, "cat ~/.claude*/*", "cat ../.config/flower/.env", "tail -n 5 ~/.claude.json",
+	"cat a.txt", "grep -rn alpha sub", "ls -la ~",
+}
+
+// FuzzFallbackNeverPrintsTheKey: whatever the parser-only wall lets
+// through, run by bash as the CLI would from a workspace inside HOME,
+// never prints the key the credential files hold. The oracle is bash
+// itself, which shares no code with the check.
+func FuzzFallbackNeverPrintsTheKey(f *testing.F) {
+	for _, c := range fallbackForms {
+		f.Add(c)
+	}
+	root := f.TempDir()
+	home := filepath.Join(root, "home")
+	ws := filepath.Join(home, "work")
+	for p, body := range map[string]string{
+		filepath.Join(home, ".config", "flower", ".env"):    "ANTHROPIC_API_KEY=" + sceneKey,
+		filepath.Join(home, ".claude", ".credentials.json"): sceneKey,
+		filepath.Join(home, ".claude.json"):                 sceneKey,
+		filepath.Join(ws, "a.txt"):                          "alpha\n",
+		filepath.Join(ws, "sub", "b.txt"):                   "alpha beta\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		t.Setenv("HOME", home)
+		t.Setenv("XDG_CONFIG_HOME", "")
+		t.Setenv("CLAUDE_CONFIG_DIR", "")
+		line := fallbackGlance(t, parserOnlyWall(t, Wall{GlanceTimeout: 5 * time.Second}), ws, cmd)
+		if line == "" {
+			return
+		}
+		out, _ := runIn(t, ws, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, line)
+		if strings.Contains(out, sceneKey[:12]) {
+			t.Fatalf("the parser-only wall let %q through and it printed the key:\n%s", cmd, out)
+		}
+	})
 }

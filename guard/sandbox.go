@@ -268,10 +268,12 @@ func (g *wall) hidden() []string {
 }
 
 // warnNoSandboxOnce logs, once per process, that glances rely on the
-// parser alone.
+// parser alone. At Info: a program tells its person at start, in their
+// language (flower's first screen does), and a warning here would reach
+// the same screen a second time, in English.
 func warnNoSandboxOnce(s Sandbox) {
 	sandboxWarn.Do(func() {
-		logger().Warn("guard: wall: "+s.Problem, "fix", s.Fix)
+		logger().Info("guard: wall: "+s.Problem, "fix", s.Fix)
 	})
 }
 
