@@ -3,7 +3,7 @@ package ephemeral
 import "strings"
 
 // Word is one word of a command as bash hands it to the program, after
-// quote removal and backslash escapes: cat ~/.config/flower/.en”v and
+// quote removal and backslash escapes: cat ~/.config/flower/.en""v and
 // cat ~/.config/flower/.e\nv both read .env.
 type Word struct {
 	// Text is the word after quote removal; a tilde is left as written.
