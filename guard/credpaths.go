@@ -111,6 +111,11 @@ func readsCredentials(cmd, cwd string, places []string) bool {
 				if namesCredentialFile(v) {
 					return true
 				}
+				// ~user, ~+ and ~- are another home, the working
+				// directory, the last one: places flower does not follow.
+				if strings.HasPrefix(v, "~") && v != "~" && !strings.HasPrefix(v, "~/") {
+					return true
+				}
 				p := absolute(v, dir, home)
 				if w.Glob {
 					if patternReaches(p, places, recursive) {

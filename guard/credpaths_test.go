@@ -95,6 +95,7 @@ func TestFallbackRefusesEveryCredentialRead(t *testing.T) {
 		"cd ~/.config && cat flower/keys", "cat secret.conf", "cat " + cfgDir + "/tokens", "cat " + filepath.Join(home, ".config", "flower", "keys"),
 		// values the shell decides
 		"cat $HOME/.config/flower/keys", `cat "$HOME"/.claude.json`, "cat ~/.config/flower/$X",
+		"cat ~root/.claude.json", "cat ~+/../.claude.json", "grep -r sk-ant ~-",
 	} {
 		if got := fallbackGlance(t, g, ws, cmd); got != "" {
 			t.Errorf("the parser-only wall let %q through", cmd)
