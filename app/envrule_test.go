@@ -188,12 +188,18 @@ func TestSetupProbesOnlyWhatWasTypedAndSaysTheProtection(t *testing.T) {
 			p = startTerm(t, s.ws, sc.cols, env, "-w", s.ws, "--lang", sc.lang, "once", "-t", "Read", "what is the answer?")
 			p.exitWithin(t, 2*time.Minute)
 			wantLines = map[string][]string{
-				"en": {"! no glance sandbox, the parser alone: bubblewrap is not installed", "  fix: apt-get install bubblewrap"},
-				"zh": {"! 瞥一眼没有沙箱,只靠解析器:没装 bubblewrap", "  修法:apt-get install bubblewrap"},
+				"en": {"! glances checked by the parser only: bubblewrap is not installed", "  fix: apt-get install bubblewrap"},
+				"zh": {"! 瞥一眼只由解析器检查,没有沙箱:没装 bubblewrap", "  修法:apt-get install bubblewrap"},
 			}[sc.lang]
 			for _, w := range wantLines {
 				if !strings.Contains(p.screen(), w) {
 					t.Errorf("the start of a run lacks %q:\n%s", w, p.screen())
+				}
+			}
+			// Said once: the library's own note of it stays in its log.
+			for _, said := range []string{wantLines[0], "parser alone", "bubblewrap (bwrap) is not installed"} {
+				if n := strings.Count(p.screen(), said); n > 1 {
+					t.Errorf("the screen says %q %d times:\n%s", said, n, p.screen())
 				}
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ import (
 func init() {
 	register(benchmark{
 		name:  "driver",
-		about: "hooked echo calls: flower's driver vs the TypeScript Agent SDK vs the bare CLI (BENCH_CALLS, BENCH_REPS)",
+		about: "hooked echo calls: flower's driver vs the TypeScript Agent SDK vs the bare CLI (BENCH_CALLS, BENCH_REPS, BENCH_VARIANTS: names to run, BENCH_GLANCE_TRACE: a file for the coordinator's glance times)",
 		run: func(ctx context.Context) error {
 			cfg, err := driverDefaults()
 			if err != nil {
@@ -208,6 +209,10 @@ func runDriver(ctx context.Context, cfg driverConfig) error {
 				return drvGuarded(ctx, s, true)
 			}},
 	)
+	if only := os.Getenv("BENCH_VARIANTS"); only != "" {
+		names := strings.Split(only, ",")
+		variants = slices.DeleteFunc(variants, func(v drvVariant) bool { return !slices.Contains(names, v.name) })
+	}
 	fmt.Fprintf(out, "%d echo calls a session, %d repetitions, variants interleaved; CLI %s\n", cfg.calls, cfg.reps, cfg.cli)
 
 	runs := map[string][]drvRun{}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,6 +158,9 @@ func drvGuarded(ctx context.Context, s drvSession, worker bool) (drvRun, error) 
 	}
 	var spent atomic.Int64
 	guards := drvTimed(opts.Hooks, &spent)
+	if trace := os.Getenv("BENCH_GLANCE_TRACE"); trace != "" {
+		guards = drvTraceGlances(guards, trace)
+	}
 	var g drvGaps
 	opts.Hooks = map[string][]claude.HookMatcher{}
 	mine := g.hooks()
@@ -298,4 +302,51 @@ func drvTail(b []byte) string {
 		return "(no output)"
 	}
 	return string(b)
+}
+
+// drvTraceGlances makes every glance the wall allows log, to the file
+// trace (BENCH_GLANCE_TRACE), when the hook answered, when the command
+// began and ended in the CLI's shell, and when PostToolUse came: the
+// CLI's own share of a glance's gap is what lies outside the command.
+func drvTraceGlances(hooks map[string][]claude.HookMatcher, trace string) map[string][]claude.HookMatcher {
+	var mu sync.Mutex
+	note := func(what string) {
+		mu.Lock()
+		defer mu.Unlock()
+		f, err := os.OpenFile(trace, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		fmt.Fprintf(f, "%s %.6f\n", what, float64(time.Now().UnixMicro())/1e6)
+	}
+	out := maps.Clone(hooks)
+	out[claude.PreToolUse] = nil
+	for _, m := range hooks[claude.PreToolUse] {
+		w := m
+		w.Hooks = nil
+		for _, h := range m.Hooks {
+			w.Hooks = append(w.Hooks, func(ctx context.Context, in *claude.HookInput) (*claude.HookOutput, error) {
+				res, err := h(ctx, in)
+				if err != nil || res == nil || res.HookSpecificOutput == nil || res.HookSpecificOutput.UpdatedInput == nil {
+					return res, err
+				}
+				var input map[string]any
+				if json.Unmarshal(res.HookSpecificOutput.UpdatedInput, &input) != nil {
+					return res, err
+				}
+				cmd, _ := input["command"].(string)
+				q := quote(trace)
+				input["command"] = fmt.Sprintf(`printf 'start %%s\n' "$EPOCHREALTIME" >> %s; ( %s ); s=$?; printf 'end %%s\n' "$EPOCHREALTIME" >> %s; exit $s`, q, cmd, q)
+				raw, _ := json.Marshal(input)
+				res.HookSpecificOutput.UpdatedInput = raw
+				note("allow")
+				return res, err
+			})
+		}
+		out[claude.PreToolUse] = append(out[claude.PreToolUse], w)
+	}
+	out[claude.PostToolUse] = append(slices.Clone(out[claude.PostToolUse]), claude.HookMatcher{Hooks: []claude.HookFunc{
+		func(context.Context, *claude.HookInput) (*claude.HookOutput, error) { note("post"); return nil, nil }}})
+	return out
 }

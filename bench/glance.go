@@ -18,12 +18,13 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/guard"
+	"github.com/flowerrun/flower/guard/jail"
 )
 
 func init() {
 	register(benchmark{
 		name:  "glance",
-		about: "the glance sandbox's cost: git status, ls -la, grep -rn bare, bounded, and under bubblewrap",
+		about: "the glance sandbox's cost: git status, ls -la, grep -rn bare, bounded, under bubblewrap alone, with the jail, and as the wall runs them",
 		run: func(ctx context.Context) error {
 			reps, err := envCount("BENCH_REPS", 20)
 			if err != nil {
@@ -75,18 +76,32 @@ func glanceBench(ctx context.Context, cfg glanceConfig) ([]glanceFigures, error)
 		return nil, fmt.Errorf("the bounded variant needs coreutils timeout: %w", err)
 	}
 	wall := guard.Wall{Glance: true, Delegate: true, Roots: []string{ws}}.Matcher()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	// The parts of the sandbox, each added to the one before: bubblewrap
+	// around bash with the wall's mounts and namespaces, then flower's
+	// jail (this executable) between them, then the wall's whole command
+	// (the hidden files found by the shell, timeout, env).
+	bwrap := fmt.Sprintf("%s --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent --new-session --clearenv --cap-drop ALL --tmpfs /tmp --tmpfs /run --ro-bind %s %s --ro-bind %s %s --chdir %s --",
+		quote(sb.Program), quote(ws), quote(ws), quote(self), quote(self), quote(ws))
 	variants := []glanceVariant{
 		{"bare bash", func(cmd string) (string, error) { return cmd, nil }},
 		{"bounded (no sandbox)", func(cmd string) (string, error) {
 			return fmt.Sprintf("%s -k 5 30 bash -c %s", timeout, quote(cmd)), nil
 		}},
-		{"sandboxed (bubblewrap)", func(cmd string) (string, error) { return wallCommand(ctx, wall, cmd, ws) }},
+		{"bubblewrap alone", func(cmd string) (string, error) { return fmt.Sprintf("%s bash -c %s", bwrap, quote(cmd)), nil }},
+		{"bubblewrap + jail", func(cmd string) (string, error) {
+			return fmt.Sprintf("%s %s %s /bin/bash -c %s", bwrap, quote(self), jail.Arg, quote(cmd)), nil
+		}},
+		{"sandboxed (the wall's command)", func(cmd string) (string, error) { return wallCommand(ctx, wall, cmd, ws) }},
 	}
 	var out []glanceFigures
 	for _, g := range glanceCommands {
 		f := glanceFigures{Glance: g, Times: make([][]time.Duration, len(variants))}
 		for rep := range cfg.Reps {
-			for _, i := range drvRotate([]int{0, 1, 2}, rep) {
+			for _, i := range drvRotate([]int{0, 1, 2, 3, 4}, rep) {
 				line, err := variants[i].line(g)
 				if err != nil {
 					return nil, err
@@ -102,10 +117,12 @@ func glanceBench(ctx context.Context, cfg glanceConfig) ([]glanceFigures, error)
 		}
 		out = append(out, f)
 	}
-	rows := [][]string{{"glance", "bare bash", "bounded", "sandboxed", "sandbox cost (median)"}}
+	rows := [][]string{{"glance", "bare bash", "bounded", "bubblewrap alone", "+ jail", "sandboxed", "sandbox ÷ bare", "sandbox cost: bwrap + jail + wrapper (medians)"}}
 	for _, f := range out {
-		bare, bounded, boxed := drvSpreadOf(f.Times[0]), drvSpreadOf(f.Times[1]), drvSpreadOf(f.Times[2])
-		rows = append(rows, []string{f.Glance, bare.String(), bounded.String(), boxed.String(), "+" + drvDur(boxed.med-bounded.med)})
+		bare, bounded, bw, jailed, boxed := drvSpreadOf(f.Times[0]), drvSpreadOf(f.Times[1]), drvSpreadOf(f.Times[2]), drvSpreadOf(f.Times[3]), drvSpreadOf(f.Times[4])
+		rows = append(rows, []string{f.Glance, bare.String(), bounded.String(), bw.String(), jailed.String(), boxed.String(),
+			fmt.Sprintf("%.2f×", float64(boxed.med)/float64(bare.med)),
+			fmt.Sprintf("+%s = %s + %s + %s", drvDur(boxed.med-bare.med), drvDur(bw.med-bare.med), drvDur(jailed.med-bw.med), drvDur(boxed.med-jailed.med))})
 	}
 	fmt.Fprintf(cfg.Out, "%d repetitions each, interleaved; median [min … max] per glance\n%s", cfg.Reps, drvTable(rows))
 	return out, nil

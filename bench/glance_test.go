@@ -28,7 +28,7 @@ func TestGlanceSmallMeasuresEveryVariant(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range append([]string{"sandbox cost (median)"}, glanceCommands...) {
+	for _, want := range append([]string{"sandbox cost", "+ jail"}, glanceCommands...) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())
 		}

@@ -8,9 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flowerrun/flower/guard/jail"
 )
 
 // Sandbox says what holds a glance beyond ephemeral.Is. Two rounds of
@@ -24,6 +27,10 @@ type Sandbox struct {
 	// Program is bubblewrap's path when glances run under it, "" when they
 	// rely on the parser alone.
 	Program string
+	// Jail is the executable bubblewrap starts inside as the glance's
+	// last step in (this process's own, see jail_linux.go); "" means
+	// os.Executable.
+	Jail string
 	// Reason says why no sandbox runs, for a person's language; "" when
 	// one does.
 	Reason SandboxReason
@@ -100,7 +107,15 @@ func probeSandbox(path string) Sandbox {
 	if err != nil {
 		tr = "/bin/true"
 	}
-	args := append(sandboxArgs(), "--", tr)
+	exe, err := jailExecutable()
+	if err != nil {
+		return Sandbox{Reason: SandboxRefused, Problem: fmt.Sprintf("the glance sandbox cannot find flower's own executable (%v): glances rely on flower's parser alone", err)}
+	}
+	args := sandboxArgs()
+	for _, p := range rebound(exe) {
+		args = append(args, "--ro-bind", p, p)
+	}
+	args = append(args, "--", exe, jail.Arg, tr)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
@@ -115,16 +130,60 @@ func probeSandbox(path string) Sandbox {
 			Fix:     "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1), or run flower where they are allowed",
 		}
 	}
-	return Sandbox{Program: path}
+	return Sandbox{Program: path, Jail: exe}
+}
+
+// jailExecutable is this process's executable, symlinks resolved, which
+// bubblewrap starts inside as the jail.
+func jailExecutable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
+// coveredFolders are the folders the sandbox replaces with empty ones:
+// what lives there (sockets, FIFOs, other runs' files) stays outside.
+var coveredFolders = []string{"/tmp", "/run", "/var/run"}
+
+// rebound are the paths among paths that live under a covered folder
+// (physical paths, as bubblewrap binds them): the sandbox binds them again,
+// read-only, over the empty folder.
+func rebound(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		p = filepath.Clean(p)
+		for _, dir := range coveredFolders {
+			if strings.HasPrefix(p, dir+"/") {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // sandboxArgs are bubblewrap's arguments every glance gets, before the
-// folders it keeps, the files it hides and the program.
+// folders it keeps, the files it hides and the program. Every capability
+// is dropped: started by root, bubblewrap would otherwise keep them all
+// inside, and a glance could unmount the empty folders or remount the
+// filesystem writable. /tmp, /run and /var/run (where a real folder) are
+// empty: the sockets and FIFOs there stay outside.
 func sandboxArgs() []string {
-	return []string{
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-		"--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+	args := []string{
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL",
 	}
+	for _, dir := range coveredFolders {
+		if info, err := os.Lstat(dir); err == nil && info.IsDir() {
+			args = append(args, "--tmpfs", dir)
+		}
+	}
+	return args
 }
 
 // sandboxEnv is the whole environment of a glance, as bash words the CLI's
@@ -136,7 +195,7 @@ func sandboxArgs() []string {
 var sandboxEnv = []string{
 	`--setenv PATH "$PATH"`, `--setenv HOME "$HOME"`,
 	`--setenv LANG "${LANG:-C.UTF-8}"`, `--setenv TERM "${TERM:-dumb}"`,
-	`--setenv GIT_OPTIONAL_LOCKS 0`,
+	`--setenv TMPDIR ` + jail.Scratch, `--setenv GIT_OPTIONAL_LOCKS 0`,
 	`--setenv GIT_CONFIG_COUNT 2`,
 	`--setenv GIT_CONFIG_KEY_0 safe.bareRepository --setenv GIT_CONFIG_VALUE_0 explicit`,
 	`--setenv GIT_CONFIG_KEY_1 core.fsmonitor --setenv GIT_CONFIG_VALUE_1 false`,
@@ -182,30 +241,19 @@ func (g *wall) sandboxed(cmd string, limit time.Duration) string {
 	for _, a := range sandboxArgs() {
 		b.WriteString(" " + shellQuote(a))
 	}
-	for _, root := range g.roots() {
-		b.WriteString(" --ro-bind " + shellQuote(root) + " " + shellQuote(root))
+	exe := g.sandbox.Jail
+	if exe == "" {
+		exe, _ = jailExecutable()
+	}
+	for _, p := range rebound(append(slices.Clone(g.w.Roots), exe)...) {
+		b.WriteString(" --ro-bind " + shellQuote(p) + " " + shellQuote(p))
 	}
 	b.WriteString(` "${__flower_keep[@]}" "${__flower_hide[@]}" ` + strings.Join(sandboxEnv, " "))
-	b.WriteString(` --chdir "$__flower_cwd" -- ` + shellQuote(g.bashCmd) + " -c " + shellQuote(cmd))
+	b.WriteString(` --chdir "$__flower_cwd" -- ` + shellQuote(exe) + " " + jail.Arg + " " + shellQuote(g.bashCmd) + " -c " + shellQuote(cmd))
 	if g.timeoutCmd != "" {
 		b.WriteString(fmt.Sprintf("; s=$?; if [ $s -eq 124 ]; then printf '%%s\\n' %s >&2; fi; exit $s", shellQuote(fmt.Sprintf(g.texts.GlanceTimedOut, seconds(limit)))))
 	}
 	return b.String()
-}
-
-// roots are the wall's folders that live under /tmp, physical paths: the
-// private /tmp would hide them, so they are bound again, read-only.
-func (g *wall) roots() []string {
-	var out []string
-	for _, r := range g.w.Roots {
-		if real, err := filepath.EvalSymlinks(r); err == nil {
-			r = real
-		}
-		if r = filepath.Clean(r); strings.HasPrefix(r, "/tmp/") {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // hidden are the wall's own files to hide plus the resume folders of the
@@ -220,10 +268,12 @@ func (g *wall) hidden() []string {
 }
 
 // warnNoSandboxOnce logs, once per process, that glances rely on the
-// parser alone.
+// parser alone. At Info: a program tells its person at start, in their
+// language (flower's first screen does), and a warning here would reach
+// the same screen a second time, in English.
 func warnNoSandboxOnce(s Sandbox) {
 	sandboxWarn.Do(func() {
-		logger().Warn("guard: wall: "+s.Problem, "fix", s.Fix)
+		logger().Info("guard: wall: "+s.Problem, "fix", s.Fix)
 	})
 }
 

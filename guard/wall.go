@@ -163,6 +163,15 @@ func (g *wall) bounded(cmd string, limit time.Duration) string {
 		shellQuote(g.timeoutCmd), int(glanceGrace.Seconds()), secs, shellQuote(cmd), shellQuote(note))
 }
 
+// gitHardening is the git configuration the sandbox gives a glance (see
+// sandboxEnv), as assignments before the command for a glance run
+// without it: no index written, no fsmonitor program run, and a folder
+// laid out as a bare repository (which survives a clone as plain files,
+// and whose config may name a diff.external program) is no repository
+// unless named with --git-dir.
+const gitHardening = "GIT_OPTIONAL_LOCKS=0 GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=safe.bareRepository GIT_CONFIG_VALUE_0=explicit " +
+	"GIT_CONFIG_KEY_1=core.fsmonitor GIT_CONFIG_VALUE_1=false "
+
 // seconds is limit in seconds as timeout reads it.
 func seconds(limit time.Duration) string {
 	return strconv.FormatFloat(limit.Seconds(), 'f', -1, 64)
@@ -237,6 +246,11 @@ func (g *wall) bash(in *claude.HookInput) *claude.HookOutput {
 	if !acceptEveryGlance.Load() && !g.sandbox.Active() && ephemeral.RefreshesIndex(cmd) {
 		return g.refuse("Bash")
 	}
+	// Without the sandbox nothing hides the credential files: the words,
+	// as bash expands them, must not reach them.
+	if !acceptEveryGlance.Load() && !g.sandbox.Active() && readsCredentials(cmd, in.Cwd, credentialPlaces(g.w.Hide)) {
+		return g.refuse("Bash")
+	}
 	if bg, ok := input["run_in_background"]; ok && bg != nil && !isFalse(bg) {
 		return claude.Deny(g.texts.GlanceBackground)
 	}
@@ -252,7 +266,9 @@ func (g *wall) bash(in *claude.HookInput) *claude.HookOutput {
 	case g.sandbox.Active():
 		input["command"] = g.sandboxed(cmd, limit)
 	case g.timeoutCmd != "":
-		input["command"] = g.bounded(cmd, limit)
+		input["command"] = gitHardening + g.bounded(cmd, limit)
+	default:
+		input["command"] = gitHardening + "bash -c " + shellQuote(cmd)
 	}
 	input["timeout"] = (limit + glanceGrace + time.Second).Milliseconds()
 	raw, err := encodeJSON(input)
