@@ -196,11 +196,6 @@ func reaches(p string, places []string, recursive bool) bool {
 	return false
 }
 
-// within reports whether p is base or under it.
-func within(p, base string) bool {
-	return p == base || strings.HasPrefix(p, strings.TrimSuffix(base, "/")+"/")
-}
-
 // patternReaches is reaches for a glob: whether any path pattern may
 // match is one of places or under one, or (recursive) holds one. Braces
 // are read as *, which can only match more.
