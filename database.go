@@ -332,6 +332,19 @@ func (d *Database) Close(ctx context.Context) error {
 	return err
 }
 
+// Abandon releases the run and disconnects without writing back what
+// changed since the last Sync (a team's worker whose job attempt was
+// taken over must write nothing more); what changed stays on this
+// machine.
+func (d *Database) Abandon(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := d.mirror.Abandon(ctx)
+	d.sessions.Close()
+	d.pool.Close()
+	return err
+}
+
 // RunName is the default name of a run in a database: the same on every
 // clone of a repository, so that another machine finds the run from its
 // own checkout. It is "git:<the repository's first commit>" and the paths

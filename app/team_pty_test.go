@@ -255,7 +255,7 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 		{[]string{"submit", "--help"}, []string{"Usage: flower submit [--db-file FILE] --repo REPO", "--branch B", "--budget USD", "--no-check",
 			"$FLOWER_DATABASE_URL", "mode 0600", "~/.pgpass", "a password in --db is refused"}},
 		{[]string{"worker", "--help"}, []string{"Usage: flower worker [--db-file FILE]", "--concurrency N", "--dir DIR", "--name NAME", "--rescue D",
-			"--team-budget USD", "--max-failures N", "$FLOWER_DATABASE_URL"}},
+			"--team-budget USD", "--max-failures N", "--unconfined", "$FLOWER_DATABASE_URL"}},
 		{[]string{"runs", "--help"}, []string{"Usage: flower runs [--db-file FILE] [RUN]"}},
 		{[]string{"cancel", "--help"}, []string{"Usage: flower cancel [--db-file FILE] RUN"}},
 		{[]string{"reply", "--help"}, []string{"--db-file F", "flower reply r12"}},

@@ -288,6 +288,21 @@ func (m *Mirror) Close(ctx context.Context) error {
 	return err
 }
 
+// Abandon stops the heartbeat and releases the run without writing back
+// what changed since the last Sync: for a holder that knows by another
+// authority (a team's job attempt) that it must write no more.
+func (m *Mirror) Abandon(ctx context.Context) error {
+	var err error
+	m.close.Do(func() {
+		close(m.quit)
+		<-m.done
+		if m.check() == nil {
+			err = m.lease.Release(ctx)
+		}
+	})
+	return err
+}
+
 // where names this host's working copy: the host and the folders.
 func where(places Places) string {
 	var b strings.Builder

@@ -42,7 +42,6 @@ func detectConfinement(unconfined bool) (confinement, error) {
 		return confinement{}, nil
 	}
 	s := guard.DetectSandbox()
-	var err error
 	if !s.Active() {
 		fix := s.Fix
 		if fix == "" {
@@ -53,6 +52,7 @@ func detectConfinement(unconfined bool) (confinement, error) {
 	}
 	c := confinement{bwrap: s.Program}
 	if os.Geteuid() == 0 {
+		var err error
 		if c.setpriv, err = exec.LookPath("setpriv"); err != nil {
 			return confinement{}, fmt.Errorf("%w: a root worker runs its runs as an ordinary user with setpriv (util-linux), which is not on PATH: install util-linux, or run the worker as an ordinary user", ErrUnconfined)
 		}

@@ -2,6 +2,7 @@ package team
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,5 +182,28 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A worker that cannot confine its runs (no bubblewrap here) does not
+// start, and says what to do; told --unconfined, it runs them as they are.
+func TestAWorkerWithoutBubblewrapRefusesUnlessToldUnconfined(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no bwrap, no setpriv
+	_, err := detectConfinement(false)
+	if !errors.Is(err, ErrUnconfined) {
+		t.Fatalf("without bubblewrap: %v, want ErrUnconfined", err)
+	}
+	for _, want := range []string{"bubblewrap", "--unconfined"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not name %s: %v", want, err)
+		}
+	}
+	c, err := detectConfinement(true)
+	if err != nil || c.bwrap != "" {
+		t.Fatalf("--unconfined: %+v, %v", c, err)
+	}
+	cmd := exec.Command("/bin/true")
+	if got, info, err := c.confined(cmd, nil, nil, nil); err != nil || got != cmd || info != nil {
+		t.Errorf("an unconfined worker wrapped its run: %v %v", got.Args, err)
 	}
 }

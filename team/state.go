@@ -118,7 +118,7 @@ func (s *runState) keep(ctx context.Context, ours func(context.Context) bool, wa
 }
 
 // close writes everything back (when write is set and the run is still
-// this worker's) and releases the run. Its error is the attempt's: a run
+// this worker's) and releases the run; without write it writes nothing. Its error is the attempt's: a run
 // whose last files did not reach the database has not ended well.
 func (s *runState) close(ctx context.Context, write bool) error {
 	var err error
@@ -133,8 +133,10 @@ func (s *runState) close(ctx context.Context, write bool) error {
 	s.closed = true
 	err = errors.Join(err, s.sessions.Close())
 	s.pg.Close()
-	if cerr := s.db.Close(ctx); write {
-		err = errors.Join(err, cerr)
+	if !write {
+		// Lost, stopped early or failed: nothing more is written.
+		_ = s.db.Abandon(ctx)
+		return err
 	}
-	return err
+	return errors.Join(err, s.db.Close(ctx))
 }
