@@ -335,11 +335,12 @@ Flags:
   --unconfined        run the runs without bubblewrap (they can then read what
                       this user can: other runs, this HOME); refused otherwise
 
-The CLI and credentials are found as for flower go (FLOWER_CLAUDE, flower setup, the
-environment). A run never gets them: it reaches the model through this worker's
-proxy on 127.0.0.1 with a token of its own, revoked when it ends, and it never sees
-the database. Each run is confined by bubblewrap to its own checkout, HOME and
-folders: the rest of DIR, this HOME, /tmp and other processes are hidden from it.
+The CLI and credentials are found as for flower go (FLOWER_CLAUDE, flower
+setup, the environment). A run never gets them: it reaches the model through
+this worker's proxy on 127.0.0.1 with a token of its own, revoked when it
+ends, and it never sees the database. bubblewrap confines each run to its own
+checkout, HOME and folders: the rest of DIR, this HOME, /tmp and other
+processes are hidden from it.
 
 `+teamFlags+"\n"+exitCodes, "flower", m.name())
 }
