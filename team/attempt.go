@@ -30,6 +30,9 @@ import (
 	"github.com/flowerrun/flower/runstate"
 )
 
+// redacted stands where a run's event held one of the worker's secrets.
+const redacted = "xxxxx"
+
 // runDirName and workbenchDirName are flower's own files in a checkout:
 // kept in the database, never committed.
 const (
@@ -64,6 +67,8 @@ type attempt struct {
 	inFlight map[string]bool
 	// stop ends the attempt early with a cause (set while it works).
 	stop context.CancelCauseFunc
+	// rs is the run's state in the database, kept by this attempt.
+	rs *runState
 	// revoke ends the run's token for the worker's API proxy.
 	revoke func()
 	// info gives pid: the run's process inside its confinement (0 when
@@ -93,8 +98,12 @@ func (a *attempt) work(ctx context.Context) error {
 	a.runDir = filepath.Join(a.checkout, runDirName)
 	a.state = filepath.Join(base, "state")
 	a.base, a.costs, a.inFlight = a.run.Cost, map[string]float64{}, map[string]bool{}
-	if err := os.MkdirAll(a.home, 0o700); err != nil {
-		return a.failed(ctx, fmt.Errorf("worker %s cannot make %s: %w", w.o.Name, a.home, err))
+	// The run's own folders exist before they are handed to its user
+	// (handOver): one the worker made later would be root's alone.
+	for _, d := range []string{a.home, a.state, filepath.Join(base, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return a.failed(ctx, fmt.Errorf("worker %s cannot make %s: %w", w.o.Name, d, err))
+		}
 	}
 	err := a.fenced(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "update team_runs set version = coalesce(nullif(version, ''), $2) where id = $1", a.run.ID, w.o.Version); err != nil {
@@ -122,6 +131,7 @@ func (a *attempt) work(ctx context.Context) error {
 	if err != nil {
 		return a.failed(ctx, err)
 	}
+	a.rs = state
 	defer func() { _ = state.close(context.WithoutCancel(ctx), false) }()
 	if err := w.confine.handOver(filepath.Dir(a.checkout)); err != nil {
 		return a.failed(ctx, err)
@@ -614,8 +624,21 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 	}
 	var evs []event.Event
 	save := ""
-	asked := false
+	asked, kick := false, false
+	defer func() {
+		if kick && a.rs != nil {
+			a.rs.soon()
+		}
+	}()
 	for _, line := range lines {
+		// A run may print what it should not have (a key it wrote into
+		// its work): what the team sees of it never shows the worker's
+		// secrets.
+		for _, s := range a.w.secrets {
+			if len(s.Value) >= 8 {
+				line = bytes.ReplaceAll(line, []byte(s.Value), []byte(redacted))
+			}
+		}
 		var e struct {
 			Step string `json:"step"`
 			event.Event
@@ -657,6 +680,12 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 			a.lastKind = e.Kind
 		}
 		a.mu.Unlock()
+		switch e.Kind {
+		case event.ToolCall, event.Step, event.Verdict, event.Handoff, event.Result, event.Ask:
+			// What another worker needs to continue: written back now,
+			// not at the next tick.
+			kick = true
+		}
 		if e.Kind == event.Text || e.Kind == event.Thinking || e.Kind == event.ToolResult {
 			continue // the transcripts are in the session store; the feed keeps what a dashboard shows
 		}

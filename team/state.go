@@ -33,6 +33,17 @@ type runState struct {
 
 	mu     sync.Mutex // one write-back at a time
 	closed bool
+	// kick asks keep for a write-back now: a step ended, a tool call
+	// started (another worker taking over must find the call to heal).
+	kick chan struct{}
+}
+
+// soon asks for a write-back before the next tick.
+func (s *runState) soon() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }
 
 // openState takes the run in the database for this attempt and lays out
@@ -73,7 +84,7 @@ func (a *attempt) openState(ctx context.Context) (*runState, error) {
 		_ = db.Close(ctx)
 		return nil, fmt.Errorf("laying out %s's transcripts: %w", a.name(), err)
 	}
-	return &runState{db: db, pg: pg, sessions: sm}, nil
+	return &runState{db: db, pg: pg, sessions: sm, kick: make(chan struct{}, 1)}, nil
 }
 
 // sync writes back what changed since the last sync: transcripts first,
@@ -90,7 +101,8 @@ func (s *runState) sync(ctx context.Context) error {
 	return s.db.Sync(ctx, nil)
 }
 
-// keep syncs every stateSyncEvery until ctx ends, each time only while
+// keep syncs every stateSyncEvery and when kicked (soon) until ctx ends,
+// each time only while
 // ours says the run's job attempt is still this worker's; the returned
 // function stops it and waits for a sync in flight.
 func (s *runState) keep(ctx context.Context, ours func(context.Context) bool, warn func(error)) (stop func()) {
@@ -105,12 +117,13 @@ func (s *runState) keep(ctx context.Context, ours func(context.Context) bool, wa
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if !ours(ctx) {
-					continue
-				}
-				if err := s.sync(ctx); err != nil && ctx.Err() == nil {
-					warn(err)
-				}
+			case <-s.kick:
+			}
+			if !ours(ctx) {
+				continue
+			}
+			if err := s.sync(ctx); err != nil && ctx.Err() == nil {
+				warn(err)
 			}
 		}
 	}()

@@ -64,6 +64,8 @@ func git(t *testing.T, dir string, args ...string) string {
 	if dir != "" {
 		args = append([]string{"-C", dir}, args...)
 	}
+	// A root worker's checkouts belong to its runs' user (65534).
+	args = append([]string{"-c", "safe.directory=*"}, args...)
 	out, err := exec.Command("git", args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)
