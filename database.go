@@ -323,23 +323,19 @@ func (d *Database) Sync(ctx context.Context, wait func(string)) error {
 // Close writes the run's files back, releases the run and disconnects,
 // within a minute: what it could not write stays on this machine, and is
 // written when the run is opened here again.
-func (d *Database) Close(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	err := d.mirror.Close(ctx)
-	d.sessions.Close()
-	d.pool.Close()
-	return err
-}
+func (d *Database) Close(ctx context.Context) error { return d.release(ctx, d.mirror.Close) }
 
 // Abandon releases the run and disconnects without writing back what
 // changed since the last Sync (a team's worker whose job attempt was
 // taken over must write nothing more); what changed stays on this
 // machine.
-func (d *Database) Abandon(ctx context.Context) error {
+func (d *Database) Abandon(ctx context.Context) error { return d.release(ctx, d.mirror.Abandon) }
+
+// release ends the mirror with end, within a minute, and disconnects.
+func (d *Database) release(ctx context.Context, end func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := d.mirror.Abandon(ctx)
+	err := end(ctx)
 	d.sessions.Close()
 	d.pool.Close()
 	return err
