@@ -58,6 +58,13 @@ type StepResult struct {
 	// handoffs and handoff-writing turns.
 	CostUSD  float64
 	NumTurns int
+	// Structured is the last attempt's structured output (the result's
+	// structured_output, for a spec with an OutputSchema); nil when it gave
+	// none. StructuredCalls counts the StructuredOutput calls of the last
+	// attempt's main thread: more than one means the model answered twice,
+	// and which answer counts cannot be told.
+	Structured      json.RawMessage `json:"-"`
+	StructuredCalls int             `json:"-"`
 	// Text is the main thread's prose of the last attempt: no subagent
 	// speech, no prompts, no synthetic API errors. Only when the last
 	// attempt failed with no prose of its own is an earlier attempt's text
@@ -267,6 +274,7 @@ type Attempt struct {
 // BeginAttempt starts an attempt: OK false, no error yet.
 func (r *StepResult) BeginAttempt() *Attempt {
 	r.OK, r.Error = false, ""
+	r.Structured, r.StructuredCalls = nil, 0
 	return &Attempt{r: r}
 }
 
@@ -276,12 +284,22 @@ func (a *Attempt) Observe(m claude.Message) []Event {
 	switch m := m.(type) {
 	case *claude.ResultMessage:
 		a.last = m
+		if len(m.StructuredOutput) > 0 && string(m.StructuredOutput) != "null" {
+			a.r.Structured = m.StructuredOutput
+		}
 	case *claude.RateLimitEvent:
 		info := m.Info
 		a.rateLimit = &info
 	case *claude.AssistantMessage:
 		if m.Synthetic() && m.ParentToolUseID == "" && m.Error != "" {
 			a.apiError = m.Error
+		}
+		if m.ParentToolUseID == "" {
+			for _, b := range m.Content {
+				if tu, ok := b.(*claude.ToolUseBlock); ok && tu.Name == StructuredOutputTool {
+					a.r.StructuredCalls++
+				}
+			}
 		}
 	case *claude.SystemMessage:
 		if m.MirrorError != nil {

@@ -1,6 +1,7 @@
 package flower
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,10 @@ type AgentSpec struct {
 	Model string
 	// Effort is low, medium, high, xhigh or max; "" means the CLI's default.
 	Effort string
+	// OutputSchema, when set, asks for the answer in structure: the CLI's
+	// --json-schema, read back as StepResult.Structured. The CLI makes the
+	// model call its StructuredOutput tool, which AllowedTools need not name.
+	OutputSchema json.RawMessage
 	// MaxTurns caps the agentic turns of a run; 0 means no cap.
 	MaxTurns int
 	// MaxBudgetUSD caps a session's cost; 0 means no cap.
@@ -204,11 +209,23 @@ func (s AgentSpec) wall(wb *workbench.Workbench) guard.Wall {
 // AllowedTools, or DefaultAllowedTools when AllowedTools is nil. The result
 // is non-nil.
 func (s AgentSpec) Allowed() []string {
+	var out []string
 	if s.AllowedTools == nil {
-		return DefaultAllowedTools()
+		out = DefaultAllowedTools()
+	} else {
+		out = append([]string{}, s.AllowedTools...)
 	}
-	return append([]string{}, s.AllowedTools...)
+	if len(s.OutputSchema) > 0 && !slices.Contains(out, StructuredOutputTool) {
+		// The CLI answers in structure through this tool; the wall must
+		// let it through.
+		out = append(out, StructuredOutputTool)
+	}
+	return out
 }
+
+// StructuredOutputTool is the tool through which the CLI's model gives a
+// structured answer (AgentSpec.OutputSchema).
+const StructuredOutputTool = "StructuredOutput"
 
 // validate reports the first field BuildOptions cannot compile.
 func (s AgentSpec) validate() error {
@@ -372,6 +389,7 @@ func BuildOptions(spec AgentSpec, cfg BuildConfig) (claude.Options, error) {
 		Hooks:           buildHooks(spec, cfg),
 		Env:             env,
 		BaseEnv:         withoutDatabase(os.Environ()),
+		JSONSchema:      spec.OutputSchema,
 	}
 	if cfg.NotPortable {
 		o.SettingSources = []string{"project"}

@@ -1,0 +1,44 @@
+package judge
+
+import "github.com/flowerrun/flower/doc"
+
+// texts are what the judgement tells the person and the worker.
+type texts struct {
+	twice, unknown, absent, notJudged, noEvidence, noEvidenceShort string
+	contradicted, contradicts, groundless, grounds, problemsHead   string
+}
+
+var textsZh = texts{
+	twice:           "判定项 %s 被判了两次,只看第一次",
+	unknown:         "判定里出现了判定清单中没有的项:%s",
+	absent:          "判定项 %s 没有被判定",
+	notJudged:       "没有判定",
+	noEvidence:      "判定项 %s 判为通过,却没有给出证据",
+	noEvidenceShort: "通过但没有证据",
+	contradicted:    "判定项 %s 判为通过,但 flower 自己运行了 `%s`:%s",
+	contradicts:     "结论说已达成,但判定项并非全部带证据通过:按未达成处理",
+	groundless:      "结论说无法达成,却没有说清缺的是什么、为什么再干一轮也补不上:按未达成处理",
+	grounds:         "缺少:%s\n为什么干活补不上:%s",
+	problemsHead:    "flower 读判定时发现:",
+}
+
+var textsEn = texts{
+	twice:           "item %s was judged twice; the first finding counts",
+	unknown:         "the verdict names items the checklist does not have: %s",
+	absent:          "item %s was not judged",
+	notJudged:       "not judged",
+	noEvidence:      "item %s was passed without evidence",
+	noEvidenceShort: "passed without evidence",
+	contradicted:    "item %s was passed, but flower ran `%s` itself: %s",
+	contradicts:     "the conclusion says achieved, but not every item passed with evidence: taken as not yet",
+	groundless:      "the conclusion says unreachable without naming what is missing and why no round of work can supply it: taken as not yet",
+	grounds:         "Missing: %s\nWhy no work can supply it: %s",
+	problemsHead:    "flower found, reading the verdict:",
+}
+
+func textsFor(lang doc.Lang) texts {
+	if lang.IsEnglish() {
+		return textsEn
+	}
+	return textsZh
+}
