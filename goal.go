@@ -2,10 +2,12 @@ package flower
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/judge"
 )
 
 // GoalOptions adjust GoalStep. The zero value is the seed's defaults.
@@ -73,22 +76,32 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 		}
 		spec = Judge(name, channelOrNil(ch), opts...)
 	}
+	if len(spec.OutputSchema) == 0 {
+		spec.OutputSchema = judge.GoalSchema
+	}
 	hydrate := func(c *Ctx, g *doc.Goal) {
 		c.Set(GoalKey, g)
 		c.Set(name, g.PromptBlock(lang))
 	}
+	// Why the last answer could not be read, for the retry's prompt: a
+	// reply that fails the schema is asked again once.
+	var unread error
 	return Step{
 		Name:    name,
 		Spec:    spec,
 		Fresh:   true, // a judge: never resumed
 		OnFail:  o.OnFail,
-		Retries: o.Retries,
+		Retries: max(o.Retries, 1),
 		Prompt: func(c *Ctx) (string, error) {
 			brief, err := c.Output(briefKey)
 			if err != nil || strings.TrimSpace(brief) == "" {
 				brief = t.noBrief
 			}
-			return PromptsFor(lang).SetGoalPrompt(brief), nil
+			p := PromptsFor(lang).SetGoalPrompt(brief)
+			if unread != nil {
+				p += "\n\n" + fmt.Sprintf(t.askAgain, unread)
+			}
+			return p, nil
 		},
 		When: func(_ context.Context, c *Ctx) (bool, error) {
 			if o.AlwaysSet {
@@ -101,10 +114,14 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			return true, nil
 		},
 		Gate: func(ctx context.Context, r StepResult, c *Ctx) (bool, error) {
-			g := doc.ParseGoal(r.Text)
-			if !g.Complete() {
+			reply, err := readStructured(r, judge.ParseGoalReply)
+			if err != nil {
+				unread = err
+				emitTask(c, fmt.Sprintf(t.askAgain, err), map[string]any{"goal_guard": "unreadable"})
 				return false, nil
 			}
+			unread = nil
+			g := reply.Goal(lang)
 			if err := g.Write(lang, goalPath); err != nil {
 				return false, fmt.Errorf("the goal is complete but cannot be written; make %s writable and run again: %w", goalPath, err)
 			}
@@ -115,6 +132,9 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 				if err := recordBaseline(ctx, rt.Workspace(), rt.RunDir()); err != nil {
 					slog.Info("flower: no baseline for the change report", "err", err)
 				}
+			}
+			if len(judge.Commands(reply.Checklist)) == 0 {
+				emitTask(c, fmt.Sprintf(t.noCommands, len(reply.Checklist), g.Path), map[string]any{"goal_guard": "no_commands"})
 			}
 			if bad := g.Unverifiable(); len(bad) > 0 {
 				rows := []string{fmt.Sprintf(t.unverifiable, len(bad), len(g.Checks), g.Path)}
@@ -167,6 +187,9 @@ type GoalGuardOptions struct {
 	// Lang is the language of the judge's rules, prompts and texts. The
 	// zero Lang takes the language of the Runtime that runs the workflow.
 	Lang Lang
+	// Measure bounds flower's own runs of the checklist's commands before
+	// each judgement (a time limit, the network off unless Network).
+	Measure judge.MeasureOptions
 	// StateDir, when set, is a folder outside every tool's reach (the
 	// human's folder) where the guard keeps the goal's and the brief's
 	// last good content and a mark while the step works: a run cut off
@@ -221,15 +244,18 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 	if label == "" {
 		label = step.Name + StarterNamesFor(lang).Judge
 	}
-	var judge AgentSpec
+	var judgeSpec AgentSpec
 	if o.Spec != nil {
-		judge = *o.Spec
+		judgeSpec = *o.Spec
 	} else {
 		opts := []RoleOption{WithLang(lang), WithInstructions(o.Instructions)}
 		if o.CanRun {
 			opts = append(opts, CanRun())
 		}
-		judge = Judge(label, channelOrNil(ch), opts...)
+		judgeSpec = Judge(label, channelOrNil(ch), opts...)
+	}
+	if len(judgeSpec.OutputSchema) == 0 {
+		judgeSpec.OutputSchema = judge.VerdictSchema
 	}
 	guarded := step
 	guarded.Retries = max(0, rounds-1)
@@ -303,25 +329,27 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if report == "" {
 			report = t.noReport
 		}
+		items := judge.Items(goal)
 		var checks []string
 		if goal != nil {
 			checks = goal.Checks
 		}
 		changes := changeReport(ctx, rt.Workspace(), rt.RunDir(), checks, notes, lang)
+		// flower's own evidence, taken before the judge reads anything:
+		// every command item run in the sandbox on the workspace as the
+		// round left it.
+		ms := judge.Measure(ctx, rt.Workspace(), judge.Commands(items), o.Measure)
 		jl := label + "#" + strconv.Itoa(round)
-		vr, err := runJudge(ctx, rt, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes), RunOptions{
-			StepName: jl, OnEvent: c.OnEvent(), Aside: true})
+		prompt := PromptsFor(lang).VerifyPrompt(goalBlock, report, changes) + "\n\n" + judge.RenderMeasurements(ms, lang)
+		d, err := askJudge(ctx, rt, judgeSpec, prompt, RunOptions{StepName: jl, OnEvent: c.OnEvent(), Aside: true}, items, ms, lang)
 		if err != nil {
 			return false, err
 		}
-		if !vr.OK {
-			// The judge's failure is the judge's: not a verdict on the
-			// work (another round would pay for work to pass a judge that
-			// cannot run), and nothing it wrote is read.
-			return false, &StepAbort{Reason: fmt.Sprintf(t.judgeFailed, jl, firstLine(vr.Error), rt.ManifestPath())}
-		}
-		v, doubt := doc.ReadVerdict(vr.Text)
+		v := d.Verdict
 		c.Set(VerdictKey, v)
+		if err := v.Write(lang, filepath.Join(rt.RunDir(), VerdictName)); err != nil {
+			slog.Info("flower: the verdict document was not written", "err", err)
+		}
 		if f := c.OnEvent(); f != nil {
 			// The round's ruling, labelled with its round, for a UI and
 			// the ending; the judge's prose came before it.
@@ -329,23 +357,15 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 				"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State)})
 			safeCall("OnEvent", func() { f(e) })
 		}
-		switch {
-		case v.Passed() && doubt == doc.NoDoubt:
+		if len(d.Problems) > 0 {
+			// The person sees why the judge's conclusion was not taken as
+			// it stood; the worker reads it in the verdict's reason.
+			emitTask(c, strings.Join(d.Problems, "\n"), map[string]any{"goal_guard": "doubt"})
+		}
+		switch d.State {
+		case doc.Achieved:
 			return true, nil
-		case doubt == doc.NoConclusion:
-			v.Reason = t.ambiguous
-			emitTask(c, t.ambiguous, map[string]any{"goal_guard": "doubt"})
-			return false, nil
-		case doubt != doc.NoDoubt:
-			// Never achieved, and the person sees why.
-			why := doubt.Text(lang)
-			emitTask(c, why, map[string]any{"goal_guard": "doubt"})
-			if reason := strings.TrimSpace(v.Reason); reason != "" && doubt != doc.HugeReply {
-				why += "\n\n" + reason
-			}
-			v.Reason = why
-			return false, nil
-		case v.State != doc.Unreachable:
+		case doc.NotYet:
 			return false, nil
 		}
 		reason := strings.TrimSpace(v.Reason)
@@ -442,27 +462,41 @@ func emitTask(c *Ctx, text string, payload map[string]any) {
 	}
 }
 
-// runJudge runs a judge, and once more when it ran and did not succeed
-// (its turn cap, the run budget, an API error, resilience giving up): a
-// judge is cheap beside a work round, and a second failure is the judge's
-// to report. The result is the last run's; the error is non-nil only when
-// the judge could not start or ctx ended.
-func runJudge(ctx context.Context, rt *Runtime, judge AgentSpec, prompt string, ro RunOptions) (StepResult, error) {
-	var r StepResult
+// VerdictName is the file in the run directory that holds the last
+// round's verdict document, rendered from the judge's structured answer.
+const VerdictName = "verdict.md"
+
+// askJudge runs the round judge and decides its answer against the goal's
+// items and flower's measurements. A judge that did not succeed (its turn
+// cap, the run budget, an API error, resilience giving up) or whose answer
+// cannot be read (none, two, or one the schema refuses) runs once more,
+// told why; a second failure is a StepAbort with the judge's error:
+// nothing a failed judge wrote is a verdict, and no work round is spent on
+// it. The error is otherwise non-nil only when the judge could not start
+// or ctx ended.
+func askJudge(ctx context.Context, rt *Runtime, spec AgentSpec, prompt string, ro RunOptions, items []judge.Item, ms []judge.Measurement, lang Lang) (judge.Decision, error) {
+	t := starterTextsFor(lang)
+	why, p := "", prompt
 	for range 2 {
-		var err error
-		r, err = rt.Run(ctx, judge, prompt, ro)
+		r, err := rt.Run(ctx, spec, p, ro)
 		if se := (*StepError)(nil); err != nil && !errors.As(err, &se) {
-			return r, fmt.Errorf("the judge %s could not start: %w", ro.StepName, err)
+			return judge.Decision{}, fmt.Errorf("the judge %s could not start: %w", ro.StepName, err)
 		}
 		if err := ctx.Err(); err != nil {
-			return r, err
+			return judge.Decision{}, err
 		}
-		if r.OK {
-			return r, nil
+		if !r.OK {
+			why, p = r.Error, prompt
+			continue
 		}
+		reply, err := readStructured(r, judge.ParseReply)
+		if err != nil {
+			why, p = err.Error(), prompt+"\n\n"+fmt.Sprintf(t.askAgain, err)
+			continue
+		}
+		return judge.Decide(items, ms, reply, lang), nil
 	}
-	return r, nil
+	return judge.Decision{}, &StepAbort{Reason: fmt.Sprintf(t.judgeFailed, ro.StepName, firstLine(why), rt.ManifestPath())}
 }
 
 // ctxGoal is the complete goal in the ctx, nil if none.
@@ -476,4 +510,18 @@ func ctxGoal(c *Ctx) *doc.Goal {
 		return nil
 	}
 	return g
+}
+
+// readStructured reads a step's structured answer with parse: none, more
+// than one StructuredOutput call, or one parse refuses is an error saying
+// why, never a guess from the prose.
+func readStructured[T any](r StepResult, parse func(json.RawMessage) (T, error)) (T, error) {
+	var zero T
+	switch {
+	case r.StructuredCalls > 1:
+		return zero, fmt.Errorf("%w: %d answers in one turn; give exactly one", judge.ErrUnreadable, r.StructuredCalls)
+	case len(r.Structured) == 0:
+		return zero, fmt.Errorf("%w: the answer did not come through the StructuredOutput tool", judge.ErrUnreadable)
+	}
+	return parse(r.Structured)
 }
