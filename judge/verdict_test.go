@@ -1,0 +1,210 @@
+package judge
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/flowerrun/flower/doc"
+)
+
+var testItems = []Item{
+	{ID: "c1", Text: "run go test ./..., all pass", Command: "go test ./..."},
+	{ID: "c2", Text: "README names the flag"},
+}
+
+func reply(t *testing.T, s string) *Reply {
+	t.Helper()
+	r, err := ParseReply(json.RawMessage(s))
+	if err != nil {
+		t.Fatalf("ParseReply(%s): %v", s, err)
+	}
+	return r
+}
+
+func TestDecideTakesTheItemsNotTheConclusion(t *testing.T) {
+	pass := `{"id":"c1","status":"passed","evidence":"go test ./... exit 0","reason":"ok"}`
+	pass2 := `{"id":"c2","status":"passed","evidence":"README.md:12","reason":"ok"}`
+	cases := []struct {
+		name, reply string
+		ms          []Measurement
+		want        doc.State
+		problem     string // a problem the person is told, "" for none
+	}{
+		{"every item passed with evidence", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"all pass"}`, nil, doc.Achieved, ""},
+		{"achieved while an item failed", `{"items":[` + pass + `,{"id":"c2","status":"failed","evidence":"README.md has no flag","reason":"missing"}],"conclusion":"achieved","reason":"close enough"}`, nil, doc.NotYet, "not every item passed"},
+		{"achieved with an item missing", `{"items":[` + pass + `],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "item c2 was not judged"},
+		{"achieved with an item not run", `{"items":[` + pass + `,{"id":"c2","status":"not_run","evidence":"","reason":"item 2 not run this round"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "not every item passed"},
+		{"a pass without evidence", `{"items":[` + pass + `,{"id":"c2","status":"passed","evidence":"  ","reason":"trust me"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "item c2 was passed without evidence"},
+		{"ids the checklist lacks", `{"items":[` + pass + `,` + pass2 + `,{"id":"c9","status":"passed","evidence":"x","reason":"x"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "c9"},
+		{"an item judged twice", `{"items":[` + pass + `,{"id":"c2","status":"failed","evidence":"x","reason":"no"},` + pass2 + `],"conclusion":"not_yet","reason":"no"}`, nil, doc.NotYet, "item c2 was judged twice"},
+		{"a pass flower's measurement contradicts", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"the log says ok"}`,
+			[]Measurement{{Item: testItems[0], Exit: 1, Tail: "FAIL"}}, doc.NotYet, "flower ran `go test ./...` itself: exit status 1"},
+		{"a failure for want of the network does not contradict", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
+			[]Measurement{{Item: testItems[0], Exit: 1, Environment: "network"}}, doc.Achieved, ""},
+		{"a measurement that passed", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
+			[]Measurement{{Item: testItems[0], Exit: 0}}, doc.Achieved, ""},
+		{"not yet though every item passed", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"not_yet","reason":"the docs are thin"}`, nil, doc.NotYet, ""},
+		{"unreachable with its grounds", `{"items":[{"id":"c1","status":"not_run","evidence":"uname: Linux","reason":"needs macOS"},` + pass2 + `],"conclusion":"unreachable","reason":"macOS only","missing":"a macOS machine","why_no_work":"the work cannot change the platform"}`, nil, doc.Unreachable, ""},
+		{"unreachable without naming what is missing", `{"items":[{"id":"c1","status":"failed","evidence":"go vet: unreachable code","reason":"vet"},` + pass2 + `],"conclusion":"unreachable","reason":"go vet reports unreachable code"}`, nil, doc.NotYet, "without naming what is missing"},
+		{"unreachable with a missing thing but no why", `{"items":[],"conclusion":"unreachable","reason":"x","missing":"the dependency"}`, nil, doc.NotYet, "without naming what is missing"},
+	}
+	for _, lang := range []doc.Lang{doc.English, doc.Chinese} {
+		for _, tc := range cases {
+			t.Run(string(lang)+"/"+tc.name, func(t *testing.T) {
+				d := Decide(testItems, tc.ms, reply(t, tc.reply), lang)
+				if d.State != tc.want || d.Verdict.State != tc.want {
+					t.Fatalf("state %q (document %q), want %q; problems %q", d.State, d.Verdict.State, tc.want, d.Problems)
+				}
+				if d.Passed() != (tc.want == doc.Achieved) {
+					t.Errorf("Passed() = %v", d.Passed())
+				}
+				if tc.problem == "" {
+					if len(d.Problems) > 0 {
+						t.Errorf("problems %q, want none", d.Problems)
+					}
+					return
+				}
+				if len(d.Problems) == 0 {
+					t.Fatal("no problem told, want one")
+				}
+				if lang.IsEnglish() && !strings.Contains(strings.Join(d.Problems, "\n"), tc.problem) {
+					t.Errorf("problems %q, want one saying %q", d.Problems, tc.problem)
+				}
+				if !strings.Contains(d.Verdict.Reason, d.Problems[0]) {
+					t.Errorf("the verdict's reason does not carry the problem to the worker:\n%s", d.Verdict.Reason)
+				}
+			})
+		}
+	}
+}
+
+func TestDecideNeverAchievesAGoalWithoutItems(t *testing.T) {
+	d := Decide(nil, nil, reply(t, `{"items":[],"conclusion":"achieved","reason":"nothing to check"}`), doc.English)
+	if d.Passed() {
+		t.Fatal("a goal without items was achieved")
+	}
+}
+
+func TestTheVerdictDocumentIsRenderedInEachLanguage(t *testing.T) {
+	r := `{"items":[{"id":"c1","status":"failed","evidence":"go test exit 1","reason":"TestX fails"},{"id":"c2","status":"passed","evidence":"README.md:3","reason":"ok"}],"conclusion":"not_yet","reason":"one test fails"}`
+	done := `{"items":[{"id":"c1","status":"passed","evidence":"exit 0","reason":"ok"},{"id":"c2","status":"passed","evidence":"README.md:3","reason":"ok"}],"conclusion":"achieved","reason":"all pass"}`
+	noWay := `{"items":[{"id":"c1","status":"not_run","evidence":"uname -a: Linux","reason":"macOS only"},{"id":"c2","status":"passed","evidence":"README.md:3","reason":"ok"}],"conclusion":"unreachable","reason":"needs macOS","missing":"a macOS machine","why_no_work":"the platform is not the work's"}`
+	cases := []struct {
+		lang  doc.Lang
+		reply string
+		want  []string
+	}{
+		{doc.English, r, []string{"## Conclusion\n\nnot yet", "## Reason\n\none test fails", "## Not passed\n\n- [c1] run go test ./..., all pass: TestX fails"}},
+		{doc.Chinese, r, []string{"## 结论\n\n未达成", "## 理由\n\none test fails", "## 未通过\n\n- [c1] run go test ./..., all pass: TestX fails"}},
+		{doc.English, done, []string{"## Conclusion\n\nachieved", "## Not passed\n\n(empty)"}},
+		{doc.Chinese, done, []string{"## 结论\n\n已达成", "## 未通过\n\n(空)"}},
+		{doc.English, noWay, []string{"## Conclusion\n\nunreachable", "Missing: a macOS machine", "Why no work can supply it: the platform is not the work's"}},
+		{doc.Chinese, noWay, []string{"## 结论\n\n无法达成", "缺少:a macOS machine"}},
+	}
+	for _, tc := range cases {
+		d := Decide(testItems, nil, reply(t, tc.reply), tc.lang)
+		md := d.Verdict.ToMarkdown(tc.lang)
+		for _, w := range tc.want {
+			if !strings.Contains(md, w) {
+				t.Errorf("%s: the document lacks %q:\n%s", tc.lang, w, md)
+			}
+		}
+		// The document reads back as the state it was rendered from, so an
+		// older reader of run files sees the same conclusion.
+		if back := doc.ParseVerdict(md); back.State != d.State {
+			t.Errorf("%s: the document reads back as %q, rendered from %q", tc.lang, back.State, d.State)
+		}
+	}
+}
+
+func TestParseReplyRefusesWhatTheSchemaRefuses(t *testing.T) {
+	for name, raw := range map[string]string{
+		"empty":                 ``,
+		"null":                  `null`,
+		"cut off":               `{"items":[{"id":"c1","status":"passed","evi`,
+		"not an object":         `"achieved"`,
+		"no items":              `{"conclusion":"achieved","reason":"x"}`,
+		"no conclusion":         `{"items":[],"reason":"x"}`,
+		"no reason":             `{"items":[],"conclusion":"achieved"}`,
+		"a conclusion in words": `{"items":[],"conclusion":"Achieved*","reason":"x"}`,
+		"a status in words":     `{"items":[{"id":"c1","status":"PASS","evidence":"x","reason":"x"}],"conclusion":"achieved","reason":"x"}`,
+		"an item without an id": `{"items":[{"id":" ","status":"passed","evidence":"x","reason":"x"}],"conclusion":"achieved","reason":"x"}`,
+		"an unknown field":      `{"items":[],"conclusion":"achieved","reason":"x","confidence":0.9}`,
+		"two values":            `{"items":[],"conclusion":"not_yet","reason":"x"}{"items":[],"conclusion":"achieved","reason":"x"}`,
+		"huge":                  `{"items":[],"conclusion":"not_yet","reason":"` + strings.Repeat("x", maxReplyBytes) + `"}`,
+	} {
+		if _, err := ParseReply(json.RawMessage(raw)); !errors.Is(err, ErrUnreadable) {
+			t.Errorf("%s: err = %v, want ErrUnreadable", name, err)
+		}
+	}
+}
+
+func TestParseGoalReplyAndTheGoalFileKeepTheItems(t *testing.T) {
+	raw := `{"statement":"a CLI that greets","checklist":[` +
+		`{"id":"c1","text":"go test ./... passes","command":"go test ./..."},` +
+		"{\"id\":\"c2\",\"text\":\"the greeting names the user\",\"command\":\"echo `whoami` | grep -q .\"}," +
+		`{"id":"c3","text":"README explains it"},` +
+		`{"id":"c4","text":"runs on macOS","unverifiable":"this machine is Linux"}]}`
+	g, err := ParseGoalReply(json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range []doc.Lang{doc.English, doc.Chinese} {
+		goal := g.Goal(lang)
+		back := Items(doc.ParseGoal(goal.ToMarkdown(lang)))
+		if len(back) != 4 {
+			t.Fatalf("%s: %d items read back from\n%s", lang, len(back), goal.ToMarkdown(lang))
+		}
+		for i, want := range g.Checklist {
+			if back[i].ID != want.ID || back[i].Command != want.Command {
+				t.Errorf("%s: item %d read back as %+v, want %+v", lang, i, back[i], want)
+			}
+		}
+		if u := doc.ParseGoal(goal.ToMarkdown(lang)).Unverifiable(); len(u) != 1 || !strings.Contains(u[0], "[c4]") {
+			t.Errorf("%s: unverifiable items %q, want c4", lang, u)
+		}
+		if cmds := Commands(back); len(cmds) != 2 {
+			t.Errorf("%s: commands %v, want c1 and c2", lang, cmds)
+		}
+	}
+}
+
+func TestAnOlderGoalFileGetsIdsByPositionAndNoCommands(t *testing.T) {
+	g := doc.ParseGoal("## 目标\nhello\n\n## 判定清单\n- 运行 `cat hello.txt`,看到 hello\n- 运行 ls,看到 hello.txt")
+	items := Items(g)
+	if len(items) != 2 || items[0].ID != "c1" || items[1].ID != "c2" || items[0].Command != "" {
+		t.Fatalf("items %+v", items)
+	}
+}
+
+func TestParseGoalReplyRefusesBadGoals(t *testing.T) {
+	many := make([]string, MaxItems+1)
+	for i := range many {
+		many[i] = `{"id":"c` + strings.Repeat("1", 1) + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `","text":"x"}`
+	}
+	for name, raw := range map[string]string{
+		"no statement":    `{"statement":" ","checklist":[{"id":"c1","text":"x"}]}`,
+		"no items":        `{"statement":"x","checklist":[]}`,
+		"a repeated id":   `{"statement":"x","checklist":[{"id":"c1","text":"x"},{"id":"c1","text":"y"}]}`,
+		"an id with a ]":  `{"statement":"x","checklist":[{"id":"c]1","text":"x"}]}`,
+		"an empty text":   `{"statement":"x","checklist":[{"id":"c1","text":" "}]}`,
+		"a command split": `{"statement":"x","checklist":[{"id":"c1","text":"x","command":"make\nmake test"}]}`,
+		"too many items":  `{"statement":"x","checklist":[` + strings.Join(many, ",") + `]}`,
+		"cut off":         `{"statement":"x","checklist":[{"id":"c1"`,
+	} {
+		if _, err := ParseGoalReply(json.RawMessage(raw)); !errors.Is(err, ErrUnreadable) {
+			t.Errorf("%s: err = %v, want ErrUnreadable", name, err)
+		}
+	}
+}
+
+func TestTheSchemasAreJSONSchemaObjects(t *testing.T) {
+	for name, s := range map[string]json.RawMessage{"verdict": VerdictSchema, "goal": GoalSchema} {
+		var v map[string]any
+		if err := json.Unmarshal(s, &v); err != nil || v["type"] != "object" {
+			t.Errorf("%s schema: %v %v", name, err, v["type"])
+		}
+	}
+}
