@@ -43,7 +43,7 @@ func TestRealAFailedJudgeStopsTheStepAndNoWorkRoundRunsAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.WriteFile(filepath.Join(notes, "需求.md"), []byte(fakeBrief+"\n"), 0o644)
-			os.WriteFile(filepath.Join(notes, "目标.md"), []byte(fakeGoal+"\n"), 0o644)
+			os.WriteFile(filepath.Join(notes, "目标.md"), []byte(fakeGoalDoc+"\n"), 0o644)
 			o := StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir, NoBequest: true}
 			wf, err := StarterFlow("", o)
 			if err != nil {

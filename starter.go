@@ -18,6 +18,7 @@ import (
 	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/judge"
 	"github.com/flowerrun/flower/workbench"
 )
 
@@ -52,6 +53,10 @@ type StarterOptions struct {
 	// JudgeCanRun gives both judges (the one that sets the goal and the
 	// one that rules on each round) Bash.
 	JudgeCanRun bool
+	// CheckNetwork lets flower's own runs of the checklist's commands,
+	// before each verdict, use the network; by default they run without
+	// it, and a failure for want of it is reported as that.
+	CheckNetwork bool
 	// MaxAsks caps the questions: nil unlimited, 0 none.
 	MaxAsks *int
 	// Timeout is how long a question waits: 0 means human.DefaultTimeout
@@ -367,6 +372,7 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	}
 	if goal {
 		work = WithGoal(work, ch, GoalGuardOptions{GoalPath: p.goal, BriefPath: p.brief, Rounds: o.Rounds, CanRun: o.JudgeCanRun, Lang: p.lang,
+			Measure:  judge.MeasureOptions{Network: o.CheckNetwork},
 			StateDir: p.copies().dir, putBack: putBack})
 	}
 	wf.Steps = append(wf.Steps, work)

@@ -27,10 +27,13 @@ import (
 
 const (
 	fakeBrief   = "## 目标\n做一个 hello.txt\n\n## 验收标准\n- hello.txt 里是 hello\n\n## 边界\n不做界面\n\n## 未知与假设\n无"
-	fakeGoal    = "## 目标\nhello.txt 存在且内容是 hello\n\n## 判定清单\n- 运行 cat hello.txt,看到 hello\n- 运行 ls,看到 hello.txt"
-	fakeNotYet  = "## 结论\n未达成\n\n## 理由\n缺一个测试\n\n## 未通过\n- 运行 ls,看到 hello.txt"
-	fakeDone    = "## 结论\n已达成\n\n## 理由\n都过了\n\n## 未通过\n(无)"
-	fakeNoWay   = "## 结论\n无法达成\n\n## 理由\n这里没有 macOS\n\n## 未通过\n- 在 macOS 上运行"
+	// fakeGoal is the goal step's structured answer; fakeGoalDoc is the
+	// goal file it becomes (as an older run wrote it, it reads the same).
+	fakeGoal    = `{"statement":"hello.txt 存在且内容是 hello","checklist":[{"id":"c1","text":"运行 cat hello.txt,看到 hello"},{"id":"c2","text":"运行 ls,看到 hello.txt"}]}`
+	fakeGoalDoc = "## 目标\nhello.txt 存在且内容是 hello\n\n## 判定清单\n- [c1] 运行 cat hello.txt,看到 hello\n- [c2] 运行 ls,看到 hello.txt"
+	fakeNotYet  = `{"items":[{"id":"c1","status":"passed","evidence":"cat hello.txt: hello","reason":"ok"},{"id":"c2","status":"failed","evidence":"ls: 没有 hello.txt","reason":"缺一个测试"}],"conclusion":"not_yet","reason":"缺一个测试"}`
+	fakeDone    = `{"items":[{"id":"c1","status":"passed","evidence":"cat hello.txt: hello","reason":"ok"},{"id":"c2","status":"passed","evidence":"ls: hello.txt","reason":"ok"}],"conclusion":"achieved","reason":"都过了"}`
+	fakeNoWay   = `{"items":[{"id":"c1","status":"passed","evidence":"cat hello.txt: hello","reason":"ok"},{"id":"c2","status":"not_run","evidence":"uname -a: Linux","reason":"要在 macOS 上运行"}],"conclusion":"unreachable","reason":"这里没有 macOS","missing":"一台 macOS","why_no_work":"干活变不出另一个平台"}`
 	fakeBequest = "# 交代\n这是 hello.txt 的生成器。看 .flower/INDEX.md。"
 )
 
@@ -638,18 +641,18 @@ func TestFakeGoalStepAnnouncesUnverifiableChecksAndJudgeCanRunReachesBothJudges(
 	t.Parallel()
 	f := newFakeFlow(t)
 	rules := starterRules(fakeDone)
-	rules[6].Replies = []string{fakeGoal + "\n- 在 macOS 上运行 [此环境无法验证:没有 macOS]"}
+	rules[6].Replies = []string{strings.Replace(fakeGoal, `]}`, `,{"id":"c3","text":"在 macOS 上运行","unverifiable":"没有 macOS"}]}`, 1)}
 	f.script(rules)
 	o := f.options()
 	o.JudgeCanRun = true
 	var tasks []Event
 	wf, _, _ := f.runStarter("帮我做一个 hello", o, func(e Event) {
-		if e.Kind == "task" {
+		if e.Kind == "task" && e.Payload["unverifiable"] != nil {
 			tasks = append(tasks, e)
 		}
 	})
 	goalPath := filepath.Join(wf.Workbench.Notes(), "目标.md")
-	if len(tasks) != 1 || !strings.HasPrefix(tasks[0].Text, "目标里有 1/3 条在这个环境里验不了 —— 判定时它们必然过不去,会停下来问你。现在改 "+goalPath+" 还来得及:\n  · 在 macOS 上运行") ||
+	if len(tasks) != 1 || !strings.HasPrefix(tasks[0].Text, "目标里有 1/3 条在这个环境里验不了 —— 判定时它们必然过不去,会停下来问你。现在改 "+goalPath+" 还来得及:\n  · [c3] 在 macOS 上运行") ||
 		tasks[0].Payload["unverifiable"] != 1 || tasks[0].Payload["total"] != 3 || tasks[0].Payload["path"] != goalPath {
 		t.Fatalf("task events = %+v", tasks)
 	}

@@ -92,14 +92,14 @@ func TestGoFlagsHaveTheirSemantics(t *testing.T) {
 		t.Fatalf("git init: %v %s", err, out)
 	}
 	m := &Command{Stdout: &bytes.Buffer{}, Getenv: func(string) string { return "" }}
-	cfg, err := m.parseGo([]string{"-w", ws, "build", "X", "--asks", "2", "--rounds=5", "--no-goal", "--judge-can-run",
+	cfg, err := m.parseGo([]string{"-w", ws, "build", "X", "--asks", "2", "--rounds=5", "--no-goal", "--judge-can-run", "--check-network",
 		"--timeout", "0", "--isolate", "--window", "200000", "--no-handoff", "--new", "--clarify-only", "--no-trim",
 		"--lang", "en", "--budget", "$12.5", "--notify", "true", "--no-bequest", "-v"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Request: "build X", Workspace: ws, RunDir: filepath.Join(ws, "runs"), Verbose: true, Lang: "en",
-		MaxAsks: 2, Rounds: 5, NoGoal: true, JudgeCanRun: true, AskTimeout: 0, Isolate: true, Window: 200000,
+		MaxAsks: 2, Rounds: 5, NoGoal: true, JudgeCanRun: true, CheckNetwork: true, AskTimeout: 0, Isolate: true, Window: 200000,
 		NoHandoff: true, New: true, ClarifyOnly: true, Trim: false, BudgetUSD: 12.5, Notify: "true", NoBequest: true}
 	if cfg != want {
 		t.Errorf("parsed\n %+v\nwant\n %+v", cfg, want)
@@ -179,7 +179,7 @@ func TestHelpTeachesExamplesExitCodesAndFiles(t *testing.T) {
 		}
 	}
 	_, out, _ := runCmd(t, "", "go", "--help")
-	for _, f := range []string{"--asks", "--rounds", "--no-goal", "--judge-can-run", "--timeout", "--isolate", "--window",
+	for _, f := range []string{"--asks", "--rounds", "--no-goal", "--judge-can-run", "--check-network", "--timeout", "--isolate", "--window",
 		"--no-handoff", "--new", "--clarify-only", "--no-trim", "--budget", "--notify", "notify-send", "ntfy", "--no-bequest"} {
 		if !strings.Contains(out, f) {
 			t.Errorf("go --help lacks %s", f)

@@ -41,6 +41,9 @@ type Config struct {
 	NoGoal bool
 	// JudgeCanRun gives Bash to both judges (goal and round).
 	JudgeCanRun bool
+	// CheckNetwork lets flower's own runs of the checklist's commands use
+	// the network.
+	CheckNetwork bool
 	// AskTimeout is how long a question waits: 0 settles every question
 	// at once, human.Forever waits until answered.
 	AskTimeout time.Duration

@@ -79,6 +79,7 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "")
 	fs.BoolVar(&cfg.NoGoal, "no-goal", false, "")
 	fs.BoolVar(&cfg.JudgeCanRun, "judge-can-run", false, "")
+	fs.BoolVar(&cfg.CheckNetwork, "check-network", false, "")
 	fs.Var(timeoutValue{&cfg.AskTimeout}, "timeout", "")
 	fs.BoolVar(&cfg.Isolate, "isolate", false, "")
 	fs.IntVar(&cfg.Window, "window", 0, "")

@@ -103,6 +103,9 @@ Flags:
   --rounds N        work rounds in all, at least 1 (default 3)
   --no-goal         no goal step and no verdicts: one round of work
   --judge-can-run   both judges (goal and round) may run Bash to verify
+  --check-network   flower's own runs of the checklist's commands before each
+                    verdict may use the network (off by default; they run in a
+                    sandbox and their writes are thrown away)
   --timeout SEC     how long a question waits (default 1800); 0 = settle every
                     question at once (for unattended runs); forever = until answered
   --isolate         workers use git worktrees (needs a git repository)

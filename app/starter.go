@@ -27,7 +27,7 @@ var StarterFlow Program = starterProgram
 func (cfg Config) StarterOptions() flower.StarterOptions {
 	o := flower.StarterOptions{
 		Workspace: cfg.Workspace, RunDir: cfg.RunDir, New: cfg.New, Isolate: cfg.Isolate,
-		ClarifyOnly: cfg.ClarifyOnly, NoGoal: cfg.NoGoal, Rounds: cfg.Rounds, JudgeCanRun: cfg.JudgeCanRun,
+		ClarifyOnly: cfg.ClarifyOnly, NoGoal: cfg.NoGoal, Rounds: cfg.Rounds, JudgeCanRun: cfg.JudgeCanRun, CheckNetwork: cfg.CheckNetwork,
 		Lang: cfg.Lang, NoBequest: cfg.NoBequest,
 	}
 	if cfg.MaxAsks >= 0 {
