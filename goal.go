@@ -353,8 +353,11 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if f := c.OnEvent(); f != nil {
 			// The round's ruling, labelled with its round, for a UI and
 			// the ending; the judge's prose came before it.
+			// label and failed let a reader of events.jsonl (the report)
+			// show flower's decision rather than read the judge's words.
 			e := event.New(event.Verdict, strings.TrimSpace(v.Reason), map[string]any{
-				"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State)})
+				"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State),
+				"label": jl, "failed": v.Failed})
 			safeCall("OnEvent", func() { f(e) })
 		}
 		if len(d.Problems) > 0 {

@@ -357,7 +357,7 @@ func (g *gatherer) timeline(wake map[string]int) {
 		if s.Aside || s.Role != "judge" || s.Round == 0 || s.EndedAt.IsZero() {
 			continue
 		}
-		state := string(doc.ParseVerdict(s.text).State)
+		state := string(g.verdictOf(s).State)
 		if state == "" {
 			state = "unreadable"
 		}
@@ -517,7 +517,7 @@ func (g *gatherer) verdicts() {
 		if s.Aside || m[5] == "" {
 			continue
 		}
-		v := doc.ParseVerdict(s.text)
+		v := g.verdictOf(s)
 		state := string(v.State)
 		if state == "" {
 			state = "unreadable"
@@ -764,4 +764,27 @@ func (g *gatherer) answers() {
 			}
 		}
 	}
+}
+
+// verdictOf is the verdict of judge step s: flower's decision, from the
+// verdict event the goal guard logged with the judge's label; for a run
+// older than that event's label, the judge's own reply read as a
+// document.
+func (g *gatherer) verdictOf(s Step) *doc.Verdict {
+	for i := len(g.events) - 1; i >= 0; i-- {
+		e := g.events[i]
+		if e.Kind != event.Verdict || e.Str("label") != s.Label || (e.Run != "" && s.Run != "" && e.Run != s.Run) {
+			continue
+		}
+		v := &doc.Verdict{State: doc.State(e.Str("state")), Reason: e.Text}
+		if failed, ok := e.Payload["failed"].([]any); ok {
+			for _, f := range failed {
+				if f, ok := f.(string); ok {
+					v.Failed = append(v.Failed, f)
+				}
+			}
+		}
+		return v
+	}
+	return doc.ParseVerdict(s.text)
 }

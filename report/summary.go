@@ -184,7 +184,7 @@ func (g *gatherer) outcome(rows []Step, run string) Outcome {
 		return o
 	}
 	if m := labelRE.FindStringSubmatch(last.Label); m[5] != "" {
-		v := doc.ParseVerdict(last.text)
+		v := g.verdictOf(*last)
 		o.Reason = v.Reason
 		switch v.State {
 		case doc.Achieved:
