@@ -596,7 +596,10 @@ var environmentSigns = []struct {
 	sign *regexp.Regexp
 }{
 	{"network", regexp.MustCompile(`(?i)could not resolve host|temporary failure in name resolution|network is unreachable|dial tcp: lookup |dial udp: lookup |getaddrinfo (ENOTFOUND|EAI_AGAIN)|\bEAI_AGAIN\b|npm (ERR!|error) (code ENOTFOUND|network)|Failed to establish a new connection|NewConnectionError|ProxyError|Could not fetch URL .*connection`)},
-	{"cache", regexp.MustCompile(`(?i)module lookup disabled by GOPROXY=off|npm (ERR!|error) code ENOTCACHED|attempting to make an HTTP request, but --offline was specified`)},
+	// HOME is read-only in the sandbox, so a module or package missing
+	// from its cache cannot be fetched into it: Go and npm then fail on
+	// the cache folder itself.
+	{"cache", regexp.MustCompile(`(?i)module lookup disabled by GOPROXY=off|pkg/mod/cache/download/\S*: read-only file system|npm (ERR!|error) code ENOTCACHED|EROFS(?s:.{0,400})\.npm/_cacache|attempting to make an HTTP request, but --offline was specified`)},
 }
 
 // environmentOf is the environment a failing command's output shows it
@@ -861,7 +864,7 @@ func measureTexts(lang doc.Lang) measureText {
 			sandbox:       "沙箱:%s。",
 			command:       "命令:",
 			exit:          "退出码:%d(用时 %s)。",
-			exitEnv:       "退出码:%d(用时 %s)——%s——不是这份工作的失败。",
+			exitEnv:       "退出码:%d(用时 %s)——%s——不是这份工作的失败,但也不算通过。",
 			wantNetwork:   "因缺少网络而失败",
 			wantCache:     "因本地缓存缺少依赖(且无法下载)而失败",
 			timedOut:      "超时:运行 %s 后被终止,连同它启动的一切。",
@@ -880,7 +883,7 @@ func measureTexts(lang doc.Lang) measureText {
 		sandbox:       "Sandbox: %s.",
 		command:       "Command:",
 		exit:          "Exit status: %d (in %s).",
-		exitEnv:       "Exit status: %d (in %s) — %s — not the work's failure.",
+		exitEnv:       "Exit status: %d (in %s) — %s — not the work's failure, and not a pass either.",
 		wantNetwork:   "failed for want of the network",
 		wantCache:     "failed for want of a dependency missing from the local cache (nothing could download it)",
 		timedOut:      "Timed out: killed after %s, with everything it started.",

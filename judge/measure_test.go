@@ -284,6 +284,31 @@ func TestMeasureHasNoNetworkUnlessAllowed(t *testing.T) {
 	}
 }
 
+// TestMeasureNamesAGoModuleMissingFromTheCache runs the real go command
+// on a module whose dependency no cache holds: the failure is the
+// environment's, read from go's own words.
+func TestMeasureNamesAGoModuleMissingFromTheCache(t *testing.T) {
+	testenv.Sandbox(t)
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("go is not on PATH: %v", err)
+	}
+	ws := t.TempDir()
+	for name, content := range map[string]string{
+		"go.mod": "module x\ngo 1.22\nrequire flower-measure.example/absent v1.0.0\n",
+		"x.go":   "package x\n\nimport _ \"flower-measure.example/absent\"\n",
+	} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, proxy := range []string{"off", "https://proxy.golang.org"} {
+		m := measureOne(t, ws, "go build ./...", MeasureOptions{Env: []string{"GOPROXY=" + proxy, "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local"}})
+		if m.Exit == 0 || m.Environment == "" {
+			t.Errorf("GOPROXY=%s: exit %d, Environment %q, output %q; want a failure named as the environment's", proxy, m.Exit, m.Environment, m.Head)
+		}
+	}
+}
+
 func TestMeasureGivesAMinimalEnvironment(t *testing.T) {
 	testenv.Sandbox(t)
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-secret-key-value-1")
@@ -413,6 +438,8 @@ func TestEnvironmentOfReadsToolOutput(t *testing.T) {
 		{"WARNING: Retrying ... NewConnectionError('<...>: Failed to establish a new connection: [Errno -3]')\nERROR: No matching distribution found for requests", "network"},
 		{"go: rsc.io/quote@v1.5.2: module lookup disabled by GOPROXY=off", "cache"},
 		{"npm ERR! code ENOTCACHED", "cache"},
+		{"go: downloading example.com/m v1.0.0\nx.go:2:8: mkdir /root/go/pkg/mod/cache/download/example.com: read-only file system", "cache"},
+		{"npm error code EROFS\nnpm error syscall mkdir\nnpm error path /home/u/.npm/_cacache/index-v5/1a", "cache"},
 		{"error: failed to download `x`\nattempting to make an HTTP request, but --offline was specified", "cache"},
 		// The work's own failures are the work's.
 		{"--- FAIL: TestAdd (0.00s)\n    add_test.go:9: got 3, want 4\nFAIL", ""},
