@@ -284,3 +284,16 @@ func clipLine(s string, n int) string {
 	}
 	return s
 }
+
+// CredentialPlaces are the files and folders holding flower's and the
+// CLI's credentials for this process's HOME and configuration variables
+// (~/.claude*, ~/.config/flower, $CLAUDE_CONFIG_DIR), symlinks resolved
+// where they exist, plus the claude driver's resume folders: what any
+// sandbox that keeps HOME in view (the judge's measurements) hides.
+func CredentialPlaces() []string {
+	out := credentialPlaces(nil)
+	if m, err := filepath.Glob(filepath.Join(os.TempDir(), "claude-resume-*")); err == nil {
+		out = append(out, m...)
+	}
+	return out
+}
