@@ -169,8 +169,8 @@ func ParseGoalReply(raw json.RawMessage) (*GoalReply, error) {
 	seen := map[string]bool{}
 	for i := range g.Checklist {
 		it := &g.Checklist[i]
-		it.ID, it.Text = strings.TrimSpace(it.ID), oneLine(it.Text)
-		it.Command, it.Unverifiable = strings.TrimSpace(it.Command), oneLine(it.Unverifiable)
+		it.ID, it.Text = strings.TrimSpace(it.ID), flat(it.Text)
+		it.Command, it.Unverifiable = strings.TrimSpace(it.Command), flat(it.Unverifiable)
 		switch {
 		case !idPattern.MatchString(it.ID):
 			return nil, fmt.Errorf("%w: item %d: id %q is not a short name (letters, digits, _ . -)", ErrUnreadable, i+1, it.ID)
@@ -195,9 +195,9 @@ func (g *GoalReply) Goal(lang doc.Lang) *doc.Goal {
 	return out
 }
 
-// oneLine folds whitespace runs, newlines included, into single spaces: an
+// flat folds whitespace runs, newlines included, into single spaces: an
 // item is one list line in the goal file.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Decision is flower's reading of a round: the gate's state, decided from
 // the items, and the verdict document rendered from them.
@@ -264,13 +264,13 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 			failed = append(failed, line+": "+t.notJudged)
 		case iv.Status != Passed:
 			allPassed = false
-			failed = append(failed, line+": "+firstNonEmpty(oneLine(iv.Reason), string(iv.Status)))
+			failed = append(failed, line+": "+firstNonEmpty(flat(iv.Reason), string(iv.Status)))
 		case strings.TrimSpace(iv.Evidence) == "":
 			allPassed = false
 			problems = append(problems, fmt.Sprintf(t.noEvidence, it.ID))
 			failed = append(failed, line+": "+t.noEvidenceShort)
 		default:
-			if m, ok := measured[it.ID]; ok && m.WorkFailed() {
+			if m, ok := measured[it.ID]; ok && m.Err == "" && m.Failed() {
 				allPassed = false
 				why := fmt.Sprintf(t.contradicted, it.ID, m.Item.Command, m.Outcome(lang))
 				problems = append(problems, why)
@@ -293,7 +293,7 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 	}
 	reason := strings.TrimSpace(r.Reason)
 	if state == doc.Unreachable {
-		reason = strings.TrimSpace(reason + "\n\n" + fmt.Sprintf(t.grounds, oneLine(r.Missing), oneLine(r.WhyNoWork)))
+		reason = strings.TrimSpace(reason + "\n\n" + fmt.Sprintf(t.grounds, flat(r.Missing), flat(r.WhyNoWork)))
 	}
 	if len(problems) > 0 {
 		reason = strings.TrimSpace(reason + "\n\n" + t.problemsHead + "\n- " + strings.Join(problems, "\n- "))
@@ -301,7 +301,7 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 	d := Decision{State: state, Problems: problems,
 		Verdict: &doc.Verdict{State: state, Reason: reason, Failed: failed}}
 	if state == doc.Unreachable {
-		d.Missing, d.WhyNoWork = oneLine(r.Missing), oneLine(r.WhyNoWork)
+		d.Missing, d.WhyNoWork = flat(r.Missing), flat(r.WhyNoWork)
 	}
 	return d
 }
