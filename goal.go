@@ -309,7 +309,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		}
 		changes := changeReport(ctx, rt.Workspace(), rt.RunDir(), checks, notes, lang)
 		jl := label + "#" + strconv.Itoa(round)
-		vr, err := runJudge(ctx, rt, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes), RunOptions{
+		vr, err := runJudge(ctx, rt, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes, ""), RunOptions{
 			StepName: jl, OnEvent: c.OnEvent(), Aside: true})
 		if err != nil {
 			return false, err
