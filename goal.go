@@ -340,7 +340,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		// round left it.
 		ms := judge.Measure(ctx, rt.Workspace(), judge.Commands(items), o.Measure)
 		jl := label + "#" + strconv.Itoa(round)
-		prompt := PromptsFor(lang).VerifyPrompt(goalBlock, report, changes) + "\n\n" + judge.RenderMeasurements(ms, lang)
+		prompt := PromptsFor(lang).VerifyPrompt(goalBlock, report, changes, judge.RenderMeasurements(ms, lang))
 		d, err := askJudge(ctx, rt, judgeSpec, prompt, RunOptions{StepName: jl, OnEvent: c.OnEvent(), Aside: true}, items, ms, lang)
 		if err != nil {
 			return false, err

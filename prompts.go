@@ -26,18 +26,23 @@ var PromptFiles embed.FS
 type Prompts struct {
 	// CoordinatorRules (coordinator.md) head the coordinator's
 	// instructions: dispatch, don't touch; relay the workbench rule; inbox
-	// after milestones, ask only at real forks.
+	// after milestones, ask only at real forks; a check that looks wrong
+	// goes to the person, never changed.
 	CoordinatorRules string
 	// WorkerRules (worker.md) follow a worker's prompt: the four-part
-	// report of at most 30 lines, scripts/ with "# desc:".
+	// report of at most 30 lines, scripts/ with "# desc:"; no check gamed,
+	// and a check that looks wrong said so, not changed.
 	WorkerRules string
 	// ClarifierRules (clarifier.md) head the clarifier's instructions: ask
 	// only what changes the answer, one question at a time, then the
 	// four-part brief.
 	ClarifierRules string
-	// JudgeRules (judge.md) head the judge's instructions: A. set a goal
-	// and its checklist; B. judge a round: achieved, not yet or
-	// unreachable, judging the artifact rather than the source.
+	// JudgeRules (judge.md) head the judge's instructions, both answered
+	// through structured output: A. set a goal, its statement carrying the
+	// invariant that no check is weakened, and its checklist items with
+	// ids and commands; B. judge a round: every item passed, failed or
+	// not run with its evidence, then achieved, not yet or unreachable.
+	// They name the kinds of gaming, and a check passed by gaming fails.
 	JudgeRules string
 	// OracleRules (oracle.md) head the oracle's instructions: read-only
 	// answers beside a running run.
@@ -49,8 +54,8 @@ type Prompts struct {
 	// SetGoal (set_goal.md) asks a judge to turn a brief into a goal:
 	// {brief}, see SetGoalPrompt.
 	SetGoal string
-	// Verify (verify.md) asks a fresh judge to rule on one round: {goal}
-	// {report} and {changes}, see VerifyPrompt.
+	// Verify (verify.md) asks a fresh judge to rule on one round: {goal},
+	// {measured}, {report} and {changes}, see VerifyPrompt.
 	Verify string
 	// ClarifyResume (clarify_resume.md) continues an unfinished
 	// clarification in its own session.
@@ -154,13 +159,16 @@ func (p Prompts) SetGoalPrompt(brief string) string {
 }
 
 // VerifyPrompt fills Verify with the goal's prompt block, the worker's
-// reply for the round and the change report flower computed. A Verify text
-// without {changes} (one written before it existed) gets the report at its
-// end: the judge must see it.
-func (p Prompts) VerifyPrompt(goal, report, changes string) string {
+// reply for the round, the change report flower computed and flower's own
+// measurements of the checklist's commands. A Verify text written before
+// {changes} or {measured} existed gets what it lacks at its end, the
+// change report first: the judge must see both.
+func (p Prompts) VerifyPrompt(goal, report, changes, measured string) string {
 	text := p.Verify
-	if !strings.Contains(text, "{changes}") && strings.TrimSpace(changes) != "" {
-		text += "\n\n{changes}"
+	for _, add := range []struct{ key, value string }{{"changes", changes}, {"measured", measured}} {
+		if !strings.Contains(text, "{"+add.key+"}") && strings.TrimSpace(add.value) != "" {
+			text += "\n\n{" + add.key + "}"
+		}
 	}
-	return fill(text, "goal", goal, "report", report, "changes", changes)
+	return fill(text, "goal", goal, "report", report, "changes", changes, "measured", measured)
 }

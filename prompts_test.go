@@ -3,13 +3,16 @@ package flower
 import (
 	"errors"
 	"io/fs"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"unicode"
 
 	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/judge"
 )
 
 // langs are the languages every text is shipped in.
@@ -149,17 +152,19 @@ var points = map[Lang]map[string][]string{
 		"clarifier.md": {"只做一件事", "有意", "会改变", "一次只问一个问题", "mcp__human__ask", "options",
 			"不设上限", "先自己看", "Glob", "Read", "Grep", "你没有 Bash", "自己做判断", "「未知与假设」", "不要重复问",
 			"恰好四段", "一行一条", "不做什么", "约束的是怎么做", "不写代码", "不写实施方案", "不粘贴原文"},
-		"judge.md": {"单独一行", "就此结束", "亲眼看到每一条都通过", "加了限定的达成就是未达成", "再做一轮", "干活能修好的问题", "停下来问人", "说法,不是证据", "没有 shell 不等于 无法达成", "改动报告", "|| true", "被跳过的测试算失败", "不要表格", "环境有关系的", "只判定", "不替它修", "`uname -a`", "没有 Bash", "A. 设定目标", "跑 X,看到 Y", "失败方式",
-			"3 到 5 条", "15 条", "5 条", "边界", "不是判定项", "是不是非要不可", "B. 判定一轮",
-			"达成 / 未达成 / 无法达成", "只说差距", "不给修法", "(无)", "产出物,不是源码", "Makefile", "Darwin",
+		"judge.md": {"结构化输出", "就此结束", "亲眼看到每一条都通过", "加了限定的达成就是未达成", "再做一轮", "干活能修好的问题", "停下来问人", "说法,不是证据", "没有 shell 不等于 无法达成", "改动报告", "|| true", "被跳过的测试算失败", "环境有关系的", "只判定", "不替它修", "`uname -a`", "没有 Bash", "A. 设定目标", "跑 X,看到 Y", "失败方式",
+			"3 到 5 条", "15 条", "5 条", "边界", "不写进清单", "是不是非要不可", "B. 判定一轮",
+			"只说差距", "不给修法", "产出物,不是源码", "Makefile", "Darwin",
 			"Linux ELF", "平台", "加载", "不相信", "拿不出证据", "永远不能判成达成", "我已经说明了风险",
-			"缺少外部条件", "自相矛盾", "说不清楚不等于做完了", "mcp__human__ask"},
+			"缺少外部条件", "自相矛盾", "说不清楚不等于做完了", "mcp__human__ask",
+			"退出码", "工作区根目录", "沙箱", "工作台里的脚本", "不漏也不多", "和各项对不上的结论不算达成", "要写明缺的是什么",
+			"go vet 报告了 unreachable code", "装上依赖之前验证不了", "由 flower 测得", "缺网络或缺缓存", "凭 flower 测到的结果判定", "artifacts/", "哪怕看起来再像检查的输出"},
 		"oracle.md": {"正在跑的运行旁边", "只读", "不会进入", "丢弃", "收件箱", "打断", "最近的事件", "工作台",
 			"先看", "引用", "看不出来", "简短", "只回答问到的问题"},
 		"handoff.md": {"{used}/{window}", "快满了", "全新的会话", "恰好五段", "为什么", "最值钱", "最容易被忘掉",
 			"一个小时", "编译", "(暂无)", "不要编", "直接动手", "路径", "自成一体", "不要粘贴输出", "不要复述需求和目标"},
-		"set_goal.md":       {"{brief}", "A. 设定目标", "## 目标", "## 判定清单"},
-		"verify.md":         {"# 设定目标以来改动了什么\n\n{changes}", "改动报告", "# 目标\n\n{goal}", "# 干活的人这一轮的回话\n\n{report}", "B. 判定一轮", "逐条", "遗漏", "乐观", "拿不出证据"},
+		"set_goal.md":       {"{brief}", "变成一个可判定的目标", "A. 设定目标", "`statement`", "`checklist`", "`id`", "`text`", "`command`"},
+		"verify.md":         {"判定这一轮", "# 设定目标以来改动了什么\n\n{changes}", "改动报告", "# 目标\n\n{goal}", "# 由 flower 测得\n\n", "{measured}", "# 干活的人这一轮的回话\n\n{report}", "B. 判定一轮", "逐条", "遗漏", "乐观", "拿不出证据", "artifacts/", "特判", "写死"},
 		"clarify_resume.md": {"没做完", "不是从头再来", "上面的对话", "只补还缺的部分", "完整的四段确认书"},
 		"interrupt_note.md": {"消息边界", "interrupted", "user doesn't want to take this action", "正常副作用",
 			"不是故障", "不是人否决", "不要去调查", "不要为此给自己加规则", "重试", "都还在"},
@@ -180,19 +185,21 @@ var points = map[Lang]map[string][]string{
 			"options", "no limit", "look first", "Glob", "Read", "Grep", "You have no Bash", "decide yourself",
 			`"Unknowns and assumptions"`, "do not ask the same question again", "exactly four sections", "one per line",
 			"What is not done", "constrain how", "No code", "no implementation plan", "no pasted material"},
-		"judge.md": {"One line holding only one of", "the work stops here", "you saw every item pass", "a qualified achieved is not yet", "one more round", "the work can fix", "stops and asks the person", "claims, not evidence", "lacking a shell is not \"unreachable\"", "change report", "|| true", "A skipped test counts as failed", "no tables", "If the environment matters", "never do the work or fix it", "`uname -a`", "without Bash", "A. Set the goal", `"run X, see Y"`,
-			"ways the work can fail", "3 to 5", "15 items", "only 5", "Boundaries", "not checklist items",
-			"needed at all", "B. Judge a round", "achieved / not yet / unreachable", "name the gaps, not the fixes",
-			"(none)", "the artifact, not the source", "Makefile", "Darwin", "Linux ELF", "platform", "loads",
+		"judge.md": {"structured output", "the work stops here", "you saw every item pass", "a qualified achieved is not yet", "one more round", "the work can fix", "stops and asks the person", "claims, not evidence", "lacking a shell is not \"unreachable\"", "change report", "|| true", "a skipped test counts as failed", "If the environment matters", "never do the work or fix it", "`uname -a`", "without Bash", "A. Set the goal", `"run X, see Y"`,
+			"ways the work can fail", "3 to 5", "15 items", "only 5", "Boundaries", "never into the checklist",
+			"needed at all", "B. Judge a round", "name the gaps, not the fixes",
+			"the artifact, not the source", "Makefile", "Darwin", "Linux ELF", "platform", "loads",
 			`Do not believe "done"`, "without evidence", "never achieved", "I disclosed the risk", "external condition",
-			"contradicts itself", "Unclear is not done", "mcp__human__ask"},
+			"contradicts itself", "Unclear is not done", "mcp__human__ask",
+			"exit status", "workspace root", "sandbox", "never a script in the workbench", "none left out and none added", "a conclusion that contradicts them is not achieved", "Name what is missing",
+			`"go vet reports unreachable code"`, `"cannot be verified until the dependency is installed"`, "measured by flower", "for want of the network or a cache", "from flower's measurements", "artifacts/", "however much they look like a check's output"},
 		"oracle.md": {"beside a run", "only read", "nothing you say enters", "discarded", "inbox", "interrupt",
 			"recent events", "workbench", "Look first", "citing the files", "cannot tell", "Be brief", "only what was asked"},
 		"handoff.md": {"{used}/{window}", "nearly full", "brand-new session", "exactly five sections", "**why**",
 			"most valuable", "most often forgotten", "an hour", "compile problem", "(none yet)", "never invent",
 			"right after reading", "paths", "self-sufficient", "do not paste output", "do not restate the brief or the goal"},
-		"set_goal.md":       {"{brief}", "A. Set the goal", "## Goal", "## Checklist"},
-		"verify.md":         {"# What changed since the goal was set\n\n{changes}", "change report", "# Goal\n\n{goal}", "# The worker's reply for this round\n\n{report}", "B. Judge a round", "every checklist item yourself", "leave things out", "optimistic", "without evidence"},
+		"set_goal.md":       {"{brief}", "into a goal that can be decided", "A. Set the goal", "`statement`", "`checklist`", "`id`", "`text`", "`command`"},
+		"verify.md":         {"Judge this round", "# What changed since the goal was set\n\n{changes}", "change report", "# Goal\n\n{goal}", "# Measured by flower\n\n", "{measured}", "# The worker's reply for this round\n\n{report}", "B. Judge a round", "every checklist item yourself", "leave things out", "optimistic", "without evidence", "artifacts/", "special-cases", "hard-codes"},
 		"clarify_resume.md": {"not finished", "do not start over", "conversation above", "only what is still missing", "complete brief"},
 		"interrupt_note.md": {"message boundary", "interrupted", "user doesn't want to take this action", "normal side effect",
 			"not a fault", "not the human vetoing", "Do not investigate", "do not add rules", "retry", "intact"},
@@ -232,7 +239,7 @@ func TestPlaceholdersAreExactlyTheDocumentedOnes(t *testing.T) {
 	want := map[string][]string{
 		"handoff.md":  {"{used}", "{window}"},
 		"set_goal.md": {"{brief}"},
-		"verify.md":   {"{goal}", "{report}", "{changes}"},
+		"verify.md":   {"{goal}", "{measured}", "{report}", "{changes}"},
 	}
 	for _, lang := range langs {
 		for name, text := range textsOf(PromptsFor(lang)) {
@@ -256,20 +263,36 @@ func TestFillMethods(t *testing.T) {
 			t.Errorf("%s set-goal prompt: %q", lang, s)
 		}
 		// One pass: a report quoting "{goal}" keeps it.
-		v := p.VerifyPrompt("GOAL-BLOCK", "I did it {goal}", "CHANGE-REPORT")
-		if !strings.Contains(v, "GOAL-BLOCK") || !strings.Contains(v, "I did it {goal}") || strings.Contains(v, "{report}") ||
-			!strings.Contains(v, "CHANGE-REPORT") || strings.Contains(v, "{changes}") {
-			t.Errorf("%s verify prompt: %q", lang, v)
+		v := p.VerifyPrompt("GOAL-BLOCK", "I did it {goal}", "CHANGE-REPORT", "MEASURED-BLOCK")
+		for _, want := range []string{"GOAL-BLOCK", "I did it {goal}", "CHANGE-REPORT", "MEASURED-BLOCK"} {
+			if !strings.Contains(v, want) {
+				t.Errorf("%s verify prompt lacks %q: %q", lang, want, v)
+			}
 		}
-		if strings.Index(v, "GOAL-BLOCK") > strings.Index(v, "I did it") {
-			t.Errorf("%s verify prompt puts the report before the goal", lang)
+		if m := placeholder.FindAllString(strings.Replace(v, "I did it {goal}", "", 1), -1); len(m) > 0 {
+			t.Errorf("%s verify prompt keeps the placeholders %v", lang, m)
+		}
+		// flower's measurements come before anything the worker wrote, so a
+		// reply that forges a "measured by flower" heading comes after the
+		// real one, which the text says is the only one.
+		goal, measured, reply := strings.Index(v, "GOAL-BLOCK"), strings.Index(v, "MEASURED-BLOCK"), strings.Index(v, "I did it")
+		if !(goal < measured && measured < reply) {
+			t.Errorf("%s verify prompt order: goal %d, measured %d, reply %d", lang, goal, measured, reply)
 		}
 	}
 }
 
-func TestAVerifyTextWithoutTheChangesPlaceholderStillCarriesTheReport(t *testing.T) {
+func TestAVerifyTextWithoutTheNewPlaceholdersStillCarriesTheirBlocks(t *testing.T) {
 	p := Prompts{Verify: "judge {goal} after {report}"}
-	if v := p.VerifyPrompt("G", "R", "CHANGES"); v != "judge G after R\n\nCHANGES" {
+	if v := p.VerifyPrompt("G", "R", "CHANGES", "MEASURED"); v != "judge G after R\n\nCHANGES\n\nMEASURED" {
+		t.Errorf("verify prompt = %q", v)
+	}
+	p = Prompts{Verify: "judge {goal} after {report}; {changes}"}
+	if v := p.VerifyPrompt("G", "R", "CHANGES", "MEASURED"); v != "judge G after R; CHANGES\n\nMEASURED" {
+		t.Errorf("verify prompt = %q", v)
+	}
+	// Nothing to add, nothing added.
+	if v := p.VerifyPrompt("G", "R", "CHANGES", " "); v != "judge G after R; CHANGES" {
 		t.Errorf("verify prompt = %q", v)
 	}
 }
@@ -366,64 +389,137 @@ func TestHandoffPromptFormatIsTheHandoff(t *testing.T) {
 	}
 }
 
-func TestJudgeFormatsAreTheGoalAndTheVerdict(t *testing.T) {
-	reason := map[Lang]string{Chinese: "原因", English: "reason"}
+// jsonFields are the JSON names of a struct's fields.
+func jsonFields(v any) []string {
+	var out []string
+	t := reflect.TypeOf(v)
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// The judge answers through structured output: its rules and the two
+// prompts name every field of the schemas flower validates the answers
+// against, and every value an enumerated field takes, in both languages
+// alike (the names are the wire's, never translated).
+func TestJudgeTextsNameEveryFieldOfTheStructuredAnswers(t *testing.T) {
+	// The goal step: the statement and the checklist of judge.Items.
+	goalFields := append([]string{"statement", "checklist"}, jsonFields(judge.Item{})...)
+	if !slices.Contains(goalFields, "command") || !slices.Contains(goalFields, "unverifiable") {
+		t.Fatalf("judge.Item's fields %v: the rules below describe command and unverifiable", goalFields)
+	}
+	// The round's verdict.
+	verdictFields := []string{"items", "id", "status", "evidence", "reason", "conclusion", "missing", "why_no_work"}
+	values := []string{"passed", "failed", "not_run", "achieved", "not_yet", "unreachable"}
 	for _, lang := range langs {
-		rules := PromptsFor(lang).JudgeRules
+		p := PromptsFor(lang)
+		for _, f := range append(append(goalFields, verdictFields...), values...) {
+			if !strings.Contains(p.JudgeRules, "`"+f+"`") {
+				t.Errorf("%s judge rules do not name `%s`", lang, f)
+			}
+		}
+		for _, f := range []string{"statement", "checklist", "id", "command"} {
+			if !strings.Contains(p.SetGoal, "`"+f+"`") {
+				t.Errorf("%s set-goal prompt does not name `%s`", lang, f)
+			}
+		}
+		for _, f := range []string{"items", "conclusion", "reason", "missing", "why_no_work"} {
+			if !strings.Contains(p.Verify, "`"+f+"`") {
+				t.Errorf("%s verify prompt does not name `%s`", lang, f)
+			}
+		}
+		// No markdown answer is asked for any more: the headings of the
+		// older goal and verdict files appear in neither text as headings
+		// to write.
+		for _, n := range append(headings((&doc.Goal{}).ToMarkdown(lang), "# "), headings((&doc.Verdict{}).ToMarkdown(lang), "## ")...) {
+			for name, text := range map[string]string{"judge.md": p.JudgeRules, "set_goal.md": p.SetGoal, "verify.md": p.Verify} {
+				if strings.Contains(text, "## "+n+"\n") {
+					t.Errorf("%s %s still asks for the markdown heading %q", lang, name, n)
+				}
+			}
+		}
+	}
+}
 
-		// A. The goal: its two headings and the unverifiable tag exactly as
-		// package doc writes and reads it.
-		goalNames := headings((&doc.Goal{}).ToMarkdown(lang), "# ")
-		if len(goalNames) != 2 {
-			t.Fatalf("%s goal headings %v", lang, goalNames)
-		}
-		for _, n := range goalNames {
-			if !strings.Contains(rules, "## "+n+"\n") {
-				t.Errorf("%s judge rules lack the goal heading %q", lang, n)
-			}
-			if !strings.Contains(PromptsFor(lang).SetGoal, "## "+n) {
-				t.Errorf("%s set-goal prompt lacks %q", lang, n)
-			}
-		}
-		marker := doc.UnverifiableMarker(lang, reason[lang])
-		if !strings.Contains(rules, "`"+marker+"`") {
-			t.Errorf("%s judge rules lack the marker %q", lang, marker)
-		}
-		goal := doc.ParseGoal("## " + goalNames[0] + "\nIt runs.\n\n## " + goalNames[1] +
-			"\n- run ./app, see a window\n- run file ./app, see Mach-O " + doc.UnverifiableMarker(lang, "Linux host") + "\n")
-		if !goal.Complete() || len(goal.Checks) != 2 || len(goal.Unverifiable()) != 1 {
-			t.Errorf("%s: a goal in the judge's format reads back as %+v (unverifiable %v)", lang, goal, goal.Unverifiable())
-		}
+// invariant is the sentence the goal step ends every goal's statement
+// with: the checks, tests, CI and the goal are not weakened, skipped or
+// edited to pass.
+var invariant = map[Lang]string{
+	English: `"The checks, the tests, the CI configuration and this goal stay as they are: none of them is weakened, skipped or edited to make something pass."`,
+	Chinese: `"判定项、测试、CI 配置和这个目标都保持原样:哪一样都不许为了通过而被削弱、跳过或改动。"`,
+}
 
-		// B. The verdict: its three headings, and each of the three
-		// conclusion words the rules offer reads back as its state.
-		verdictNames := headings((&doc.Verdict{}).ToMarkdown(lang), "## ")
-		if len(verdictNames) != 3 {
-			t.Fatalf("%s verdict headings %v", lang, verdictNames)
-		}
-		for _, n := range verdictNames {
-			if !strings.Contains(rules, "## "+n+"\n") {
-				t.Errorf("%s judge rules lack the verdict heading %q", lang, n)
+// rulePoints are the rules of issue 32 that every language must carry, each
+// as its phrase in English and in Chinese, by file: the same rule in both,
+// checked side by side so that one language cannot drop it alone.
+var rulePoints = []struct {
+	file, what, en, zh string
+}{
+	// The goal step writes the invariants into every goal.
+	{"judge.md", "every statement ends with the invariant", "End every statement with this sentence, word for word", "每个 statement 都以这句话结尾,一字不改"},
+	{"judge.md", "boundaries go into the statement", "Boundaries of the request (what must not be done) go here too", "需求里的边界(不许做什么)也写在这里"},
+	{"judge.md", "ids", "`c1`, `c2`, … in order", "按顺序写 `c1`、`c2`……"},
+	{"judge.md", "a command's exit status decides", "the shell command whose exit status decides it (0 passes, anything else fails), run from the workspace root", "由它的退出码决定(0 算通过,其余算失败),在工作区根目录下运行"},
+	{"judge.md", "no command the worker can change", "never a script in the workbench or one the work will write", "绝不用工作台里的脚本,也不用干活时才会写出来的脚本"},
+	// The judge's evidence.
+	{"judge.md", "flower's measurements are evidence", "in the section of the prompt marked as measured by flower, are evidence", "提示里标明由 flower 测得的那一节是证据"},
+	{"judge.md", "without Bash, judge from measurements", "Without Bash, judge command items from flower's measurements, and the other items from files you read yourself", "没有 Bash,命令类的判定项凭 flower 测到的结果判定,其余的凭你自己读到的文件判定"},
+	{"judge.md", "the worker's artifacts are claims", "every file a worker wrote under the workbench's artifacts/ are claims, not evidence", "干活的人写进工作台 artifacts/ 的每一个文件,都是说法,不是证据"},
+	{"judge.md", "every item, by its id", "one entry for every checklist item, by its `id`, none left out and none added", "判定清单的每一条都有一项,按它的 `id`,不漏也不多"},
+	{"judge.md", "the items decide", "flower decides from the items: a conclusion that contradicts them is not achieved", "flower 按各项来定:和各项对不上的结论不算达成"},
+	{"judge.md", "unreachable names what is missing", "Name what is missing; without it, unreachable is read as not yet", "要写明缺的是什么;没写,无法达成就当作未达成"},
+	{"judge.md", "what work can fix is not unreachable", "Not unreachable: \"go vet reports unreachable code\" (the work can fix the code), \"cannot be verified until the dependency is installed\" (installing it is work)", "这些不是无法达成:\"go vet 报告了 unreachable code\"(干活能修好代码)、\"装上依赖之前验证不了\"(装依赖就是干活)"},
+	// The judge names gaming, and gaming fails.
+	{"judge.md", "a gamed check fails", "A check made to pass by gaming it has failed, whatever its exit status", "靠钻空子才通过的一条,不管退出码是多少,都算失败"},
+	{"judge.md", "special-casing", "special-casing the test's inputs", "对测试输入做特判"},
+	{"judge.md", "hard-coded outputs", "hard-coded outputs", "把输出写死"},
+	{"judge.md", "patching the harness", "patching the harness or the checker", "改测试框架或检查程序"},
+	{"judge.md", "settings that change checks", "`go env -w`, `GOFLAGS`, npm or pip configuration", "`go env -w`、`GOFLAGS`、npm 或 pip 的配置"},
+	{"judge.md", "silencing", "silencing failures: `|| true`, `; true`, a `-` before a make recipe line, `| tee` that hides the exit status, `set +e`", "让失败不出声:`|| true`、`; true`、make 规则行前的 `-`、吞掉退出码的 `| tee`、`set +e`"},
+	{"judge.md", "skipping or renaming tests", "skipping or renaming tests", "跳过测试或给测试改名"},
+	{"judge.md", "forged artifacts", "forged artifacts", "伪造产出"},
+	// The workers' and the coordinator's honest exit.
+	{"worker.md", "no gaming", "never game one: no special-casing of the test's inputs, no hard-coded answers, no silenced failures, no skipped or renamed tests", "也不许钻判定的空子:不对测试输入做特判,不把答案写死,不让失败不出声,不跳过、不改名测试"},
+	{"worker.md", "flower runs the checks", "flower runs the checks itself after the round", "flower 在一轮结束后还会自己跑检查"},
+	{"worker.md", "the honest exit", "When a check looks wrong, or impossible on this machine, saying so is an honest result", "判定项看起来有错,或在这台机器上根本做不到,直说就是诚实的结果"},
+	{"worker.md", "leave it as it is", "leave the check as it is, do not work around it", "让它保持原样,不要绕过去"},
+	{"worker.md", "the person decides", "The coordinator takes it to the person, who decides", "协调者会把它交给人,由人来决定"},
+	{"coordinator.md", "never weakened or skipped", "Never have a worker change, weaken or skip a check", "绝不要让 subagent 为了通过去改、削弱或跳过判定项"},
+	{"coordinator.md", "no gaming", "special-casing the test's inputs, hard-coding its answer, silencing a failure", "对测试输入做特判、把答案写死、让失败不出声"},
+	{"coordinator.md", "the honest exit through the channel", "When a check looks wrong or impossible (a worker says so, or you see it), do not have it changed: ask the person with mcp__human__ask", "判定项看起来有错或根本做不到(subagent 这么说,或你自己看出来),不要让人去改它:用 mcp__human__ask 问人"},
+	{"coordinator.md", "without the channel", "Without that tool, or with no answer in time, leave the check as it is and say so plainly", "没有这个工具,或超时没人答,就让判定项保持原样,在最后一条消息里直说"},
+	{"coordinator.md", "a wrong check is a real fork", "such as a check that looks wrong", "判定项看起来有错就是这样的岔路口"},
+	{"coordinator.md", "artifacts are claims", "what workers write into artifacts/ is their claim", "subagent 写进 artifacts/ 的东西只是它们的说法"},
+}
+
+func TestTheRulesOfIssue32AreInBothLanguages(t *testing.T) {
+	for _, p := range rulePoints {
+		for lang, phrase := range map[Lang]string{English: p.en, Chinese: p.zh} {
+			if !strings.Contains(textsOf(PromptsFor(lang))[p.file], phrase) {
+				t.Errorf("%s/%s does not carry %q (%s)", lang, p.file, phrase, p.what)
 			}
-			if !strings.Contains(PromptsFor(lang).Verify, "## "+n) {
-				t.Errorf("%s verify prompt lacks %q", lang, n)
-			}
 		}
-		words := map[Lang][]string{Chinese: {"达成", "未达成", "无法达成"}, English: {"achieved", "not yet", "unreachable"}}[lang]
-		if !strings.Contains(rules, strings.Join(words, " / ")) {
-			t.Errorf("%s judge rules do not offer %v", lang, words)
+	}
+	for lang, sentence := range invariant {
+		if !strings.Contains(PromptsFor(lang).JudgeRules, sentence) {
+			t.Errorf("%s judge rules lack the invariant sentence %s", lang, sentence)
 		}
-		for i, state := range []doc.State{doc.Achieved, doc.NotYet, doc.Unreachable} {
-			answer := "## " + verdictNames[0] + "\n" + words[i] + "\n\n## " + verdictNames[1] +
-				"\nthe window opens; no gaps\n\n## " + verdictNames[2] + "\n- run file ./app, see Mach-O\n"
-			v := doc.ParseVerdict(answer)
-			if v.State != state || v.Reason == "" || len(v.Failed) != 1 {
-				t.Errorf("%s: verdict %q reads back as %+v, want %s", lang, words[i], v, state)
-			}
+	}
+	// The old rule that left boundaries out of the goal is gone in both:
+	// it dropped the invariants with them.
+	for lang, old := range map[Lang]string{English: "leave them out", Chinese: "不是判定项"} {
+		if strings.Contains(PromptsFor(lang).JudgeRules, old) {
+			t.Errorf("%s judge rules still say %q", lang, old)
 		}
-		// Copying the format line verbatim must never pass.
-		if v := doc.ParseVerdict("## " + verdictNames[0] + "\n" + strings.Join(words, " / ")); v.State != doc.Unreachable {
-			t.Errorf("%s: the bare format line reads as %q", lang, v.State)
+	}
+	// A judge without a shell is no longer told to pass on files a check
+	// script wrote into the workbench.
+	for lang, old := range map[Lang]string{English: "on output files you can read that a check script wrote", Chinese: "由检查脚本写下的输出文件"} {
+		if strings.Contains(PromptsFor(lang).JudgeRules, old) {
+			t.Errorf("%s judge rules still pass on the workbench's files: %q", lang, old)
 		}
 	}
 }

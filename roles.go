@@ -91,9 +91,13 @@ func (c roleConfig) rulesOr(def string) string {
 }
 
 // WithLang chooses the language of the role's rule text and of the
-// oracle's default name (all roles). Without it (or with the zero Lang)
-// the role takes the language of the Runtime that runs it: English until
-// then, the Runtime's (WithLanguage) when it runs.
+// oracle's default name (all roles), and for a coordinator that of its
+// workers built without one. Without it (or with the zero Lang) the role
+// takes the language of the Runtime that runs it: English until then, the
+// Runtime's (WithLanguage) when it runs, the role's texts built again in
+// that language from the role and the caller's instructions. A caller who
+// changes the spec's Instructions or Name (or a worker's Prompt) after the
+// factory keeps them as written: add to the rules with WithInstructions.
 func WithLang(lang Lang) RoleOption { return func(c *roleConfig) { c.lang = lang } }
 
 // WithChannel gives the coordinator a human channel: both its tools
@@ -186,8 +190,7 @@ func Coordinator(name, instructions string, workers map[string]claude.AgentDefin
 			}
 		}
 	}
-	return AgentSpec{
-		followLang:     c.follows(coordinatorRole),
+	spec := AgentSpec{
 		Name:           name,
 		Instructions:   paragraphs(c.rulesOr(PromptsFor(c.lang).CoordinatorRules), instructions),
 		AllowedTools:   tools,
@@ -198,6 +201,18 @@ func Coordinator(name, instructions string, workers map[string]claude.AgentDefin
 		Glance:         !c.noGlance,
 		DelegateOnly:   true,
 	}
+	// Workers built without a language speak the coordinator's: the one it
+	// was given now, else the Runtime's when it runs (spec.texts).
+	if c.lang != "" {
+		for name, def := range spec.Agents {
+			if prompt, ok := builtWithoutLanguage(def); ok {
+				def.Prompt = workerPrompt(prompt, c.lang)
+				spec.Agents[name] = def
+			}
+		}
+	}
+	spec.texts = c.texts(coordinatorRole, instructions, spec, false)
+	return spec
 }
 
 // Worker builds a subagent definition for Coordinator's workers: the
@@ -243,8 +258,7 @@ func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
 	if !c.noRead {
 		tools = append(tools, readTools...)
 	}
-	return AgentSpec{
-		followLang:   c.follows(clarifyRole),
+	spec := AgentSpec{
 		Name:         name,
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).ClarifierRules), c.instructions),
 		AllowedTools: tools,
@@ -252,6 +266,8 @@ func Clarify(name string, ch Channel, opts ...RoleOption) AgentSpec {
 		Env:          channelEnv(ch),
 		NoWorkbench:  true,
 	}
+	spec.texts = c.texts(clarifyRole, c.instructions, spec, false)
+	return spec
 }
 
 // Judge builds the judge that sets a goal from a brief and rules on each
@@ -267,8 +283,7 @@ func Judge(name string, ch Channel, opts ...RoleOption) AgentSpec {
 	if c.canRun {
 		tools = append(tools, "Bash")
 	}
-	return AgentSpec{
-		followLang:   c.follows(judgeRole),
+	spec := AgentSpec{
 		Name:         name,
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).JudgeRules), c.instructions),
 		AllowedTools: tools,
@@ -276,6 +291,8 @@ func Judge(name string, ch Channel, opts ...RoleOption) AgentSpec {
 		Env:          channelEnv(ch),
 		NoWorkbench:  true,
 	}
+	spec.texts = c.texts(judgeRole, c.instructions, spec, false)
+	return spec
 }
 
 // Oracle builds the side-question agent: while a run goes on, it reads the
@@ -286,22 +303,23 @@ func Judge(name string, ch Channel, opts ...RoleOption) AgentSpec {
 // dollars. Options: WithLang, WithInstructions, WithRules.
 func Oracle(name string, opts ...RoleOption) AgentSpec {
 	c := roleOptions(opts)
-	if name == "" {
+	defaultName := name == ""
+	if defaultName {
 		name = OracleName(c.lang)
 	}
-	return AgentSpec{
-		followLang:   c.follows(oracleRole),
+	spec := AgentSpec{
 		Name:         name,
 		Instructions: paragraphs(c.rulesOr(PromptsFor(c.lang).OracleRules), c.instructions),
 		AllowedTools: DefaultAllowedTools(),
 		MaxTurns:     OracleMaxTurns,
 		MaxBudgetUSD: OracleMaxBudgetUSD,
 	}
+	spec.texts = c.texts(oracleRole, c.instructions, spec, defaultName)
+	return spec
 }
 
-// ruleRole names the role whose default rule text, in English, opens a
-// spec's Instructions while the role follows the Runtime's language (no
-// WithLang, no WithRules): Runtime.Run swaps it for its own language's.
+// ruleRole names the role whose default rule text opens a spec's
+// Instructions.
 type ruleRole int
 
 const (
@@ -311,14 +329,6 @@ const (
 	judgeRole
 	oracleRole
 )
-
-// follows is role when the role takes the Runtime's language, else noRole.
-func (c roleConfig) follows(role ruleRole) ruleRole {
-	if c.lang != "" || c.rules != nil {
-		return noRole
-	}
-	return role
-}
 
 // rules is the role's rule text in p.
 func (r ruleRole) rules(p Prompts) string {
@@ -335,31 +345,105 @@ func (r ruleRole) rules(p Prompts) string {
 	return ""
 }
 
-// inLang is the spec as it runs on a Runtime speaking l: a role that
-// follows the Runtime's language gets its rule text (and the oracle its
-// default name) in l, and a coordinator's workers whose prompts end with
-// the English worker rules (a Worker without WithLang) get l's. Whatever
-// the caller changed in the text is kept; a spec that does not follow is
-// returned as it is.
+// roleTexts is what a role factory given no language built a spec's texts
+// from, kept apart from the texts themselves, so that the Runtime that runs
+// the spec builds them again in its own language (AgentSpec.inLang): the
+// rules are chosen for the language, never found and replaced inside a
+// text.
+type roleTexts struct {
+	// role heads Instructions with its rules; noRole when WithRules gave
+	// the spec rules of its own, which no language changes.
+	role ruleRole
+	// instructions are the caller's, after the rules.
+	instructions string
+	// builtInstructions and builtName are the spec's as the factory built
+	// them: a caller who changed either since keeps the change.
+	builtInstructions, builtName string
+	// defaultName: the oracle was given no name and takes the language's.
+	defaultName bool
+	// workers are a coordinator's workers built by Worker without a
+	// language or rules of their own, by name.
+	workers map[string]workerTexts
+}
+
+// workerTexts is a worker that speaks its coordinator's language: the
+// prompt the caller gave Worker, and the definition's prompt as built.
+type workerTexts struct {
+	prompt, built string
+}
+
+// workerPrompt is a worker's prompt in lang: the caller's prompt, then the
+// worker rules in lang (Worker builds it so).
+func workerPrompt(prompt string, lang Lang) string {
+	return paragraphs(prompt, PromptsFor(lang).WorkerRules)
+}
+
+// texts records what spec's texts were built from when the role takes the
+// Runtime's language; nil when its language is fixed (WithLang) or nothing
+// in it depends on the language.
+func (c roleConfig) texts(role ruleRole, instructions string, spec AgentSpec, defaultName bool) *roleTexts {
+	if c.lang != "" {
+		return nil
+	}
+	t := &roleTexts{role: role, instructions: instructions, builtInstructions: spec.Instructions,
+		builtName: spec.Name, defaultName: defaultName}
+	if c.rules != nil {
+		t.role = noRole
+	}
+	if role == coordinatorRole {
+		for name, def := range spec.Agents {
+			if prompt, ok := builtWithoutLanguage(def); ok {
+				if t.workers == nil {
+					t.workers = map[string]workerTexts{}
+				}
+				t.workers[name] = workerTexts{prompt: prompt, built: def.Prompt}
+			}
+		}
+	}
+	if t.role == noRole && !t.defaultName && len(t.workers) == 0 {
+		return nil
+	}
+	return t
+}
+
+// builtWithoutLanguage returns the prompt Worker was given when def is a
+// worker it built without WithLang or WithRules: that prompt, then the
+// English worker rules (a worker given English is read the same: the two
+// cannot be told apart). A definition carries no mark of its own, so its
+// prompt is read once, when the coordinator is built; from then on the
+// worker's prompt is built for a language (workerPrompt).
+func builtWithoutLanguage(def claude.AgentDefinition) (string, bool) {
+	rules := strings.TrimSpace(PromptsFor(English).WorkerRules)
+	if def.Prompt == rules {
+		return "", true
+	}
+	return strings.CutSuffix(def.Prompt, "\n\n"+rules)
+}
+
+// inLang is the spec as it runs on a Runtime speaking l: a role given no
+// language gets its texts built again in l (its rules, the oracle its
+// default name, a coordinator its workers' rules), unless the caller
+// changed them since the factory built them. A spec built with a language,
+// or by hand, is returned as it is. The result no longer follows: a spec
+// runs in one language.
 func (s AgentSpec) inLang(l Lang) AgentSpec {
-	role := s.followLang
-	s.followLang = noRole
-	if role == noRole || l.IsEnglish() {
+	t := s.texts
+	s.texts = nil
+	if t == nil {
 		return s
 	}
-	en, to := PromptsFor(English), PromptsFor(l)
-	if rest, ok := strings.CutPrefix(s.Instructions, strings.TrimSpace(role.rules(en))); ok {
-		s.Instructions = strings.TrimSpace(role.rules(to)) + rest
+	p := PromptsFor(l)
+	if t.role != noRole && s.Instructions == t.builtInstructions {
+		s.Instructions = paragraphs(t.role.rules(p), t.instructions)
 	}
-	if role == oracleRole && s.Name == OracleNameEnglish {
+	if t.defaultName && s.Name == t.builtName {
 		s.Name = OracleName(l)
 	}
-	if role == coordinatorRole && len(s.Agents) > 0 {
-		enWorker, toWorker := strings.TrimSpace(en.WorkerRules), strings.TrimSpace(to.WorkerRules)
+	if len(t.workers) > 0 && len(s.Agents) > 0 {
 		agents := maps.Clone(s.Agents)
-		for name, def := range agents {
-			if head, ok := strings.CutSuffix(def.Prompt, enWorker); ok {
-				def.Prompt = head + toWorker
+		for name, w := range t.workers {
+			if def, ok := agents[name]; ok && def.Prompt == w.built {
+				def.Prompt = workerPrompt(w.prompt, l)
 				agents[name] = def
 			}
 		}

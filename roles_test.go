@@ -292,3 +292,94 @@ func TestRolesWithoutALanguageFollowTheRuntime(t *testing.T) {
 		t.Errorf("English runtime: %q", got.Instructions)
 	}
 }
+
+// The texts of a role given no language are chosen for the Runtime's
+// language from the role and the caller's instructions, kept apart: never
+// found inside the text. What the caller set or changed is theirs.
+func TestRolesBuildTheirTextsForTheRuntimesLanguage(t *testing.T) {
+	zh, en := PromptsFor(Chinese), PromptsFor(English)
+	for name, c := range map[string]struct {
+		spec  AgentSpec
+		rules func(Prompts) string
+		extra string
+	}{
+		"judge":       {Judge("j", nil, WithInstructions("be strict")), func(p Prompts) string { return p.JudgeRules }, "be strict"},
+		"clarify":     {Clarify("c", nil), func(p Prompts) string { return p.ClarifierRules }, ""},
+		"oracle":      {Oracle("", WithInstructions("look at the log")), func(p Prompts) string { return p.OracleRules }, "look at the log"},
+		"coordinator": {Coordinator("co", "build it", nil), func(p Prompts) string { return p.CoordinatorRules }, "build it"},
+	} {
+		if got, want := c.spec.inLang(Chinese).Instructions, paragraphs(c.rules(zh), c.extra); got != want {
+			t.Errorf("%s in a Chinese runtime: %q, want %q", name, got, want)
+		}
+		// The spec itself is untouched, and a rendered spec keeps its
+		// language: it runs in one.
+		if got, want := c.spec.inLang(English).Instructions, paragraphs(c.rules(en), c.extra); got != want {
+			t.Errorf("%s in an English runtime after a Chinese one: %q", name, got)
+		}
+		if got := c.spec.inLang(Chinese).inLang(English).Instructions; got != paragraphs(c.rules(zh), c.extra) {
+			t.Errorf("%s rendered twice: %q", name, got)
+		}
+		// Instructions changed after the factory are the caller's.
+		changed := c.spec
+		changed.Instructions += "\n\nmine"
+		if got := changed.inLang(Chinese).Instructions; got != changed.Instructions {
+			t.Errorf("%s: changed instructions rebuilt: %q", name, got)
+		}
+	}
+
+	// The oracle's name follows only when it was left to the factory.
+	if got := Oracle(OracleNameEnglish).inLang(Chinese).Name; got != OracleNameEnglish {
+		t.Errorf("an oracle named %q by its caller was renamed %q", OracleNameEnglish, got)
+	}
+	renamed := Oracle("")
+	renamed.Name = "mine"
+	if got := renamed.inLang(Chinese).Name; got != "mine" {
+		t.Errorf("a renamed oracle became %q", got)
+	}
+	if got := Oracle("", WithRules("OWN")).inLang(Chinese); got.Name != OracleNameChinese || got.Instructions != "OWN" {
+		t.Errorf("an oracle with its own rules in a Chinese runtime: %q, %q", got.Name, got.Instructions)
+	}
+}
+
+// A coordinator's workers built without a language speak the
+// coordinator's: the one it was given, else the Runtime's; a worker with
+// its own language or rules, or whose prompt the caller changed, keeps
+// them.
+func TestWorkersSpeakTheirCoordinatorsLanguage(t *testing.T) {
+	zh, en := PromptsFor(Chinese), PromptsFor(English)
+	changed := Worker("d", "r")
+	changed.Prompt += "\n\nmore"
+	workers := map[string]claude.AgentDefinition{
+		"plain":   Worker("d", "p"),
+		"empty":   Worker("d", ""),
+		"chinese": Worker("d", "q", WithLang(Chinese)),
+		"own":     Worker("d", "s", WithRules("OWN")),
+		"changed": changed,
+	}
+	want := func(lang Lang) map[string]string {
+		return map[string]string{
+			"plain": "p\n\n" + PromptsFor(lang).WorkerRules, "empty": PromptsFor(lang).WorkerRules,
+			"chinese": "q\n\n" + zh.WorkerRules, "own": "s\n\nOWN", "changed": changed.Prompt,
+		}
+	}
+	for name, c := range map[string]struct {
+		spec AgentSpec
+		lang Lang
+	}{
+		"Chinese coordinator":                    {Coordinator("c", "", workers, WithLang(Chinese)), Chinese},
+		"Chinese coordinator, English runtime":   {Coordinator("c", "", workers, WithLang(Chinese)).inLang(English), Chinese},
+		"following coordinator, Chinese runtime": {Coordinator("c", "", workers).inLang(Chinese), Chinese},
+		"own rules, Chinese runtime":             {Coordinator("c", "", workers, WithRules("MINE")).inLang(Chinese), Chinese},
+		"following coordinator, English runtime": {Coordinator("c", "", workers).inLang(English), English},
+		"English coordinator, Chinese runtime":   {Coordinator("c", "", workers, WithLang(English)).inLang(Chinese), English},
+	} {
+		for w, prompt := range want(c.lang) {
+			if got := c.spec.Agents[w].Prompt; got != prompt {
+				t.Errorf("%s: worker %s: %q, want %q", name, w, got, prompt)
+			}
+		}
+	}
+	if workers["plain"].Prompt != "p\n\n"+en.WorkerRules {
+		t.Error("a coordinator changed the caller's workers map")
+	}
+}

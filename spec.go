@@ -37,16 +37,19 @@ func DefaultAllowedTools() []string { return []string{"Read", "Glob", "Grep"} }
 // and Grep approved, the CLI's model and permission mode, no limits, the
 // workbench index injected, the wall (whitelist refusals) installed.
 type AgentSpec struct {
-	// followLang is set by a role factory that was given no language: the
-	// Runtime that runs the spec renders its rules in its own (inLang).
-	followLang ruleRole
+	// texts is set by a role factory that was given no language: what its
+	// texts were built from, so that the Runtime that runs the spec builds
+	// them in its own language (inLang).
+	texts *roleTexts
 
 	// Name labels the agent: its step, its refusals ("<name> has no
 	// Write"). Required.
 	Name string
 	// Instructions are appended to Claude Code's own system prompt, never
 	// replacing it, so specialising an agent costs none of its general
-	// abilities.
+	// abilities. A role factory given no language builds them again in the
+	// language of the Runtime that runs the spec, unless they were changed
+	// since (see WithLang).
 	Instructions string
 
 	// AllowedTools are the tools used without asking for approval. nil
