@@ -299,16 +299,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			return false, &StepAbort{Reason: t.noRuntime}
 		}
 		w := goalWatchFor(c, ch, copies, o.GoalPath, o.BriefPath)
-		restored := w.check()
-		notes := restoredNotes(lang, restored)
-		if n := w.checkLog(lang); n != "" {
-			restored = append(restored, ch.LogPath())
-			notes = append(notes, n)
-		}
-		noteRestored(c, restored...)
-		for _, n := range notes {
-			emitTask(c, n, map[string]any{"goal_guard": "restored"})
-		}
+		notes := w.atGate(c, lang)
 		round := 1
 		if v, ok := c.Get(RoundKey); ok {
 			if n, ok := v.(int); ok {
@@ -414,6 +405,8 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			return false, nil
 		}
 	}
+	// A round that ended in an error has no gate: its boundary is here.
+	guarded.ungated = func(c *Ctx) { goalWatchFor(c, ch, copies, o.GoalPath, o.BriefPath).afterError(c, lang) }
 	guarded.OnReject = func(_ context.Context, _ StepResult, c *Ctx) (string, error) {
 		if v, ok := c.Get(VerdictKey); ok {
 			if v, ok := v.(*doc.Verdict); ok && v != nil {

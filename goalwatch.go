@@ -18,14 +18,19 @@ import (
 
 // The goal and the brief belong to the person and the judge. A worker's or
 // the coordinator's tool call that names them is refused (guard.Protect),
-// but Bash can write a file without naming it, so at every round boundary
-// the goal guard compares both files with the last version that came from
-// a legitimate writer (the clarify and goal steps before the work began,
-// the person's amend through the channel, the guard's own amend). A
-// change from anyone else is reported to the person and the judge, and the
-// last good version is put back. Between runs no flower works on the
+// but Bash can write a file without naming it (find -exec sed, a script,
+// a glob), so at every boundary of the work the goal guard compares both
+// files with the last version that came from a legitimate writer (the
+// clarify and goal steps before the work began, the person's amend through
+// the channel, the guard's own amend). A change from anyone else is
+// reported to the person and the judge, and the last good version is put
+// back. The boundaries are every round's end, whatever its outcome: its
+// gate, or, for a round that ended in an error (no gate runs for it), the
+// step's failure path before it retries or stops (Step.ungated); and the
+// run's end, after the bequest. Between runs no flower works on the
 // directory: a change found when a run starts is the person's own edit,
-// and the run takes it as it is.
+// and the run takes it as it is, unless the working mark says the last
+// run ended before its last check (guardCopies).
 
 // watchKey holds a run's *goalWatch in the ctx: one per run, since a ctx
 // is.
@@ -36,9 +41,13 @@ type goalWatch struct {
 	mu     sync.Mutex
 	paths  []string
 	good   map[string][]byte // nil: the file was absent
-	taken  bool
+	taken  bool              // good holds this run's contents
+	later  bool              // a run of the same ctx ended before this one
 	ch     *human.Channel
 	copies guardCopies // "" dir: none kept between runs
+	// unjudged are the notes of boundaries no judge followed (a round
+	// that ended in an error), for the next round's judge.
+	unjudged []string
 }
 
 // goalWatchFor returns the run's watch on paths, making it on first use;
@@ -60,7 +69,9 @@ func goalWatchFor(c *Ctx, ch *human.Channel, copies guardCopies, paths ...string
 	return w
 }
 
-// readOrNil reads path; an absent file is nil with no error.
+// readOrNil reads path; an absent file is nil with no error. A file whose
+// mode denies its owner reading is an error even for root, who reads it
+// anyway: the person, and a run as an ordinary user, could not.
 func readOrNil(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -69,6 +80,9 @@ func readOrNil(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o400 == 0 {
+		return nil, fmt.Errorf("%s: its mode %v denies its owner reading it", path, fi.Mode().Perm())
+	}
 	if b == nil {
 		b = []byte{}
 	}
@@ -76,8 +90,10 @@ func readOrNil(path string) ([]byte, error) {
 }
 
 // snapshot takes the files as they are, once per run: called when the
-// work begins, after the clarify and goal steps wrote them. It reports
-// whether it took them now (the first call).
+// work begins, after the clarify and goal steps wrote them (and, between
+// runs, the person). It reports whether it took them now in the first
+// run that used the watch: only then are the files the starter put back
+// before the run news to report.
 func (w *goalWatch) snapshot() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -94,13 +110,15 @@ func (w *goalWatch) snapshot() bool {
 		w.good[p] = b
 	}
 	w.copies.save(w.good)
-	return true
+	return !w.later
 }
 
 // finalCheck is the run's last boundary, once every tool of the run is
-// done (after the bequest): what check and checkLog find is put back and
-// reported, and the working mark goes, so the next run takes any change it
-// finds for the person's.
+// done (after the bequest), however the run ended: what check and checkLog
+// find is put back and reported, and the working mark goes, so the next
+// run takes any change it finds for the person's. A later run of the same
+// Workflow (its ctx reused) takes the files afresh when its work begins,
+// for the same reason.
 func finalCheck(c *Ctx, lang Lang) {
 	v, ok := c.Get(watchKey)
 	if !ok {
@@ -110,17 +128,52 @@ func finalCheck(c *Ctx, lang Lang) {
 	if !ok {
 		return
 	}
-	restored := w.check()
-	notes := restoredNotes(lang, restored)
+	w.boundary(c, lang)
+	w.mu.Lock()
+	w.taken, w.later, w.unjudged = false, true, nil
+	w.mu.Unlock()
+	w.copies.done()
+}
+
+// boundary is one boundary of the work: what check and checkLog find is
+// put back, named in RestoredKey for the ending and told to the person,
+// one task event {goal_guard: restored, path} each. It returns the notes
+// for the judge.
+func (w *goalWatch) boundary(c *Ctx, lang Lang) (notes []string) {
+	paths := w.check()
+	notes = restoredNotes(lang, paths)
 	if n := w.checkLog(lang); n != "" {
-		restored = append(restored, w.ch.LogPath())
+		paths = append(paths, w.ch.LogPath())
 		notes = append(notes, n)
 	}
-	noteRestored(c, restored...)
-	for _, n := range notes {
-		emitTask(c, n, map[string]any{"goal_guard": "restored"})
+	noteRestored(c, paths...)
+	for i, n := range notes {
+		emitTask(c, n, map[string]any{"goal_guard": "restored", "path": paths[i]})
 	}
-	w.copies.done()
+	return notes
+}
+
+// atGate is the boundary of a round that ran to its end, before its
+// judge: it returns the notes that judge reads, first those of the rounds
+// since the last judge that ended in an error.
+func (w *goalWatch) atGate(c *Ctx, lang Lang) []string {
+	notes := w.boundary(c, lang)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	notes = append(w.unjudged, notes...)
+	w.unjudged = nil
+	return notes
+}
+
+// afterError is the boundary of a round that ended in an error (its turn
+// cap, an API error, a crash) or was cut off by the run's end: no gate
+// runs for it, so the change is put back here, before the step retries or
+// stops, and its notes wait for the next round's judge.
+func (w *goalWatch) afterError(c *Ctx, lang Lang) {
+	notes := w.boundary(c, lang)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.unjudged = append(w.unjudged, notes...)
 }
 
 // accept takes path's current content as good: a legitimate writer just
@@ -152,11 +205,13 @@ func (w *goalWatch) check() (restored []string) {
 		}
 		now, err := readOrNil(p)
 		if err != nil {
-			slog.Warn("flower: the goal guard cannot read a file it protects", "path", p, "err", err)
-			continue
+			// Made unreadable, or a folder put in its place: as much a
+			// change as a new content (a goal that cannot be loaded would
+			// be set anew by the next run).
+			slog.Warn("flower: the goal guard cannot read a file it protects; putting it back", "path", p, "err", err)
 		}
 		want := w.expected(p, good)
-		if bytes.Equal(now, want) && (now == nil) == (want == nil) {
+		if err == nil && bytes.Equal(now, want) && (now == nil) == (want == nil) {
 			w.good[p] = want
 			continue
 		}
@@ -247,12 +302,13 @@ func (g guardCopies) recoverAfterCut(keep func(path string, good, now []byte) []
 		}
 		now, err := readOrNil(p)
 		if err != nil {
-			continue
+			// Unreadable, or a folder in its place: a change like another.
+			now = nil
 		}
 		if keep != nil && now != nil {
 			good = append(good, keep(p, good, now)...)
 		}
-		if now != nil && bytes.Equal(now, good) {
+		if err == nil && now != nil && bytes.Equal(now, good) {
 			continue
 		}
 		if err := restore(p, good); err != nil {
@@ -300,8 +356,15 @@ func (w *goalWatch) checkLog(lang Lang) string {
 	return fmt.Sprintf(protectTextsFor(lang).logRestored, w.ch.LogPath())
 }
 
-// restore puts content back at path; nil content removes the file.
+// restore puts content back at path; nil content removes the file. A
+// folder a tool put in the file's place goes first, with what it holds:
+// nothing at a protected path is anyone's but the person's file.
 func restore(path string, content []byte) error {
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+	}
 	if content == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err

@@ -370,6 +370,13 @@ type Step struct {
 	// relang, set by ClarifyStep, GoalStep and WithGoal given no Lang,
 	// rebuilds the step in the language of the Runtime that runs it.
 	relang func(Lang) Step
+	// ungated, set by WithGoal, runs after an attempt that ran but whose
+	// Gate will not run (its result is not OK, or ctx ended), before the
+	// step retries or stops: the tools of a round that ended in an error
+	// may have written what the goal guard protects, and waiting for the
+	// next gate would let the next round, the bequest or the next run
+	// read it.
+	ungated func(c *Ctx)
 }
 
 // inLang is the step as a Runtime speaking l runs it: rebuilt in l when
@@ -746,6 +753,9 @@ func (w *Workflow) attempts(ctx context.Context, rt *Runtime, c *Ctx, lin *Linea
 			return res, false, fmt.Errorf("flower: %s: step %s could not start: %w", w.name(), ro.StepName, err)
 		}
 		res = r
+		if st.ungated != nil && (!res.OK || ctx.Err() != nil) {
+			st.ungated(c)
+		}
 		if ctx.Err() != nil {
 			return res, false, fmt.Errorf("flower: %s stopped in step %s: %w", w.name(), ro.StepName, context.Cause(ctx))
 		}
