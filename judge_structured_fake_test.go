@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/flowerrun/flower/doc"
+	"github.com/flowerrun/flower/judge"
 )
 
 // verdictJSON is a judge's structured answer on the fake goal's two items.
@@ -204,5 +205,15 @@ func TestFakeStructuredGoalWithoutCommandsSaysNothingIsMeasured(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.runDir, VerdictName)); err != nil {
 		t.Errorf("no verdict document: %v", err)
+	}
+}
+
+// The sentence the judge's rules ask for word for word is the one flower
+// adds itself when the judge left it out.
+func TestTheJudgesRulesAskForTheInvariantFlowerAdds(t *testing.T) {
+	for _, lang := range []Lang{English, Chinese} {
+		if !strings.Contains(PromptsFor(lang).JudgeRules, judge.Invariant(lang)) {
+			t.Errorf("%s: the judge's rules do not hold %q", lang, judge.Invariant(lang))
+		}
 	}
 }

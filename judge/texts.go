@@ -36,6 +36,13 @@ var textsEn = texts{
 	problemsHead:    "flower found, reading the verdict:",
 }
 
+// Invariant is the sentence every goal's statement ends with (the judge's
+// rules ask for it word for word; Goal adds it when they did not).
+func Invariant(lang doc.Lang) string {
+	return lang.Pick("判定项、测试、CI 配置和这个目标都保持原样:哪一样都不许为了通过而被削弱、跳过或改动。",
+		"The checks, the tests, the CI configuration and this goal stay as they are: none of them is weakened, skipped or edited to make something pass.")
+}
+
 func textsFor(lang doc.Lang) texts {
 	if lang.IsEnglish() {
 		return textsEn

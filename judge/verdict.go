@@ -186,9 +186,15 @@ func ParseGoalReply(raw json.RawMessage) (*GoalReply, error) {
 	return &g, nil
 }
 
-// Goal is the answer as the goal document the goal file keeps.
+// Goal is the answer as the goal document the goal file keeps. The
+// statement ends with the invariant (Invariant) whether or not the judge
+// wrote it: a goal that does not forbid weakening its checks invites it.
 func (g *GoalReply) Goal(lang doc.Lang) *doc.Goal {
-	out := &doc.Goal{Statement: g.Statement}
+	statement := g.Statement
+	if inv := Invariant(lang); !strings.Contains(flat(statement), inv) {
+		statement = strings.TrimSpace(statement) + "\n\n" + inv
+	}
+	out := &doc.Goal{Statement: statement}
 	for _, it := range g.Checklist {
 		out.Checks = append(out.Checks, it.Line(lang))
 	}

@@ -212,3 +212,23 @@ func TestTheSchemasAreJSONSchemaObjects(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryGoalCarriesTheInvariantOnce(t *testing.T) {
+	for _, lang := range []doc.Lang{doc.English, doc.Chinese} {
+		bare, err := ParseGoalReply(json.RawMessage(`{"statement":"a CLI that greets","checklist":[{"id":"c1","text":"x"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := bare.Goal(lang).Statement; !strings.HasSuffix(s, Invariant(lang)) {
+			t.Errorf("%s: the statement lacks the invariant:\n%s", lang, s)
+		}
+		b, _ := json.Marshal(map[string]any{"statement": "a CLI that greets.\n" + Invariant(lang), "checklist": []map[string]string{{"id": "c1", "text": "x"}}})
+		written, err := ParseGoalReply(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := written.Goal(lang).Statement; strings.Count(s, Invariant(lang)) != 1 {
+			t.Errorf("%s: the invariant is not there once:\n%s", lang, s)
+		}
+	}
+}
