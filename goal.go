@@ -4,16 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/judge"
 )
+
+// BaselineName is the file that holds the workspace as it was when the
+// goal was set (in the guard's state folder; see judge.ChangeReport).
+const BaselineName = judge.BaselineName
+
+// baselineTimeout bounds the baseline taken as the work begins.
+const baselineTimeout = 2 * time.Minute
+
+// changeInput is what the change report compares for the goal g, its
+// baseline kept in stateDir (the person's state folder, out of every
+// tool's reach), or in the run directory when none is given.
+func changeInput(rt *Runtime, stateDir string, g *doc.Goal, notes []string, lang Lang) judge.ChangeInput {
+	in := judge.ChangeInput{Workspace: rt.Workspace(), BaselineDir: or(stateDir, rt.RunDir()), Items: judge.Items(g), Notes: notes, Lang: lang}
+	if wb := rt.Workbench(); wb != nil {
+		in.Workbench = wb.Root()
+	}
+	return in
+}
 
 // GoalOptions adjust GoalStep. The zero value is the seed's defaults.
 type GoalOptions struct {
@@ -40,6 +59,11 @@ type GoalOptions struct {
 	// Lang is the language of the goal, the rules and the name. The zero
 	// Lang takes the language of the Runtime that runs the workflow.
 	Lang Lang
+	// StateDir, when set, is a folder outside every tool's reach (the
+	// person's state folder) where the change report's baseline is kept,
+	// so that no tool can rewrite it; give WithGoal the same. "" keeps it
+	// in the run directory.
+	StateDir string
 }
 
 // GoalStep builds the step in which a judge turns the brief into a goal
@@ -112,7 +136,7 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			if rt := c.Runtime(); rt != nil {
 				// What the round judge is shown as changed is counted from
 				// here.
-				if err := recordBaseline(ctx, rt.Workspace(), rt.RunDir()); err != nil {
+				if err := judge.RecordBaseline(ctx, changeInput(rt, o.StateDir, g, nil, lang)); err != nil {
 					slog.Info("flower: no baseline for the change report", "err", err)
 				}
 			}
@@ -221,15 +245,15 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 	if label == "" {
 		label = step.Name + StarterNamesFor(lang).Judge
 	}
-	var judge AgentSpec
+	var judgeSpec AgentSpec
 	if o.Spec != nil {
-		judge = *o.Spec
+		judgeSpec = *o.Spec
 	} else {
 		opts := []RoleOption{WithLang(lang), WithInstructions(o.Instructions)}
 		if o.CanRun {
 			opts = append(opts, CanRun())
 		}
-		judge = Judge(label, channelOrNil(ch), opts...)
+		judgeSpec = Judge(label, channelOrNil(ch), opts...)
 	}
 	guarded := step
 	guarded.Retries = max(0, rounds-1)
@@ -252,10 +276,10 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			emitTask(c, n, map[string]any{"goal_guard": "restored", "path": ch.LogPath()})
 		}
 		if rt := c.Runtime(); rt != nil {
-			if _, err := loadBaseline(rt.RunDir()); errors.Is(err, fs.ErrNotExist) {
-				ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+			if in := changeInput(rt, o.StateDir, goalOf(c, o.GoalPath), nil, lang); !judge.HasBaseline(in) {
+				ctx, cancel := context.WithTimeout(context.Background(), baselineTimeout)
 				defer cancel()
-				if err := recordBaseline(ctx, rt.Workspace(), rt.RunDir()); err != nil {
+				if err := judge.RecordBaseline(ctx, in); err != nil {
 					slog.Info("flower: no baseline for the change report", "err", err)
 				}
 			}
@@ -290,12 +314,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			}
 		}
 		c.Set(RoundKey, round)
-		goal := ctxGoal(c)
-		if goal == nil {
-			if g, err := doc.LoadGoal(o.GoalPath); err == nil && g.Complete() {
-				goal = g
-			}
-		}
+		goal := goalOf(c, o.GoalPath)
 		goalBlock, report := t.noGoal, strings.TrimSpace(r.Text)
 		if goal != nil {
 			goalBlock = goal.PromptBlock(lang)
@@ -303,13 +322,9 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if report == "" {
 			report = t.noReport
 		}
-		var checks []string
-		if goal != nil {
-			checks = goal.Checks
-		}
-		changes := changeReport(ctx, rt.Workspace(), rt.RunDir(), checks, notes, lang)
+		changes := judge.ChangeReport(ctx, changeInput(rt, o.StateDir, goal, notes, lang))
 		jl := label + "#" + strconv.Itoa(round)
-		vr, err := runJudge(ctx, rt, judge, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes), RunOptions{
+		vr, err := runJudge(ctx, rt, judgeSpec, PromptsFor(lang).VerifyPrompt(goalBlock, report, changes), RunOptions{
 			StepName: jl, OnEvent: c.OnEvent(), Aside: true})
 		if err != nil {
 			return false, err
@@ -463,6 +478,17 @@ func runJudge(ctx context.Context, rt *Runtime, judge AgentSpec, prompt string, 
 		}
 	}
 	return r, nil
+}
+
+// goalOf is the complete goal in the ctx, else the one at path, else nil.
+func goalOf(c *Ctx, path string) *doc.Goal {
+	if g := ctxGoal(c); g != nil {
+		return g
+	}
+	if g, err := doc.LoadGoal(path); err == nil && g.Complete() {
+		return g
+	}
+	return nil
 }
 
 // ctxGoal is the complete goal in the ctx, nil if none.
