@@ -2,21 +2,38 @@ package flower
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/judge"
 )
+
+// BaselineName is the file that holds the workspace as it was when the
+// goal was set (in the guard's state folder; see judge.ChangeReport).
+const BaselineName = judge.BaselineName
+
+// baselineTimeout bounds the baseline taken as the work begins.
+const baselineTimeout = 2 * time.Minute
+
+// changeInput is what the change report compares for the goal g, its
+// baseline kept in stateDir (the person's state folder, out of every
+// tool's reach), or in the run directory when none is given.
+func changeInput(rt *Runtime, stateDir string, g *doc.Goal, notes []string, lang Lang) judge.ChangeInput {
+	in := judge.ChangeInput{Workspace: rt.Workspace(), BaselineDir: or(stateDir, rt.RunDir()), Items: judge.Items(g), Notes: notes, Lang: lang}
+	if wb := rt.Workbench(); wb != nil {
+		in.Workbench = wb.Root()
+	}
+	return in
+}
 
 // GoalOptions adjust GoalStep. The zero value is the seed's defaults.
 type GoalOptions struct {
@@ -43,6 +60,11 @@ type GoalOptions struct {
 	// Lang is the language of the goal, the rules and the name. The zero
 	// Lang takes the language of the Runtime that runs the workflow.
 	Lang Lang
+	// StateDir, when set, is a folder outside every tool's reach (the
+	// person's state folder) where the change report's baseline is kept,
+	// so that no tool can rewrite it; give WithGoal the same. "" keeps it
+	// in the run directory.
+	StateDir string
 }
 
 // GoalStep builds the step in which a judge turns the brief into a goal
@@ -99,7 +121,7 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			}
 			p := PromptsFor(lang).SetGoalPrompt(brief)
 			if unread != nil {
-				p += "\n\n" + fmt.Sprintf(t.askAgain, unread)
+				p += "\n\n" + judge.AskAgain(lang, unread)
 			}
 			return p, nil
 		},
@@ -114,10 +136,10 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			return true, nil
 		},
 		Gate: func(ctx context.Context, r StepResult, c *Ctx) (bool, error) {
-			reply, err := readStructured(r, judge.ParseGoalReply)
+			reply, err := judge.ReadAnswer(answerOf(r), judge.ParseGoalReply)
 			if err != nil {
 				unread = err
-				emitTask(c, fmt.Sprintf(t.askAgain, err), map[string]any{"goal_guard": "unreadable"})
+				emitTask(c, judge.AskAgain(lang, err), map[string]any{"goal_guard": "unreadable"})
 				return false, nil
 			}
 			unread = nil
@@ -129,7 +151,7 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			if rt := c.Runtime(); rt != nil {
 				// What the round judge is shown as changed is counted from
 				// here.
-				if err := recordBaseline(ctx, rt.Workspace(), rt.RunDir()); err != nil {
+				if err := judge.RecordBaseline(ctx, changeInput(rt, o.StateDir, g, nil, lang)); err != nil {
 					slog.Info("flower: no baseline for the change report", "err", err)
 				}
 			}
@@ -278,10 +300,10 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			emitTask(c, n, map[string]any{"goal_guard": "restored", "path": ch.LogPath()})
 		}
 		if rt := c.Runtime(); rt != nil {
-			if _, err := loadBaseline(rt.RunDir()); errors.Is(err, fs.ErrNotExist) {
-				ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+			if in := changeInput(rt, o.StateDir, goalOf(c, o.GoalPath), nil, lang); !judge.HasBaseline(in) {
+				ctx, cancel := context.WithTimeout(context.Background(), baselineTimeout)
 				defer cancel()
-				if err := recordBaseline(ctx, rt.Workspace(), rt.RunDir()); err != nil {
+				if err := judge.RecordBaseline(ctx, in); err != nil {
 					slog.Info("flower: no baseline for the change report", "err", err)
 				}
 			}
@@ -307,12 +329,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 			}
 		}
 		c.Set(RoundKey, round)
-		goal := ctxGoal(c)
-		if goal == nil {
-			if g, err := doc.LoadGoal(o.GoalPath); err == nil && g.Complete() {
-				goal = g
-			}
-		}
+		goal := goalOf(c, o.GoalPath)
 		goalBlock, report := t.noGoal, strings.TrimSpace(r.Text)
 		if goal != nil {
 			goalBlock = goal.PromptBlock(lang)
@@ -320,19 +337,25 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if report == "" {
 			report = t.noReport
 		}
-		items := judge.Items(goal)
-		var checks []string
-		if goal != nil {
-			checks = goal.Checks
-		}
-		changes := changeReport(ctx, rt.Workspace(), rt.RunDir(), checks, notes, lang)
-		// flower's own evidence, taken before the judge reads anything:
-		// every command item run in the sandbox on the workspace as the
-		// round left it.
-		ms := judge.Measure(ctx, rt.Workspace(), judge.Commands(items), o.Measure)
 		jl := label + "#" + strconv.Itoa(round)
-		prompt := PromptsFor(lang).VerifyPrompt(goalBlock, report, changes, judge.RenderMeasurements(ms, lang))
-		d, err := askJudge(ctx, rt, judgeSpec, prompt, RunOptions{StepName: jl, OnEvent: c.OnEvent(), Aside: true}, items, ms, lang)
+		d, err := judge.Judge(ctx, judge.Round{
+			Goal:    goal,
+			Changes: changeInput(rt, o.StateDir, goal, notes, lang),
+			Measure: o.Measure,
+			Lang:    lang,
+			Prompt: func(changes, measured string) string {
+				return PromptsFor(lang).VerifyPrompt(goalBlock, report, changes, measured)
+			},
+			Ask: func(ctx context.Context, prompt string) (judge.Answer, error) {
+				return askJudge(ctx, rt, judgeSpec, prompt, RunOptions{StepName: jl, OnEvent: c.OnEvent(), Aside: true})
+			},
+		})
+		if fe := (*judge.FailedError)(nil); errors.As(err, &fe) {
+			// The judge's failure is the judge's: not a verdict on the
+			// work (another round would pay for work to pass a judge that
+			// cannot run), and nothing it wrote is read.
+			return false, &StepAbort{Reason: fmt.Sprintf(t.judgeFailed, jl, firstLine(fe.Why), rt.ManifestPath())}
+		}
 		if err != nil {
 			return false, err
 		}
@@ -462,37 +485,37 @@ func emitTask(c *Ctx, text string, payload map[string]any) {
 // round's verdict document, rendered from the judge's structured answer.
 const VerdictName = "verdict.md"
 
-// askJudge runs the round judge and decides its answer against the goal's
-// items and flower's measurements. A judge that did not succeed (its turn
-// cap, the run budget, an API error, resilience giving up) or whose answer
-// cannot be read (none, two, or one the schema refuses) runs once more,
-// told why; a second failure is a StepAbort with the judge's error:
-// nothing a failed judge wrote is a verdict, and no work round is spent on
-// it. The error is otherwise non-nil only when the judge could not start
-// or ctx ended.
-func askJudge(ctx context.Context, rt *Runtime, spec AgentSpec, prompt string, ro RunOptions, items []judge.Item, ms []judge.Measurement, lang Lang) (judge.Decision, error) {
-	t := starterTextsFor(lang)
-	why, p := "", prompt
-	for range 2 {
-		r, err := rt.Run(ctx, spec, p, ro)
-		if se := (*StepError)(nil); err != nil && !errors.As(err, &se) {
-			return judge.Decision{}, fmt.Errorf("the judge %s could not start: %w", ro.StepName, err)
-		}
-		if err := ctx.Err(); err != nil {
-			return judge.Decision{}, err
-		}
-		if !r.OK {
-			why, p = r.Error, prompt
-			continue
-		}
-		reply, err := readStructured(r, judge.ParseReply)
-		if err != nil {
-			why, p = err.Error(), prompt+"\n\n"+fmt.Sprintf(t.askAgain, err)
-			continue
-		}
-		return judge.Decide(items, ms, reply, lang), nil
+// askJudge runs a round judge once, beside the work (RunOptions.Aside:
+// it neither takes words left for the work nor answers an Interrupt, and
+// it never enters the lineage). A judge that ran and did not succeed (its
+// turn cap, the run budget, an API error, resilience giving up) is an
+// Answer that is not OK; the error is non-nil only when the judge could
+// not start or ctx ended.
+func askJudge(ctx context.Context, rt *Runtime, spec AgentSpec, prompt string, ro RunOptions) (judge.Answer, error) {
+	r, err := rt.Run(ctx, spec, prompt, ro)
+	if se := (*StepError)(nil); err != nil && !errors.As(err, &se) {
+		return judge.Answer{}, fmt.Errorf("the judge %s could not start: %w", ro.StepName, err)
 	}
-	return judge.Decision{}, &StepAbort{Reason: fmt.Sprintf(t.judgeFailed, ro.StepName, firstLine(why), rt.ManifestPath())}
+	if err := ctx.Err(); err != nil {
+		return judge.Answer{}, err
+	}
+	return answerOf(r), nil
+}
+
+// answerOf is a step's result as the judgement reads it.
+func answerOf(r StepResult) judge.Answer {
+	return judge.Answer{OK: r.OK, Error: r.Error, Structured: r.Structured, Calls: r.StructuredCalls}
+}
+
+// goalOf is the complete goal in the ctx, else the one at path, else nil.
+func goalOf(c *Ctx, path string) *doc.Goal {
+	if g := ctxGoal(c); g != nil {
+		return g
+	}
+	if g, err := doc.LoadGoal(path); err == nil && g.Complete() {
+		return g
+	}
+	return nil
 }
 
 // ctxGoal is the complete goal in the ctx, nil if none.
@@ -506,18 +529,4 @@ func ctxGoal(c *Ctx) *doc.Goal {
 		return nil
 	}
 	return g
-}
-
-// readStructured reads a step's structured answer with parse: none, more
-// than one StructuredOutput call, or one parse refuses is an error saying
-// why, never a guess from the prose.
-func readStructured[T any](r StepResult, parse func(json.RawMessage) (T, error)) (T, error) {
-	var zero T
-	switch {
-	case r.StructuredCalls > 1:
-		return zero, fmt.Errorf("%w: %d answers in one turn; give exactly one", judge.ErrUnreadable, r.StructuredCalls)
-	case len(r.Structured) == 0:
-		return zero, fmt.Errorf("%w: the answer did not come through the StructuredOutput tool", judge.ErrUnreadable)
-	}
-	return parse(r.Structured)
 }

@@ -147,8 +147,13 @@ func TestFakeGoalGuardTheJudgeSeesAWorkerThatChangedTheChecks(t *testing.T) {
 	if at, failed := c.FailedAt(); failed {
 		t.Fatalf("failed at %s", at)
 	}
-	if _, err := os.Stat(filepath.Join(f.runDir, BaselineName)); err != nil {
-		t.Fatalf("no baseline kept in the run dir: %v", err)
+	// The baseline is kept in the person's state folder, out of every
+	// tool's reach, never in the run directory a tool can write.
+	if _, err := os.Stat(filepath.Join(human.Dir(f.runDir), "guarded", BaselineName)); err != nil {
+		t.Fatalf("no baseline kept in the state folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.runDir, BaselineName)); err == nil {
+		t.Error("a baseline is kept in the run directory, where tools can write")
 	}
 	judges := f.callsMatching("判定这一轮")
 	if len(judges) != 2 {
@@ -156,9 +161,9 @@ func TestFakeGoalGuardTheJudgeSeesAWorkerThatChangedTheChecks(t *testing.T) {
 	}
 	p := judges[0].Prompt
 	for _, want := range []string{
-		"设定目标以来改动了什么", "由 flower 用 git 算出",
+		"设定目标以来改动了什么", "由 flower 用 git 和文件哈希算出",
 		"- hello_test.sh (测试; +1 −1)", "+exit 0",
-		"- scripts/check.sh (检查脚本; +1 −1)", "scripts/check.sh:2: sh hello_test.sh || true",
+		"- scripts/check.sh (检查脚本; +1 −1)", "- [失败被压下:|| true] scripts/check.sh:2: sh hello_test.sh || true",
 		"big_test.go:501: t.Skip(\"later\")", "另有 1 个文件有改动", "略去:上面 1 个文件的 diff",
 	} {
 		if !strings.Contains(p, want) {

@@ -35,7 +35,7 @@ func TestRealStarterTheChangeReportReachesTheJudgesRequest(t *testing.T) {
 	got := judges[0].LastUserText()
 	// The coder's Write of hello.txt, which the checklist names, seen by git
 	// against the baseline taken when the goal was set.
-	for _, want := range []string{"# 设定目标以来改动了什么", "由 flower 用 git 算出", "对照设定目标时的工作区",
+	for _, want := range []string{"# 设定目标以来改动了什么", "由 flower 用 git 和文件哈希算出", "对照设定目标时的工作区",
 		"- hello.txt (判定清单里点了名; +1 −0)", "+hello"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the judge's request lacks %q:\n%s", want, got)

@@ -95,11 +95,11 @@ func TestFakeStructuredVerdictOnlyItemsThatPassedEndTheWork(t *testing.T) {
 func TestFakeStructuredVerdictAnUnreadableAnswerIsAskedAgainOnceThenTheJudgeFailed(t *testing.T) {
 	t.Parallel()
 	bad := map[string]string{
-		"plain words":         "## 结论\n已达成\n\n## 理由\n都过了\n\n## 未通过\n(无)",
-		"empty":               "",
-		"cut off":             fakeCutOff(fakeDone),
-		"schema-invalid":      `{"conclusion":"achieved","reason":"all good"}`,
-		"two answers":         fakeTwoAnswers(fakeNotYet, fakeDone),
+		"plain words":           "## 结论\n已达成\n\n## 理由\n都过了\n\n## 未通过\n(无)",
+		"empty":                 "",
+		"cut off":               fakeCutOff(fakeDone),
+		"schema-invalid":        `{"conclusion":"achieved","reason":"all good"}`,
+		"two answers":           fakeTwoAnswers(fakeNotYet, fakeDone),
 		"a conclusion in words": strings.Replace(fakeDone, `"achieved"`, `"Achieved*"`, 1),
 	}
 	for name, reply := range bad {

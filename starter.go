@@ -304,7 +304,8 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 	goal := !o.NoGoal
 	if goal {
 		gs := GoalStep(ch, p.goal, GoalOptions{
-			Name: names.Goal, BriefKey: names.Clarify, AlwaysSet: amended, CanRun: o.JudgeCanRun, Lang: p.lang})
+			Name: names.Goal, BriefKey: names.Clarify, AlwaysSet: amended, CanRun: o.JudgeCanRun, Lang: p.lang,
+			StateDir: p.copies().dir})
 		setGoal := gs.Gate
 		gs.Gate = func(ctx context.Context, r StepResult, c *Ctx) (bool, error) {
 			ok, err := setGoal(ctx, r, c)

@@ -26,7 +26,7 @@ import (
 )
 
 const (
-	fakeBrief   = "## 目标\n做一个 hello.txt\n\n## 验收标准\n- hello.txt 里是 hello\n\n## 边界\n不做界面\n\n## 未知与假设\n无"
+	fakeBrief = "## 目标\n做一个 hello.txt\n\n## 验收标准\n- hello.txt 里是 hello\n\n## 边界\n不做界面\n\n## 未知与假设\n无"
 	// fakeGoal is the goal step's structured answer; fakeGoalDoc is the
 	// goal file it becomes (as an older run wrote it, it reads the same).
 	fakeGoal    = `{"statement":"hello.txt 存在且内容是 hello","checklist":[{"id":"c1","text":"运行 cat hello.txt,看到 hello"},{"id":"c2","text":"运行 ls,看到 hello.txt"}]}`

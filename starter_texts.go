@@ -42,7 +42,6 @@ type starterTexts struct {
 	newGoal, amended, overruled   string // new goal block; the human's words
 	unverifiable, unverifiableRow string // n, total, path; item
 	unreadable                    string // document, path, error
-	askAgain                      string // why the structured answer could not be read
 	noCommands                    string // n checks, goal path
 	isolateNotGit, emptyAsk       string // workspace; -
 	coderDesc, coderPrompt        string
@@ -85,7 +84,6 @@ func starterTextsFor(lang Lang) starterTexts {
 			overruled:       "The human holds that this goal can be achieved and the judge was wrong. They said: %s",
 			unverifiable:    "%d of the goal's %d checks cannot be verified here — they are bound to fail when judged, and the run will stop to ask you. There is still time to edit %s:",
 			unverifiableRow: "  · %s",
-			askAgain:        "Your answer could not be read (%v). Answer again through the StructuredOutput tool, by the schema you were given: one entry for every checklist item, by its id.",
 			noCommands:      "None of the goal's %d checks is a command flower can run itself, so no round is measured: the judge decides each from the files it reads. To have flower run a check, give it a command in %s.",
 			unreadable:      "the %s %s cannot be read (%v); it counts as absent",
 			isolateNotGit:   "--isolate needs %s to be a git repository (every subagent gets a worktree of its own). Run git init first, or drop --isolate.",
@@ -132,7 +130,6 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 		overruled:       "人认为这个目标是能达成的,判定者判断有误。人的说法:%s",
 		unverifiable:    "目标里有 %d/%d 条在这个环境里验不了 —— 判定时它们必然过不去,会停下来问你。现在改 %s 还来得及:",
 		unverifiableRow: "  · %s",
-		askAgain:        "你的回答读不了(%v)。请按给你的 schema 用 StructuredOutput 工具重新回答:判定清单里的每一项都要有一条,用它的 id。",
 		noCommands:      "目标的 %d 条判定里没有一条是 flower 能自己运行的命令,所以每一轮都没有实测:判定者只能读文件来判。要让 flower 实测某一条,在 %s 里给它写上命令。",
 		unreadable:      "%s %s 读不了(%v),按没有处理",
 		isolateNotGit:   "--isolate 要求 %s 是 git 仓库(每个 subagent 要分一份 worktree)。先 git init,或者去掉 --isolate。",

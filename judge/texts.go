@@ -6,6 +6,7 @@ import "github.com/flowerrun/flower/doc"
 type texts struct {
 	twice, unknown, absent, notJudged, noEvidence, noEvidenceShort string
 	contradicted, contradicts, groundless, grounds, problemsHead   string
+	askAgain                                                       string // why
 }
 
 var textsZh = texts{
@@ -20,6 +21,7 @@ var textsZh = texts{
 	groundless:      "结论说无法达成,却没有说清缺的是什么、为什么再干一轮也补不上:按未达成处理",
 	grounds:         "缺少:%s\n为什么干活补不上:%s",
 	problemsHead:    "flower 读判定时发现:",
+	askAgain:        "你的回答读不了(%s)。请按给你的 schema 用 StructuredOutput 工具重新回答,只调用一次:判定清单里的每一项都要有一条,用它的 id。",
 }
 
 var textsEn = texts{
@@ -34,6 +36,7 @@ var textsEn = texts{
 	groundless:      "the conclusion says unreachable without naming what is missing and why no round of work can supply it: taken as not yet",
 	grounds:         "Missing: %s\nWhy no work can supply it: %s",
 	problemsHead:    "flower found, reading the verdict:",
+	askAgain:        "Your answer could not be read (%s). Answer again through the StructuredOutput tool, once, by the schema you were given: one entry for every checklist item, by its id.",
 }
 
 // Invariant is the sentence every goal's statement ends with (the judge's
