@@ -28,7 +28,8 @@ const baselineTimeout = 2 * time.Minute
 // baseline kept in stateDir (the person's state folder, out of every
 // tool's reach), or in the run directory when none is given.
 func changeInput(rt *Runtime, stateDir string, g *doc.Goal, notes []string, lang Lang) judge.ChangeInput {
-	in := judge.ChangeInput{Workspace: rt.Workspace(), BaselineDir: or(stateDir, rt.RunDir()), Items: judge.Items(g), Notes: notes, Lang: lang}
+	in := judge.ChangeInput{Workspace: rt.Workspace(), BaselineDir: or(stateDir, rt.RunDir()), Items: judge.Items(g), Notes: notes, Lang: lang,
+		Getenv: rt.toolGetenv()}
 	if wb := rt.Workbench(); wb != nil {
 		in.Workbench = wb.Root()
 	}

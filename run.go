@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -700,4 +702,26 @@ func (s *stepRun) session(ctx context.Context, opts claude.Options, prompt strin
 		}
 	}
 	return nil
+}
+
+// toolGetenv reads the environment the CLI and its tools start with (the
+// process's without database credentials, WithEnv over it, then the
+// session options, as a session's are built), for what depends on where
+// the tools keep their configuration (the change report's watched files).
+func (rt *Runtime) toolGetenv() func(string) string {
+	opts := claude.Options{BaseEnv: withoutDatabase(os.Environ()), Env: maps.Clone(rt.env)}
+	for _, f := range rt.sessionOpts {
+		f(&opts)
+	}
+	return func(k string) string {
+		if v, ok := opts.Env[k]; ok {
+			return v
+		}
+		for _, kv := range slices.Backward(opts.BaseEnv) {
+			if name, v, ok := strings.Cut(kv, "="); ok && name == k {
+				return v
+			}
+		}
+		return ""
+	}
 }
