@@ -5,6 +5,7 @@ package flower
 // needs many sessions, cheaply.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,9 @@ import (
 // store, so the session exists there, and answers "reply <n>"; a prompt
 // holding FAIL gets an error result (after its scripted text), one holding
 // MAXTURNS the turn cap's result, one holding NOSESSION an exit before
-// any message. Each call is recorded in FLOWER_FAKE_DIR (fakeCall).
+// any message. A call with --json-schema answers in structure as the real
+// CLI does (sendStructured). Each call is recorded in FLOWER_FAKE_DIR
+// (fakeCall).
 func fakeWorkflowCLI() {
 	if fakecli.AnsweredVersion() {
 		os.Exit(0)
@@ -81,6 +84,12 @@ func fakeWorkflowCLI() {
 		}
 	}
 	holdFakeCall(text)
+	failing := strings.Contains(text, "MAXTURNS") || strings.Contains(text, "FAIL") || failMarked(text)
+	if wantsStructured() && !failing {
+		code := sendStructured(s, sid, n, reply)
+		s.Drain()
+		os.Exit(code)
+	}
 	s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d", n), "parent_tool_use_id": nil,
 		"message": map[string]any{"id": fmt.Sprintf("m-%d", n), "model": "fake", "content": []any{map[string]any{"type": "text", "text": reply}}}})
 	if strings.Contains(text, "MAXTURNS") {
@@ -94,6 +103,153 @@ func fakeWorkflowCLI() {
 	}
 	s.Drain()
 	os.Exit(0)
+}
+
+// wantsStructured reports whether the call asks for structured output
+// (--json-schema).
+func wantsStructured() bool {
+	for _, a := range os.Args[1:] {
+		if a == "--json-schema" || strings.HasPrefix(a, "--json-schema=") {
+			return true
+		}
+	}
+	return false
+}
+
+// Replies of a fakeRule for the cases where a call under --json-schema
+// goes wrong (see fakeRule). Build them with the helpers below.
+const (
+	// replyTwoOutputs is followed by two JSON objects, one a line: the
+	// model calls StructuredOutput twice in one turn.
+	replyTwoOutputs = "FAKE-STRUCTURED:TWO-OUTPUTS\n"
+	// replyCutOff is followed by a JSON object whose first half the model
+	// writes as text: a reply cut off before it called the tool.
+	replyCutOff = "FAKE-STRUCTURED:CUT-OFF\n"
+	// replyRejected is followed by a JSON object the model kept giving and
+	// the CLI kept refusing: its schema check failed on every attempt.
+	replyRejected = "FAKE-STRUCTURED:REJECTED\n"
+	// replyEmpty is a model that answered nothing at all.
+	replyEmpty = "FAKE-STRUCTURED:EMPTY"
+)
+
+// structuredReply is the reply of a model giving v as its structured
+// output.
+func structuredReply(v any) string { return mustJSON(v) }
+
+// twoOutputsReply is a reply calling StructuredOutput with a, then b.
+func twoOutputsReply(a, b any) string { return replyTwoOutputs + mustJSON(a) + "\n" + mustJSON(b) }
+
+// cutOffReply is a reply cut off halfway through writing v as text.
+func cutOffReply(v any) string { return replyCutOff + mustJSON(v) }
+
+// rejectedReply is a reply whose structured output v failed the CLI's
+// schema check on every attempt.
+func rejectedReply(v any) string { return replyRejected + mustJSON(v) }
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fake reply: %v", err))
+	}
+	return string(b)
+}
+
+// sendStructured answers a call made under --json-schema with reply as
+// CLI 2.1.332 does (claude/fakeapi/STRUCTURED.md) and returns the exit
+// code the real CLI would end with: a JSON object becomes a
+// StructuredOutput call the CLI accepts (assistant tool_use, user
+// tool_result), and the result carries it as structured_output with its
+// compact JSON as result text; a plain text ends, as after the CLI's one
+// nudge, in a success with that text and no structured_output; the
+// replyTwoOutputs, replyCutOff, replyRejected and replyEmpty replies play
+// the bad cases.
+func sendStructured(s *fakecli.Session, sid string, n int, reply string) (exitCode int) {
+	msgID := fmt.Sprintf("m-%d", n)
+	line := 0
+	assistant := func(block map[string]any) {
+		line++
+		s.Send(map[string]any{"type": "assistant", "session_id": sid, "uuid": fmt.Sprintf("a-%d-%d", n, line), "parent_tool_use_id": nil,
+			"message": map[string]any{"id": msgID, "model": "fake", "content": []any{block}}})
+	}
+	call := func(k int, input json.RawMessage) string {
+		id := fmt.Sprintf("toolu_fake_%d_%d", n, k)
+		assistant(map[string]any{"type": "tool_use", "id": id, "name": "StructuredOutput", "input": input})
+		return id
+	}
+	answer := func(toolResult map[string]any) {
+		line++
+		s.Send(map[string]any{"type": "user", "session_id": sid, "uuid": fmt.Sprintf("u-%d-%d", n, line), "parent_tool_use_id": nil,
+			"message": map[string]any{"role": "user", "content": []any{toolResult}}})
+	}
+	accepted := func(id string) map[string]any {
+		return map[string]any{"type": "tool_result", "tool_use_id": id, "content": "Structured output provided successfully"}
+	}
+	result := func(text string, output json.RawMessage) {
+		r := map[string]any{"type": "result", "subtype": "success", "is_error": false, "duration_ms": 1, "duration_api_ms": 1,
+			"num_turns": 2, "result": text, "session_id": sid, "total_cost_usd": 0.01, "terminal_reason": "completed"}
+		if output != nil {
+			r["structured_output"], r["stop_reason"] = output, "tool_use"
+		} else {
+			r["stop_reason"] = "end_turn"
+		}
+		s.Send(r)
+	}
+	switch {
+	case reply == replyEmpty:
+		result("", nil)
+	case strings.HasPrefix(reply, replyTwoOutputs):
+		first, second, _ := strings.Cut(strings.TrimPrefix(reply, replyTwoOutputs), "\n")
+		a, b := compactObject(first), compactObject(second)
+		if a == nil || b == nil {
+			os.Exit(5) // a test wrote a bad reply
+		}
+		// The CLI answers each call before it prints the next.
+		answer(accepted(call(0, a)))
+		answer(accepted(call(1, b)))
+		result(string(b), b) // the last valid call wins
+	case strings.HasPrefix(reply, replyCutOff):
+		whole := strings.TrimPrefix(reply, replyCutOff)
+		cut := whole[:len(whole)/2]
+		assistant(map[string]any{"type": "text", "text": cut})
+		result(cut, nil)
+	case strings.HasPrefix(reply, replyRejected):
+		input := compactObject(strings.TrimPrefix(reply, replyRejected))
+		if input == nil {
+			os.Exit(5)
+		}
+		const complaint = "Output does not match required schema: the scripted CLI refused it"
+		id := call(0, input)
+		answer(map[string]any{"type": "tool_result", "tool_use_id": id, "content": complaint, "is_error": true})
+		s.Send(map[string]any{"type": "result", "subtype": "error_max_structured_output_retries", "is_error": true,
+			"duration_ms": 1, "duration_api_ms": 1, "num_turns": 6, "session_id": sid, "total_cost_usd": 0.01,
+			"stop_reason": "tool_use", "terminal_reason": "structured_output_retry_exhausted",
+			"errors": []string{"Failed to provide valid structured output after 5 attempts — last StructuredOutput error: " + complaint}})
+		return 1
+	default:
+		if obj := compactObject(reply); obj != nil {
+			answer(accepted(call(0, obj)))
+			result(string(obj), obj)
+			return 0
+		}
+		assistant(map[string]any{"type": "text", "text": reply})
+		result(reply, nil)
+	}
+	return 0
+}
+
+// compactObject returns text compacted when it is one JSON object, else
+// nil.
+func compactObject(text string) json.RawMessage {
+	text = strings.TrimSpace(text)
+	var obj map[string]json.RawMessage
+	if !strings.HasPrefix(text, "{") || json.Unmarshal([]byte(text), &obj) != nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(text)) != nil {
+		return nil
+	}
+	return b.Bytes()
 }
 
 // failMarked reports whether the prompt holds the text in
@@ -122,6 +278,20 @@ func recordFakeCall(prompt string) int {
 // fakeRule gives the replies to the prompts that contain Match: the k-th
 // such call gets Replies[k] (the last one once they run out). The first rule
 // that matches wins.
+//
+// A call under --json-schema reads its reply as the real CLI's model would
+// answer (sendStructured): a JSON object (structuredReply) is the
+// structured output; any other text is a model that never called the tool,
+// which ends in a success without structured_output. The bad cases:
+//   - twoOutputsReply(a, b): two StructuredOutput calls in one turn; the
+//     result keeps b, the assistant lines show both;
+//   - cutOffReply(v): the reply cut off, the result's text the first half
+//     of v's JSON and no structured_output;
+//   - replyEmpty: no answer, the result's text "" and no structured_output;
+//   - rejectedReply(v): v failed the CLI's schema check on every attempt,
+//     an error_max_structured_output_retries result.
+//
+// A prompt holding FAIL or MAXTURNS fails as without --json-schema.
 type fakeRule struct {
 	Match   string   `json:"match"`
 	Replies []string `json:"replies"`
@@ -1034,4 +1204,146 @@ func TestCtxOutputFindsStarterStepsInEitherLanguage(t *testing.T) {
 	if _, err := c.Output("work"); !errors.Is(err, ErrNoOutput) {
 		t.Errorf("Output(work) with neither name set: %v", err)
 	}
+}
+
+// structuredCall is what the driver read from one scripted call.
+type structuredCall struct {
+	calls   []*claude.ToolUseBlock // the StructuredOutput calls, in order
+	results []*claude.ToolResultBlock
+	texts   []string
+	result  *claude.ResultMessage
+	err     error
+}
+
+// queryScripted runs one prompt on the scripted CLI with replies as its
+// only rule's replies, with --json-schema when schema is set.
+func queryScripted(t *testing.T, schema string, reply string) structuredCall {
+	t.Helper()
+	f := newFakeFlow(t)
+	b, err := json.Marshal([]fakeRule{{Match: "SCENARIO", Replies: []string{reply}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.calls, "replies.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := claude.Options{CLIPath: exe, Cwd: f.ws, SkipVersionCheck: true,
+		BaseEnv: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.home, "FLOWER_FAKE_CLI=workflow", "FLOWER_FAKE_DIR=" + f.calls}}
+	if schema != "" {
+		opts.JSONSchema = json.RawMessage(schema)
+	}
+	var got structuredCall
+	for m, err := range claude.Query(runCtx(t), "SCENARIO judge", opts) {
+		if err != nil {
+			got.err = err
+			continue
+		}
+		switch m := m.(type) {
+		case *claude.AssistantMessage:
+			for _, b := range m.Content {
+				switch b := b.(type) {
+				case *claude.ToolUseBlock:
+					if b.Name == "StructuredOutput" {
+						got.calls = append(got.calls, b)
+					}
+				case *claude.TextBlock:
+					got.texts = append(got.texts, b.Text)
+				}
+			}
+		case *claude.UserMessage:
+			for _, b := range m.Content {
+				if b, ok := b.(*claude.ToolResultBlock); ok {
+					got.results = append(got.results, b)
+				}
+			}
+		case *claude.ResultMessage:
+			got.result = m
+		}
+	}
+	if got.result == nil {
+		t.Fatalf("no result (err %v)", got.err)
+	}
+	return got
+}
+
+func TestFakeWorkflowCLIAnswersUnderJSONSchemaAsTheRealCLI(t *testing.T) {
+	t.Parallel()
+	const schema = `{"type":"object"}`
+	verdict := map[string]any{"conclusion": "not_yet", "items": []any{map[string]any{"id": "c1", "status": "failed"}}}
+	other := map[string]any{"conclusion": "achieved", "items": []any{}}
+	compact := func(v any) string { return string(compactObject(mustJSON(v))) }
+
+	t.Run("an object is the structured output", func(t *testing.T) {
+		t.Parallel()
+		got := queryScripted(t, schema, structuredReply(verdict))
+		r := got.result
+		if r.IsError || r.Subtype != "success" || string(r.StructuredOutput) != compact(verdict) || r.Result != compact(verdict) {
+			t.Errorf("result: %s is_error %v structured_output %s text %q; want the object in both", r.Subtype, r.IsError, r.StructuredOutput, r.Result)
+		}
+		if len(got.calls) != 1 || string(got.calls[0].Input) != compact(verdict) || len(got.results) != 1 || got.results[0].IsError ||
+			got.results[0].ToolUseID != got.calls[0].ID {
+			t.Errorf("calls %v, results %v; want one accepted StructuredOutput call", got.calls, got.results)
+		}
+	})
+	t.Run("text ends without structured output", func(t *testing.T) {
+		t.Parallel()
+		got := queryScripted(t, schema, "## Verdict\nAchieved")
+		r := got.result
+		if r.IsError || r.Subtype != "success" || r.StructuredOutput != nil || r.Result != "## Verdict\nAchieved" || len(got.calls) != 0 {
+			t.Errorf("result: %s is_error %v structured_output %s text %q, %d calls", r.Subtype, r.IsError, r.StructuredOutput, r.Result, len(got.calls))
+		}
+	})
+	t.Run("two outputs in one turn: both shown, the last kept", func(t *testing.T) {
+		t.Parallel()
+		got := queryScripted(t, schema, twoOutputsReply(verdict, other))
+		if len(got.calls) != 2 || string(got.calls[0].Input) != compact(verdict) || string(got.calls[1].Input) != compact(other) {
+			t.Errorf("calls = %v; want both", got.calls)
+		}
+		if string(got.result.StructuredOutput) != compact(other) || got.result.IsError {
+			t.Errorf("structured_output = %s, want the second", got.result.StructuredOutput)
+		}
+	})
+	t.Run("a reply cut off", func(t *testing.T) {
+		t.Parallel()
+		got := queryScripted(t, schema, cutOffReply(verdict))
+		whole := compact(verdict)
+		r := got.result
+		if r.StructuredOutput != nil || r.IsError || r.Result != whole[:len(whole)/2] || json.Valid([]byte(r.Result)) {
+			t.Errorf("result: structured_output %s is_error %v text %q; want half of %s", r.StructuredOutput, r.IsError, r.Result, whole)
+		}
+	})
+	t.Run("an empty reply", func(t *testing.T) {
+		t.Parallel()
+		got := queryScripted(t, schema, replyEmpty)
+		r := got.result
+		if r.StructuredOutput != nil || r.IsError || r.Result != "" || len(got.texts)+len(got.calls) != 0 {
+			t.Errorf("result: structured_output %s is_error %v text %q, texts %q calls %d; want nothing", r.StructuredOutput, r.IsError, r.Result, got.texts, len(got.calls))
+		}
+	})
+	t.Run("rejected by the schema on every attempt", func(t *testing.T) {
+		t.Parallel()
+		got := queryScripted(t, schema, rejectedReply(map[string]any{"conclusion": "maybe"}))
+		r := got.result
+		if !r.IsError || r.Subtype != "error_max_structured_output_retries" || r.StructuredOutput != nil || len(r.Errors) != 1 {
+			t.Errorf("result: %s is_error %v structured_output %s errors %q", r.Subtype, r.IsError, r.StructuredOutput, r.Errors)
+		}
+		if len(got.results) != 1 || !got.results[0].IsError {
+			t.Errorf("tool results = %v; want the CLI's refusal", got.results)
+		}
+		var re *claude.ResultError
+		if !errors.As(got.err, &re) || re.Result.Subtype != "error_max_structured_output_retries" {
+			t.Errorf("err = %v; want the result's error, as the real CLI exits 1", got.err)
+		}
+	})
+	t.Run("without --json-schema an object stays text", func(t *testing.T) {
+		t.Parallel()
+		got := queryScripted(t, "", structuredReply(verdict))
+		if got.result.StructuredOutput != nil || got.result.Result != mustJSON(verdict) || len(got.calls) != 0 {
+			t.Errorf("result: structured_output %s text %q, %d calls", got.result.StructuredOutput, got.result.Result, len(got.calls))
+		}
+	})
 }

@@ -21,6 +21,7 @@ type cliRun struct {
 	result  map[string]any   // the last "result" line
 	stderr  string
 	elapsed time.Duration
+	exitErr error // how the process ended, nil for exit 0
 }
 
 // The real-CLI tests run in parallel, so at most GOMAXPROCS CLI processes
@@ -31,6 +32,17 @@ type cliRun struct {
 // acceptEdits` and extra args, and fails the test unless it exits 0 with a
 // result line.
 func runCLI(t *testing.T, srv *Server, dir, prompt string, extra ...string) cliRun {
+	t.Helper()
+	run := runCLIExit(t, srv, dir, prompt, extra...)
+	if run.exitErr != nil {
+		t.Fatalf("claude: %v\nstderr: %s", run.exitErr, run.stderr)
+	}
+	return run
+}
+
+// runCLIExit is runCLI for a run that may exit non-zero (an error result):
+// it fails the test only when no result line came, and records the exit.
+func runCLIExit(t *testing.T, srv *Server, dir, prompt string, extra ...string) cliRun {
 	t.Helper()
 	cli := CLIPath(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -62,8 +74,9 @@ func runCLI(t *testing.T, srv *Server, dir, prompt string, extra ...string) cliR
 			run.result = m
 		}
 	}
-	if err != nil || run.result == nil {
-		t.Fatalf("claude: %v (result %v)\nstderr: %s\nstdout: %.2000s", err, run.result, run.stderr, stdout.String())
+	run.exitErr = err
+	if run.result == nil {
+		t.Fatalf("claude: %v, no result line\nstderr: %s\nstdout: %.2000s", err, run.stderr, stdout.String())
 	}
 	return run
 }

@@ -42,6 +42,15 @@ var (
 	RateLimited   = fakeapi.RateLimited
 	PromptTooLong = fakeapi.PromptTooLong
 	ConnReset     = fakeapi.ConnReset
+
+	StructuredOutput      = fakeapi.StructuredOutput
+	StructuredOutputBlock = fakeapi.StructuredOutputBlock
+)
+
+// The CLI's structured output (--json-schema): see package fakeapi.
+const (
+	StructuredOutputTool = fakeapi.StructuredOutputTool
+	StructuredNudge      = fakeapi.StructuredNudge
 )
 
 // NewServer starts a fake Messages API answering with h, reports its own

@@ -20,9 +20,13 @@ type Request struct {
 	// mid-conversation role:"system" entries.
 	Messages []Message
 	// Tools are the names of the tools offered.
-	Tools     []string
-	Stream    bool
-	MaxTokens int
+	Tools []string
+	// StructuredSchema is the input schema of the StructuredOutput tool
+	// when the request offers it: the schema given to --json-schema (see
+	// WantsStructured).
+	StructuredSchema json.RawMessage
+	Stream           bool
+	MaxTokens        int
 	// Subagent reports a subagent's request: the CLI adds
 	// cc_is_subagent=true to the first system block.
 	Subagent bool
@@ -77,7 +81,8 @@ func parseRequest(body []byte) (*Request, error) {
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 		Tools []struct {
-			Name string `json:"name"`
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"input_schema"`
 		} `json:"tools"`
 		Stream    bool `json:"stream"`
 		MaxTokens int  `json:"max_tokens"`
@@ -89,6 +94,9 @@ func parseRequest(body []byte) (*Request, error) {
 	req.Model, req.Stream, req.MaxTokens = w.Model, w.Stream, w.MaxTokens
 	for _, t := range w.Tools {
 		req.Tools = append(req.Tools, t.Name)
+		if t.Name == StructuredOutputTool {
+			req.StructuredSchema = t.InputSchema
+		}
 	}
 	system, err := parseContent(w.System)
 	if err != nil {
