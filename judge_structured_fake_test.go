@@ -96,10 +96,11 @@ func TestFakeStructuredVerdictAnUnreadableAnswerIsAskedAgainOnceThenTheJudgeFail
 	t.Parallel()
 	bad := map[string]string{
 		"plain words":           "## 结论\n已达成\n\n## 理由\n都过了\n\n## 未通过\n(无)",
-		"empty":                 "",
-		"cut off":               fakeCutOff(fakeDone),
+		"empty":                 replyEmpty,
+		"refused by the CLI":    replyRejected + fakeDone,
+		"cut off":               replyCutOff + fakeDone,
 		"schema-invalid":        `{"conclusion":"achieved","reason":"all good"}`,
-		"two answers":           fakeTwoAnswers(fakeNotYet, fakeDone),
+		"two answers":           replyTwoOutputs + fakeNotYet + "\n" + fakeDone,
 		"a conclusion in words": strings.Replace(fakeDone, `"achieved"`, `"Achieved*"`, 1),
 	}
 	for name, reply := range bad {
@@ -116,7 +117,8 @@ func TestFakeStructuredVerdictAnUnreadableAnswerIsAskedAgainOnceThenTheJudgeFail
 				t.Error("the second answer was achieved, yet the flow failed")
 			}
 			judges := f.callsMatching("判定这一轮")
-			if len(judges) != 2 || !strings.Contains(judges[1].Prompt, "你的回答读不了") || strings.Contains(judges[0].Prompt, "你的回答读不了") {
+			told := reply != replyRejected+fakeDone // a judge whose session failed is asked the same again
+			if len(judges) != 2 || strings.Contains(judges[1].Prompt, "你的回答读不了") != told || strings.Contains(judges[0].Prompt, "你的回答读不了") {
 				t.Errorf("the second judge is not told why it is asked again: %d calls", len(judges))
 			}
 		})
