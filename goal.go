@@ -106,8 +106,8 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 		c.Set(GoalKey, g)
 		c.Set(name, g.PromptBlock(lang))
 	}
-	// Why the last answer could not be read, for the retry's prompt: a
-	// reply that fails the schema is asked again once.
+	// Why the last answer could not be read, for OnReject: a reply that
+	// fails the schema is asked again once.
 	var unread error
 	return Step{
 		Name:    name,
@@ -120,11 +120,15 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			if err != nil || strings.TrimSpace(brief) == "" {
 				brief = t.noBrief
 			}
-			p := PromptsFor(lang).SetGoalPrompt(brief)
-			if unread != nil {
-				p += "\n\n" + judge.AskAgain(lang, unread)
+			return PromptsFor(lang).SetGoalPrompt(brief), nil
+		},
+		// An answer that could not be read is asked again in the same
+		// session, told why.
+		OnReject: func(context.Context, StepResult, *Ctx) (string, error) {
+			if unread == nil {
+				return "", nil
 			}
-			return p, nil
+			return judge.AskAgain(lang, unread), nil
 		},
 		When: func(_ context.Context, c *Ctx) (bool, error) {
 			if o.AlwaysSet {

@@ -79,8 +79,10 @@ func TestFakeStructuredVerdictOnlyItemsThatPassedEndTheWork(t *testing.T) {
 			if tc.doubt != (len(doubts) == 1) {
 				t.Fatalf("doubt events = %v, want one: %v", doubts, tc.doubt)
 			}
-			if tc.doubt && !strings.Contains(r2[0].Prompt, doubts[0].Text) {
-				t.Errorf("the worker is not told why (%q):\n%s", doubts[0].Text, r2[0].Prompt)
+			for _, d := range doubts {
+				if why := strings.Split(d.Text, "\n")[0]; !strings.Contains(r2[0].Prompt, why) {
+					t.Errorf("the worker is not told why (%q):\n%s", why, r2[0].Prompt)
+				}
 			}
 			// Each judge call asked for structure.
 			for _, j := range f.callsMatching("判定这一轮") {
@@ -177,18 +179,23 @@ func TestFakeStructuredGoalAnUnreadableGoalIsAskedAgainOnce(t *testing.T) {
 	t.Parallel()
 	f := newFakeFlow(t)
 	rules := starterRules(fakeDone)
-	rules[6].Replies = []string{"## 目标\nhello\n\n## 判定清单\n- 运行 ls", fakeGoal}
+	rules[6].Replies = []string{"## 目标\nhello\n\n## 判定清单\n- 运行 ls"}
+	// Asked again in its session, the goal step answers in structure.
+	rules = slices.Insert(rules, len(rules)-1, fakeRule{Match: "你的回答读不了", Replies: []string{fakeGoal}})
 	f.script(rules)
 	_, rt, c := f.runStarter("帮我做一个 hello", f.options(), nil)
 	if _, failed := c.FailedAt(); failed {
 		t.Fatal("the second goal was readable, yet the flow failed")
 	}
-	if got := labels(t, rt); !slices.Equal(got[:3], []string{"确认需求", "设定目标", "设定目标#retry1"}) {
+	if got := labels(t, rt); !slices.Equal(got[:3], []string{"确认需求", "设定目标", "设定目标#round2"}) {
 		t.Fatalf("labels = %v", got)
 	}
-	goals := f.callsMatching("变成一个可判定的目标")
-	if len(goals) != 2 || !strings.Contains(goals[1].Prompt, "你的回答读不了") {
-		t.Fatalf("goal calls %d; the second is not told why", len(goals))
+	again := f.callsMatching("你的回答读不了")
+	if len(again) != 1 || !slices.Contains(again[0].Args, "--json-schema") {
+		t.Fatalf("the goal step was not asked again, told why: %d calls", len(again))
+	}
+	if sid, _ := again[0].resumed(); sid == "" {
+		t.Error("the goal step was asked again in a new session, without its first answer")
 	}
 	g := readText(t, filepath.Join(f.ws, ".flower", "notes", "目标.md"))
 	if !strings.Contains(g, "- [c1] 运行 cat hello.txt,看到 hello") {
