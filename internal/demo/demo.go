@@ -11,6 +11,11 @@
 // coordinator writes the bequest. Handler adds the side-question oracle and
 // an in-character reply to anything else. The tests of the starter flow and
 // the flower demo command share it.
+//
+// A request made under --json-schema (the CLI offers its StructuredOutput
+// tool) is answered in structure: the goal step with a statement and a
+// checklist of items with ids and commands, the round judge with a verdict
+// on each item (goalAnswer, verdictAnswer); anything else in markdown.
 package demo
 
 import (
@@ -38,9 +43,14 @@ type Texts struct {
 	// Round1, Round2 and Woken are the coordinator's reports (they open
 	// it: a note on a human's words may follow).
 	Round1, Round2, Woken string
-	// NotYet and Achieved are the round judge's verdicts when hello.txt
-	// is right; Reason is round 1's.
-	NotYet, Achieved, Reason string
+	// NotYet and Achieved are the round judge's verdicts in markdown when
+	// hello.txt is right; Reason is round 1's, Passed the achieved one's.
+	NotYet, Achieved, Reason, Passed string
+	// Evidence says what the judge read (first %s: the file, second: its
+	// text quoted, or Missing); Matches is the reason of the item whose
+	// text is right; Listed the evidence (%s: the file) that ls would
+	// list it, Present that item's reason.
+	Evidence, Matches, Listed, Present string
 	// Missing and Wrong are the round judge's reasons when hello.txt is
 	// not there, or says (first %q) something else than the checklist
 	// wants (second %q).
@@ -72,6 +82,11 @@ func TextsFor(tag lang.Lang) Texts {
 			NotYet:     "## Conclusion\nnot yet\n\n## Reason\nnobody ran ls yet\n\n## Not passed\n- run ls, see hello.txt",
 			Achieved:   "## Conclusion\nachieved\n\n## Reason\nboth checks pass\n\n## Not passed\n(none)",
 			Reason:     "nobody ran ls yet",
+			Passed:     "both checks pass",
+			Evidence:   "read %s with Read: %s",
+			Matches:    "it says what the checklist wants",
+			Listed:     "Read found %s, so ls lists it",
+			Present:    "hello.txt is in the workspace",
 			Missing:    "hello.txt does not exist",
 			Wrong:      "hello.txt says %q; the checklist wants %q",
 			Bequest:    "## Hand-over\n\n- What: writes hello.txt.\n- Checks: cat hello.txt and ls pass.\n- Generated: hello.txt, by the coder.\n- Workbench: .flower/, read INDEX.md first.",
@@ -92,6 +107,11 @@ func TextsFor(tag lang.Lang) Texts {
 		NotYet:     "## 结论\n未达成\n\n## 理由\n还没人跑过 ls\n\n## 未通过\n- 运行 ls,看到 hello.txt",
 		Achieved:   "## 结论\n已达成\n\n## 理由\n两条都过了\n\n## 未通过\n(无)",
 		Reason:     "还没人跑过 ls",
+		Passed:     "两条都过了",
+		Evidence:   "用 Read 读了 %s:%s",
+		Matches:    "内容和判定清单要的一样",
+		Listed:     "Read 读到了 %s,ls 会列出它",
+		Present:    "hello.txt 在工作区里",
 		Missing:    "hello.txt 不存在",
 		Wrong:      "hello.txt 里是 %q,判定清单要的是 %q",
 		Bequest:    "## 交代\n\n- 这是什么:生成 hello.txt。\n- 验收:cat hello.txt、ls 都过了。\n- 生成的文件:hello.txt,由 coder 写出。\n- 工作台:.flower/,先读 INDEX.md。",
@@ -112,8 +132,10 @@ type markers struct {
 	// prompt; the words end at the next blank line.
 	said []string
 	// goalLine and briefLine open the line of the goal's checklist and of
-	// the brief that say what hello.txt must hold.
-	goalLine, briefLine string
+	// the brief that say what hello.txt must hold; checkText is the
+	// checklist item's own text (goalLine without its bullet), lsText the
+	// other item's.
+	goalLine, briefLine, checkText, lsText string
 	// oracle opens the side-question agent's rules (prompts/*/oracle.md);
 	// noEvents stands for the events in its prompt when there are none
 	// (app's Aside.Prompt).
@@ -126,12 +148,14 @@ func markersFor(tag lang.Lang) markers {
 			"did not achieve the goal", "Write a short hand-over", "The checklist has been derived again",
 			"Carry on. Pick up where you stopped",
 			[]string{"interrupted you here and said:\n\n", "a human said:\n\n"},
-			"- run cat hello.txt, see ", "writes hello.txt saying ", "# Side questions", "(no events yet)"}
+			"- run cat hello.txt, see ", "writes hello.txt saying ", "run cat hello.txt, see ", "run ls, see hello.txt",
+			"# Side questions", "(no events yet)"}
 	}
 	return markers{"变成一个可判定的目标", "判定这一轮", "照这份需求做", "没有达成目标", "给下一个接手这个仓库",
 		"判定标准已经按这句话重新推导过", "接着做。上次干到哪",
 		[]string{"打断了你,说:\n\n", "人说了:\n\n"},
-		"- 运行 cat hello.txt,看到 ", "生成 hello.txt 的小工具,内容是 ", "# 旁路问答", "(还没有事件)"}
+		"- 运行 cat hello.txt,看到 ", "生成 hello.txt 的小工具,内容是 ", "运行 cat hello.txt,看到 ", "运行 ls,看到 hello.txt",
+		"# 旁路问答", "(还没有事件)"}
 }
 
 // CoderMarker opens the coordinator's task for the coder; a test replaces
@@ -248,21 +272,56 @@ func (d *model) isAnswer(s string) bool {
 	return true
 }
 
-// goal turns the brief in the request into a goal whose checklist names
-// the text hello.txt must hold.
-func (d *model) goal(req *fakeapi.Request) fakeapi.Reply {
-	want := d.wanted(req)
-	return fakeapi.Say(d.pick(
-		"## 目标\nhello.txt 存在,内容是 "+want+"\n\n## 判定清单\n"+d.m.goalLine+want+"\n- 运行 ls,看到 hello.txt",
-		"## Goal\nhello.txt exists and says "+want+"\n\n## Checklist\n"+d.m.goalLine+want+"\n- run ls, see hello.txt"))
+// goalAnswer is the goal step's structured answer.
+type goalAnswer struct {
+	Statement string      `json:"statement"`
+	Checklist []checkItem `json:"checklist"`
 }
 
-// wanted is what hello.txt must hold: the goal's checklist line in the
-// request, else the brief's line, else the default answer.
+// checkItem is one item of the goal's checklist; Command is what flower
+// runs to check it.
+type checkItem struct {
+	ID      string `json:"id"`
+	Text    string `json:"text"`
+	Command string `json:"command"`
+}
+
+// The ids of the demo goal's two checklist items.
+const (
+	catItem = "c1" // hello.txt says what the brief wants
+	lsItem  = "c2" // hello.txt exists
+)
+
+// goal turns the brief in the request into a goal whose checklist names
+// the text hello.txt must hold: in structure when the request asks for it
+// (goalAnswer), else in markdown.
+func (d *model) goal(req *fakeapi.Request) fakeapi.Reply {
+	want := d.wanted(req)
+	statement := d.pick("hello.txt 存在,内容是 ", "hello.txt exists and says ") + want
+	if req.WantsStructured() {
+		return fakeapi.StructuredOutput(goalAnswer{Statement: statement, Checklist: []checkItem{
+			{ID: catItem, Text: d.m.checkText + want, Command: "cat " + d.t.File},
+			{ID: lsItem, Text: d.m.lsText, Command: "ls"},
+		}})
+	}
+	return fakeapi.Say(d.pick(
+		"## 目标\n"+statement+"\n\n## 判定清单\n"+d.m.goalLine+want+"\n- "+d.m.lsText,
+		"## Goal\n"+statement+"\n\n## Checklist\n"+d.m.goalLine+want+"\n- "+d.m.lsText))
+}
+
+// wanted is what hello.txt must hold: the goal's checklist item in the
+// request, else the brief's line, else the default answer. flower renders
+// the goal into later prompts as it likes (markdown, quoted JSON), so the
+// text ends at the first quote, bracket or bar after the item's words.
 func (d *model) wanted(req *fakeapi.Request) string {
-	for _, open := range []string{d.m.goalLine, d.m.briefLine} {
+	for _, open := range []string{d.m.checkText, d.m.briefLine} {
 		if w, ok := lineAfter(req, open); ok {
-			return w
+			if end := strings.IndexAny(w, "\"`|(（"); end >= 0 {
+				w = strings.TrimSpace(w[:end])
+			}
+			if w != "" {
+				return w
+			}
 		}
 	}
 	return d.t.Answer
@@ -349,9 +408,30 @@ func (d *model) code(req *fakeapi.Request) fakeapi.Reply {
 // lineNumber is the CLI's prefix of each line Read returns.
 var lineNumber = regexp.MustCompile(`(?m)^\s*\d+(\t|→)`)
 
+// verdictAnswer is the round judge's structured answer: a ruling on each
+// checklist item, then the conclusion.
+type verdictAnswer struct {
+	Items      []verdictItem `json:"items"`
+	Conclusion string        `json:"conclusion"` // achieved, not_yet or unreachable
+	Reason     string        `json:"reason"`
+	// Missing and WhyNoWork are for unreachable, which the demo never
+	// says.
+	Missing   string `json:"missing"`
+	WhyNoWork string `json:"why_no_work"`
+}
+
+// verdictItem is the ruling on one checklist item.
+type verdictItem struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"` // passed, failed or not_run
+	Evidence string `json:"evidence"`
+	Reason   string `json:"reason"`
+}
+
 // judge rules on a round: it reads File (the real file, through the CLI's
 // Read), says not yet when it is missing or holds something else than the
-// checklist names, not yet in round 1 (nobody ran ls), else achieved.
+// checklist names, not yet in round 1 (nobody ran ls), else achieved; in
+// structure when the request asks for it, else in markdown.
 func (d *model) judge(req *fakeapi.Request) fakeapi.Reply {
 	i, prompt := lastPrompt(req, d.m.verify)
 	reads := toolResults(req, i, "Read")
@@ -359,27 +439,54 @@ func (d *model) judge(req *fakeapi.Request) fakeapi.Reply {
 		return use("Read", map[string]any{"file_path": filepath.Join(d.ws, d.t.File)})
 	}
 	want := d.wanted(req)
-	notYet := func(reason string) fakeapi.Reply {
-		return fakeapi.Say(d.pick(
-			"## 结论\n未达成\n\n## 理由\n"+reason+"\n\n## 未通过\n"+d.m.goalLine+want,
-			"## Conclusion\nnot yet\n\n## Reason\n"+reason+"\n\n## Not passed\n"+d.m.goalLine+want))
+	v := d.rule(prompt, reads[len(reads)-1], want)
+	switch {
+	case req.WantsStructured():
+		return fakeapi.StructuredOutput(v)
+	case v.Conclusion == "achieved":
+		return fakeapi.Say(d.t.Achieved)
+	case v.Reason == d.t.Reason:
+		return fakeapi.Say(d.t.NotYet)
 	}
-	read := reads[len(reads)-1]
+	return fakeapi.Say(d.pick(
+		"## 结论\n未达成\n\n## 理由\n"+v.Reason+"\n\n## 未通过\n"+d.m.goalLine+want,
+		"## Conclusion\nnot yet\n\n## Reason\n"+v.Reason+"\n\n## Not passed\n"+d.m.goalLine+want))
+}
+
+// rule is the judge's ruling on the round whose prompt is given, from the
+// judge's Read of File and the text the checklist wants.
+func (d *model) rule(prompt string, read fakeapi.Block, want string) verdictAnswer {
+	path := filepath.Join(d.ws, d.t.File)
 	if read.IsError {
-		return notYet(d.t.Missing)
+		seen := fmt.Sprintf(d.t.Evidence, path, d.t.Missing)
+		return verdictAnswer{Conclusion: "not_yet", Reason: d.t.Missing, Items: []verdictItem{
+			{ID: catItem, Status: "failed", Evidence: seen, Reason: d.t.Missing},
+			{ID: lsItem, Status: "failed", Evidence: seen, Reason: d.t.Missing},
+		}}
 	}
 	got := strings.TrimSpace(lineNumber.ReplaceAllString(read.Content, ""))
 	if strings.Contains(got, "<system-reminder>") {
 		got, _, _ = strings.Cut(got, "<system-reminder>") // the CLI's note on an empty file
 		got = strings.TrimSpace(got)
 	}
-	if got != want {
-		return notYet(fmt.Sprintf(d.t.Wrong, got, want))
+	cat := verdictItem{ID: catItem, Status: "passed", Evidence: fmt.Sprintf(d.t.Evidence, path, fmt.Sprintf("%q", got)), Reason: d.t.Matches}
+	ls := verdictItem{ID: lsItem, Status: "passed", Evidence: fmt.Sprintf(d.t.Listed, path), Reason: d.t.Present}
+	// Round 1's report does not say it listed the workspace, so the judge
+	// holds that item back: the demo needs a second round.
+	round1 := !strings.Contains(prompt, d.t.Round2) && !strings.Contains(prompt, d.t.Woken)
+	if round1 {
+		ls = verdictItem{ID: lsItem, Status: "not_run", Reason: d.t.Reason}
 	}
-	if strings.Contains(prompt, d.t.Round2) || strings.Contains(prompt, d.t.Woken) {
-		return fakeapi.Say(d.t.Achieved)
+	v := verdictAnswer{Items: []verdictItem{cat, ls}, Conclusion: "achieved", Reason: d.t.Passed}
+	switch {
+	case got != want:
+		wrong := fmt.Sprintf(d.t.Wrong, got, want)
+		v.Items[0].Status, v.Items[0].Reason = "failed", wrong
+		v.Conclusion, v.Reason = "not_yet", wrong
+	case round1:
+		v.Conclusion, v.Reason = "not_yet", d.t.Reason
 	}
-	return fakeapi.Say(d.t.NotYet)
+	return v
 }
 
 // eventLine opens a line of the run's events in a side question's prompt

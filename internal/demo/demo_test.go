@@ -196,3 +196,158 @@ func TestTheDemoAnswersSideQuestionsAndNeverSpeaksAsTheFake(t *testing.T) {
 		}
 	}
 }
+
+// structuredConversation is conversation made under --json-schema.
+func structuredConversation(msgs ...any) *fakeapi.Request {
+	req := conversation(msgs...)
+	req.Tools = []string{"Read", fakeapi.StructuredOutputTool}
+	return req
+}
+
+// structuredInput returns the input of the reply's one StructuredOutput
+// call, decoded into v, and fails the test for any other reply.
+func structuredInput(t *testing.T, r fakeapi.Reply, v any) {
+	t.Helper()
+	if len(r.Blocks) != 1 || r.Blocks[0].Type != "tool_use" || r.Blocks[0].Name != fakeapi.StructuredOutputTool {
+		t.Fatalf("reply = %s; want one StructuredOutput call", said(r))
+	}
+	b, err := json.Marshal(r.Blocks[0].Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields() // the schema's names, no others
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("input %s: %v", b, err)
+	}
+}
+
+// The wire names the structured answers must carry (the lead's schemas).
+type wireGoal struct {
+	Statement string `json:"statement"`
+	Checklist []struct {
+		ID      string `json:"id"`
+		Text    string `json:"text"`
+		Command string `json:"command"`
+	} `json:"checklist"`
+}
+
+type wireVerdict struct {
+	Items []struct {
+		ID       string `json:"id"`
+		Status   string `json:"status"`
+		Evidence string `json:"evidence"`
+		Reason   string `json:"reason"`
+	} `json:"items"`
+	Conclusion string  `json:"conclusion"`
+	Reason     string  `json:"reason"`
+	Missing    *string `json:"missing"`
+	WhyNoWork  *string `json:"why_no_work"`
+}
+
+func TestTheGoalStepAnswersInStructureUnderJSONSchema(t *testing.T) {
+	for _, tag := range []lang.Lang{"en", "zh"} {
+		m := markersFor(tag)
+		prompt := m.setGoal + "\n\n## Goal\nA small tool that " + m.briefLine + "bonjour\n"
+		var g wireGoal
+		structuredInput(t, Script(tag, t.TempDir()).Reply(structuredConversation(prompt)), &g)
+		if !strings.Contains(g.Statement, "bonjour") || len(g.Checklist) != 2 {
+			t.Fatalf("%s: goal = %+v", tag, g)
+		}
+		c1, c2 := g.Checklist[0], g.Checklist[1]
+		if c1.ID != "c1" || c1.Text != m.checkText+"bonjour" || c1.Command != "cat hello.txt" {
+			t.Errorf("%s: first item = %+v; want the typed answer and cat", tag, c1)
+		}
+		if c2.ID != "c2" || c2.Text != m.lsText || c2.Command != "ls" {
+			t.Errorf("%s: second item = %+v", tag, c2)
+		}
+		// The markdown goal names the same two checks.
+		md := said(Script(tag, t.TempDir()).Reply(conversation(prompt)))
+		if !strings.Contains(md, m.goalLine+"bonjour\n") || !strings.Contains(md, "- "+m.lsText) || !strings.Contains(md, g.Statement) {
+			t.Errorf("%s: the markdown goal says something else:\n%s", tag, md)
+		}
+	}
+}
+
+// The structured verdict rules item by item and gives the reasons the
+// markdown verdict gives, so a person sees the same words either way.
+func TestTheJudgeAnswersInStructureUnderJSONSchema(t *testing.T) {
+	ws := t.TempDir()
+	for _, tag := range []lang.Lang{"en", "zh"} {
+		tx, m := TextsFor(tag), markersFor(tag)
+		s := Script(tag, ws)
+		verify := func(report string) string {
+			return m.verify + "\n\n# Goal\n\n" + m.goalLine + "hello, world\n- " + m.lsText + "\n\n# reply\n\n" + report
+		}
+		read := func(report, content string, isError bool) []any {
+			return []any{verify(report), call{"r1", "Read"}, result{"r1", content, isError}}
+		}
+		wrong := fmt.Sprintf(tx.Wrong, "hello", "hello, world")
+		tests := []struct {
+			name               string
+			msgs               []any
+			conclusion, reason string
+			c1, c2             string // the items' statuses
+		}{
+			{"missing", read(tx.Round2, "File does not exist.", true), "not_yet", tx.Missing, "failed", "failed"},
+			{"wrong text, round 2", read(tx.Round2, "     1\thello\n", false), "not_yet", wrong, "failed", "passed"},
+			{"wrong text, round 1", read(tx.Round1, "     1\thello\n", false), "not_yet", wrong, "failed", "not_run"},
+			{"right, round 1", read(tx.Round1, "     1→hello, world\n", false), "not_yet", tx.Reason, "passed", "not_run"},
+			{"right, round 2", read(tx.Round2, "     1→hello, world\n", false), "achieved", tx.Passed, "passed", "passed"},
+			{"right, woken", read(tx.Woken, "     1\thello, world\n", false), "achieved", tx.Passed, "passed", "passed"},
+		}
+		for _, tt := range tests {
+			var v wireVerdict
+			structuredInput(t, s.Reply(structuredConversation(tt.msgs...)), &v)
+			if v.Conclusion != tt.conclusion || v.Reason != tt.reason || v.Missing == nil || *v.Missing != "" || v.WhyNoWork == nil || *v.WhyNoWork != "" {
+				t.Errorf("%s %s: conclusion %q reason %q (missing %v, why_no_work %v); want %q, %q", tag, tt.name, v.Conclusion, v.Reason, v.Missing, v.WhyNoWork, tt.conclusion, tt.reason)
+			}
+			if len(v.Items) != 2 || v.Items[0].ID != "c1" || v.Items[1].ID != "c2" || v.Items[0].Status != tt.c1 || v.Items[1].Status != tt.c2 {
+				t.Errorf("%s %s: items %+v; want c1 %s, c2 %s", tag, tt.name, v.Items, tt.c1, tt.c2)
+				continue
+			}
+			for _, it := range v.Items {
+				// Every ruling says why; every ruling on something looked at
+				// says what was looked at.
+				if it.Reason == "" || (it.Status != "not_run") != (it.Evidence != "") {
+					t.Errorf("%s %s: item %+v lacks a reason or has evidence that does not fit its status", tag, tt.name, it)
+				}
+			}
+			if c1 := v.Items[0]; c1.Status == "failed" && c1.Reason != tt.reason {
+				t.Errorf("%s %s: the failed item's reason %q is not the verdict's %q", tag, tt.name, c1.Reason, tt.reason)
+			}
+			// The markdown verdict on the same round gives the same reason.
+			if md := said(s.Reply(conversation(tt.msgs...))); tt.conclusion == "not_yet" && !strings.Contains(md, tt.reason) {
+				t.Errorf("%s %s: the markdown verdict %q lacks the reason %q", tag, tt.name, md, tt.reason)
+			}
+		}
+		// Before it has read the file, the judge reads it, asked in
+		// structure or not.
+		if got := said(s.Reply(structuredConversation(verify(tx.Round2)))); !strings.HasPrefix(got, "tool Read ") {
+			t.Errorf("%s: the structured judge's first turn = %q, want a Read", tag, got)
+		}
+	}
+}
+
+// However flower renders the goal into the judge's prompt, the judge finds
+// the text the checklist wants.
+func TestTheJudgeFindsTheWantedTextInAnyRenderingOfTheGoal(t *testing.T) {
+	ws := t.TempDir()
+	for _, tag := range []lang.Lang{"en", "zh"} {
+		tx, m := TextsFor(tag), markersFor(tag)
+		s := Script(tag, ws)
+		for _, goal := range []string{
+			m.goalLine + "hello, world\n",
+			"- [c1] " + m.checkText + "hello, world (`cat hello.txt`)\n",
+			"| c1 | " + m.checkText + "hello, world | cat hello.txt |\n",
+			`{"checklist":[{"id":"c1","text":"` + m.checkText + `hello, world","command":"cat hello.txt"}]}` + "\n",
+		} {
+			req := structuredConversation(m.verify+"\n\n# Goal\n\n"+goal+"\n# reply\n\n"+tx.Round2, call{"r1", "Read"}, result{"r1", "     1\thello, world\n", false})
+			var v wireVerdict
+			structuredInput(t, s.Reply(req), &v)
+			if v.Conclusion != "achieved" {
+				t.Errorf("%s: with the goal rendered as %q the judge ruled %s: %s", tag, goal, v.Conclusion, v.Reason)
+			}
+		}
+	}
+}
