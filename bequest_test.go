@@ -121,7 +121,7 @@ func TestFakeBequestSecondRunReplacesItsBlockAndAFailedOneIsMechanical(t *testin
 	if strings.Count(got, BequestBegin) != 1 || strings.Contains(got, fakeBequest) {
 		t.Errorf("the old block must be replaced, not added to:\n%s", got)
 	}
-	for _, want := range []string{"做一个 hello.txt", "目标已达成", "[过] 运行 cat hello.txt,看到 hello", rt.ManifestPath(),
+	for _, want := range []string{"做一个 hello.txt", "目标已达成", "[过] [c1] 运行 cat hello.txt,看到 hello", rt.ManifestPath(),
 		filepath.Join(f.ws, ".flower"), "INDEX.md", "干活·交代 $"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the mechanical bequest lacks %q:\n%s", want, got)

@@ -68,50 +68,6 @@ func (e *events) guard(kind string) []Event {
 	return out
 }
 
-func TestFakeGoalGuardOnlyAPlainAchievedEndsTheWork(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		name, verdict string
-		doubt         bool // the person is told why the reply could not pass
-	}{
-		{"a hedged achieved with a failed item", "## 结论\n基本达成\n\n## 理由\n第 2 条没过\n\n## 未通过\n- 运行 ls,看到 hello.txt", false},
-		{"mostly achieved in English", "## Conclusion\nMostly achieved: item 2 fails\n\n## Reason\nls shows nothing\n\n## Not passed\n- 运行 ls,看到 hello.txt", false},
-		{"achieved with an item under Not passed", "## 结论\n达成\n\n## 理由\n差不多\n\n## 未通过\n- 运行 ls,看到 hello.txt", true},
-		{"not yet because the build fails", "## Conclusion\nNot yet: I could not verify item 2 because the build fails\n\n## Reason\nmake fails\n\n## Not passed\n- 运行 ls,看到 hello.txt", false},
-		{"two conclusions", "## 结论\n已达成\n\n## 理由\nx\n\n## 结论\n未达成", true},
-		{"only a code block", "```\n## 结论\n已达成\n```", true},
-		{"empty", "", true},
-		{"huge", "## 结论\n已达成\n\n## 理由\n" + strings.Repeat("日志一行\n", 8000) + "\n## 未通过\n(无)", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFakeFlow(t)
-			f.script(starterRules(tc.verdict, fakeDone))
-			var ev events
-			o := f.options()
-			o.Timeout = -1 // unattended: an unreachable would stop the run
-			_, rt, c := f.runStarter("帮我做一个 hello", o, ev.add)
-			want := []string{"确认需求", "设定目标", "干活", "干活·判定#1", "干活#round2", "干活·判定#2", "干活·交代"}
-			if got := labels(t, rt); !slices.Equal(got, want) {
-				t.Fatalf("labels = %v, want another round: %v", got, want)
-			}
-			if _, failed := c.FailedAt(); failed {
-				t.Error("round 2 achieved, yet the flow failed")
-			}
-			r2 := f.callsMatching("没有达成目标")
-			if len(r2) != 1 {
-				t.Fatalf("round 2 calls: %d", len(r2))
-			}
-			if doubts := ev.guard("doubt"); tc.doubt != (len(doubts) == 1) {
-				t.Errorf("doubt events = %v, want one: %v", doubts, tc.doubt)
-			} else if tc.doubt && !strings.Contains(r2[0].Prompt, doubts[0].Text) {
-				t.Errorf("the worker is not told why (%q):\n%s", doubts[0].Text, r2[0].Prompt)
-			}
-		})
-	}
-}
-
 func TestFakeGoalGuardARealUnreachableStopsUnattended(t *testing.T) {
 	t.Parallel()
 	f := newFakeFlow(t)

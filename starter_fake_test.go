@@ -328,29 +328,12 @@ func TestFakeStarterUnreachableAsksTheHuman(t *testing.T) {
 				t.Errorf("labels = %v, want %v", got, tc.labels)
 			}
 			asks := ch.Asks()
-			if len(asks) == 0 || !strings.HasPrefix(asks[0].Question, "目标被判为**无法达成**:这里没有 macOS\n怎么办?") ||
+			if len(asks) == 0 || !strings.HasPrefix(asks[0].Question, "目标被判为**无法达成**:这里没有 macOS\n\n缺少:一台 macOS\n为什么干活补不上:干活变不出另一个平台\n怎么办?") ||
 				!slices.Equal(asks[0].Options, []string{"接受这个结果,就这样往下走", "修改目标", "你判断错了,继续做"}) {
 				t.Fatalf("asks = %+v", asks)
 			}
 			tc.check(t, f, c)
 		})
-	}
-}
-
-func TestFakeGoalGuardAmbiguousVerdictIsNotAchieved(t *testing.T) {
-	t.Parallel()
-	f := newFakeFlow(t)
-	f.script(starterRules("我觉得差不多了", fakeDone))
-	_, rt, c := f.runStarter("帮我做一个 hello", f.options(), nil)
-	if got := labels(t, rt); !slices.Contains(got, "干活#round2") {
-		t.Fatalf("an ambiguous verdict passed: %v", got)
-	}
-	r2 := f.callsMatching("没有达成目标")
-	if len(r2) != 1 || !strings.Contains(r2[0].Prompt, "判定者没给出明确结论,按未达成处理") {
-		t.Errorf("round 2 = %+v", r2)
-	}
-	if _, failed := c.FailedAt(); failed {
-		t.Error("round 2 achieved, yet failed")
 	}
 }
 

@@ -192,9 +192,15 @@ func TestRealStarterUnreachableAnswers(t *testing.T) {
 			script := demo.Script("zh", ws)
 			script["判定这一轮"] = []claudetest.Responder{claudetest.Func(func(req *claudetest.Request) claudetest.Reply {
 				if req.HasText(texts.Round2) {
-					return claudetest.Say(texts.Achieved)
+					return claudetest.StructuredOutput(map[string]any{"items": []map[string]string{
+						{"id": "c1", "status": "passed", "evidence": "cat hello.txt", "reason": "ok"},
+						{"id": "c2", "status": "passed", "evidence": "ls: hello.txt", "reason": "ok"}},
+						"conclusion": "achieved", "reason": texts.Passed})
 				}
-				return claudetest.Say("## 结论\n无法达成\n\n## 理由\n这里没有 macOS\n\n## 未通过\n- 在 macOS 上运行")
+				return claudetest.StructuredOutput(map[string]any{"items": []map[string]string{
+					{"id": "c1", "status": "passed", "evidence": "cat hello.txt", "reason": "ok"},
+					{"id": "c2", "status": "not_run", "evidence": "uname -a: Linux", "reason": "要在 macOS 上运行"}},
+					"conclusion": "unreachable", "reason": "这里没有 macOS", "missing": "一台 macOS", "why_no_work": "干活变不出另一个平台"})
 			})}
 			srv := claudetest.NewServer(t, script.Handler())
 			_, rt, c := realStarter(t, srv, texts.Ask, StarterOptions{Lang: Chinese, Workspace: ws, RunDir: runDir}, tc.answers, nil)
