@@ -26,21 +26,25 @@ func TestTheScreenSaysWhyAJudgesReplyCouldNotPass(t *testing.T) {
 				t.Parallel()
 				ws := shortTempDir(t)
 				texts := demo.TextsFor(lang)
-				verify, listed, why := "Judge this round",
-					"## Conclusion\nachieved\n\n## Reason\nclose enough\n\n## Not passed\n- run ls, see hello.txt",
-					"the judge concluded achieved but listed checks that did not pass; taken as not yet achieved"
+				verify, why := "Judge this round", "the conclusion says achieved, but not every item passed with evidence: taken as not yet"
 				if lang == "zh" {
-					verify, listed, why = "判定这一轮",
-						"## 结论\n达成\n\n## 理由\n差不多\n\n## 未通过\n- 运行 ls,看到 hello.txt",
-						"判定者的结论是达成,却列出了没通过的判定项,按未达成处理"
+					verify, why = "判定这一轮", "结论说已达成,但判定项并非全部带证据通过:按未达成处理"
+				}
+				// The first ruling concludes achieved though its second item
+				// failed; the second passes both.
+				ruling := func(second string) claudetest.Reply {
+					return claudetest.StructuredOutput(map[string]any{"items": []map[string]string{
+						{"id": "c1", "status": "passed", "evidence": "cat hello.txt", "reason": "ok"},
+						{"id": "c2", "status": second, "evidence": "ls", "reason": second}},
+						"conclusion": "achieved", "reason": "close enough"})
 				}
 				script := demo.Script(lang, ws)
 				var judged atomic.Int32
 				script[verify] = []claudetest.Responder{claudetest.Func(func(*claudetest.Request) claudetest.Reply {
 					if judged.Add(1) == 1 {
-						return claudetest.Say(listed)
+						return ruling("failed")
 					}
-					return claudetest.Say(texts.Achieved)
+					return ruling("passed")
 				})}
 				srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 					if r.MaxTokens == 16 {

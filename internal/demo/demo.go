@@ -312,13 +312,16 @@ func (d *model) goal(req *fakeapi.Request) fakeapi.Reply {
 // wanted is what hello.txt must hold: the goal's checklist item in the
 // request, else the brief's line, else the default answer. flower renders
 // the goal into later prompts as it likes (markdown, quoted JSON), so the
-// text ends at the first quote, bracket or bar after the item's words.
+// text ends at the first quote, bracket, bar or " — " (the goal file's
+// command) after the item's words.
 func (d *model) wanted(req *fakeapi.Request) string {
 	for _, open := range []string{d.m.checkText, d.m.briefLine} {
 		if w, ok := lineAfter(req, open); ok {
 			if end := strings.IndexAny(w, "\"`|(（"); end >= 0 {
 				w = strings.TrimSpace(w[:end])
 			}
+			// The goal file's line carries the item's command after a dash.
+			w, _, _ = strings.Cut(w, " — ")
 			if w != "" {
 				return w
 			}
