@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowerrun/flower/doc"
 )
 
 func TestFakeTheJudgesRequestFlagsEveryKindOfGaming(t *testing.T) {
@@ -131,4 +133,75 @@ func mergeMaps(ms ...map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// A worker that claims success in an artifact and ran nothing: the judge's
+// request carries flower's own run of the command, failing, beside the
+// claim, whether or not the judge may run commands itself.
+func TestFakeTheJudgeGetsFlowersMeasurementBesideTheWorkersClaim(t *testing.T) {
+	t.Parallel()
+	for _, canRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "judge without Bash", true: "judge with Bash"}[canRun], func(t *testing.T) {
+			t.Parallel()
+			f := newFakeFlow(t)
+			gitWorkspace(t, f.ws)
+			rules := starterRules(fakeDone)
+			rules[6].Replies = []string{`{"statement":"hello.txt 存在且内容是 hello","checklist":[` +
+				`{"id":"c1","text":"运行 sh hello_test.sh,退出码 0","command":"sh hello_test.sh"},` +
+				`{"id":"c2","text":"运行 ls,看到 hello.txt","command":"ls hello.txt"}]}`}
+			rules[5].Writes = map[string]string{".flower/artifacts/check-1.log": "ok  hello_test.sh\nok  ls\n"}
+			f.script(rules)
+			o := f.options()
+			o.JudgeCanRun = canRun
+			o.Timeout = -1
+			_, _, c := f.runStarter("帮我做一个 hello", o, nil)
+			judges := f.callsMatching("判定这一轮")
+			if len(judges) == 0 {
+				t.Fatal("no judge was asked")
+			}
+			p := judges[0].Prompt
+			for _, want := range []string{"## flower 亲自测量的结果", "### [c1]", "sh hello_test.sh", "退出码:2", "grep: hello.txt: No such file or directory", "### [c2]", "ls hello.txt",
+				"干活的人自己写的:是说法,不是证据", ".flower/artifacts/check-1.log"} {
+				if !strings.Contains(p, want) {
+					t.Errorf("the judge's request lacks %q:\n%s", want, p)
+				}
+			}
+			// The judge passed both on the claim; flower's measurement says
+			// otherwise, so the round is not achieved.
+			v, _ := c.Get(VerdictKey)
+			if vv, ok := v.(*doc.Verdict); !ok || vv.State == doc.Achieved {
+				t.Errorf("the verdict is %+v: a pass flower's measurement contradicts was taken", v)
+			}
+		})
+	}
+}
+
+// --check-network reaches flower's measurements: without it a command runs
+// in a network namespace of its own, with it in the one flower runs in.
+func TestFakeCheckNetworkReachesFlowersMeasurements(t *testing.T) {
+	t.Parallel()
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, allow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "allowed"}[allow], func(t *testing.T) {
+			t.Parallel()
+			f := newFakeFlow(t)
+			rules := starterRules(fakeDone)
+			rules[6].Replies = []string{`{"statement":"x","checklist":[{"id":"c1","text":"the network namespace","command":"readlink /proc/self/ns/net"}]}`}
+			f.script(rules)
+			o := f.options()
+			o.CheckNetwork = allow
+			o.Timeout = -1
+			f.runStarter("帮我做一个 hello", o, nil)
+			judges := f.callsMatching("判定这一轮")
+			if len(judges) == 0 {
+				t.Fatal("no judge was asked")
+			}
+			if shared := strings.Contains(judges[0].Prompt, own); shared != allow {
+				t.Errorf("the measurement ran in flower's network namespace: %v, want %v:\n%s", shared, allow, judges[0].Prompt)
+			}
+		})
+	}
 }
