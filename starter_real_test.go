@@ -21,6 +21,7 @@ import (
 	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/demo"
+	"github.com/flowerrun/flower/judge"
 )
 
 // realStarter runs a starter flow on a fresh Runtime (one "process").
@@ -356,7 +357,30 @@ func TestRealStarterFlowInEnglish(t *testing.T) {
 	if got := readText(t, filepath.Join(ws, "AGENTS.md")); !strings.Contains(got, texts.Bequest) {
 		t.Errorf("AGENTS.md = %q", got)
 	}
-	if _, err := doc.LoadGoal(filepath.Join(wf.Workbench.Notes(), "goal.md")); err != nil {
-		t.Error(err)
+	g, err := doc.LoadGoal(filepath.Join(wf.Workbench.Notes(), "goal.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The goal came back in structure through the real CLI: its items keep
+	// their ids and commands in the goal file.
+	if items := judge.Items(g); len(items) != 2 || items[0].ID != "c1" || items[0].Command != "cat "+texts.File {
+		t.Errorf("the goal's items: %+v", items)
+	}
+	// Each judge was asked for structure, and its request carries flower's
+	// own runs of the goal's commands, measured before the judge read
+	// anything.
+	judges := requestsWith(srv, "Judge this round")
+	if len(judges) == 0 {
+		t.Fatal("no judge request")
+	}
+	for _, r := range judges {
+		if !r.WantsStructured() || !r.HasText("## Measured by flower") || !r.HasText("cat "+texts.File) || !r.HasText("Exit status: 0") {
+			t.Errorf("a judge request without structure or flower's measurement:\n%s", r.LastUserText())
+		}
+	}
+	// The real CLI's structured_output was read: the last round's verdict
+	// document, rendered from it, says achieved.
+	if v, err := doc.LoadVerdict(filepath.Join(runDir, VerdictName)); err != nil || v.State != doc.Achieved {
+		t.Errorf("the verdict document: %+v, %v", v, err)
 	}
 }
