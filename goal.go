@@ -244,21 +244,27 @@ const DefaultRounds = 3
 // judge must not pass). It first checks the goal and brief files against
 // their last good versions and puts back, with a task event to the person
 // and a note to the judge, any change that did not come from the person's
-// amend (see goalwatch.go). Each round counts in RoundKey and runs the judge
-// in a new session labelled <Name>#<round>, beside the work (RunOptions.Aside:
-// it neither takes words left for the work nor answers an Interrupt, and it
-// never enters the lineage), with the change report flower computed with
-// git (changes.go). A judge that did not succeed (its turn cap, the run
-// budget, an API error, resilience giving up) runs once more; a second
-// failure is a StepAbort with the judge's error, so the step stops where
-// the next run continues it: nothing a failed judge wrote is read, and no
-// work round is spent on it. The verdict goes to VerdictKey. Achieved with nothing
-// under Not passed, from a reply doc.ReadVerdict has no doubt about,
-// passes; anything else short of unreachable fails, and a doubt is told
-// to the person (a task event) and the worker; unreachable asks the
-// human: accept and go on (passes), amend the goal (the new words are
-// appended to it, never overwriting it, and written back), or anything
-// else, read as "your verdict is wrong" (fails, their words become the
+// amend (see goalwatch.go); a round that ended in an error is checked the
+// same way before the step goes on. Each round counts in RoundKey and is
+// judged by judge.Judge: the change report since the goal was set, flower's
+// own runs of the goal's command items in a sandbox (o.Measure), and a
+// fresh judge in a new session labelled <Name>#<round>, beside the work
+// (RunOptions.Aside: it neither takes words left for the work nor answers
+// an Interrupt, and it never enters the lineage), asked for a structured
+// answer (judge.VerdictSchema). A judge that did not succeed (its turn cap,
+// the run budget, an API error, resilience giving up), or whose answer
+// cannot be read, runs once more; a second failure is a StepAbort with the
+// judge's error, so the step stops where the next run continues it: nothing
+// a failed judge wrote is read, and no work round is spent on it. flower
+// decides from the items (judge.Decide): achieved only when every item of
+// the goal passed with evidence that flower's measurements do not
+// contradict; what it would not take from the judge is told to the person
+// (a task event) and the worker. The verdict goes to VerdictKey and, as the
+// seed's document, to VerdictName in the run directory. Unreachable, with
+// what is missing and why no work can supply it, asks the human: accept
+// and go on (passes), amend the goal (the new words are appended to it,
+// never overwriting it, and written back), or anything else, read as "your
+// verdict is wrong" (fails, their words become the
 // reason). No answer (or no channel) is a StepAbort: going round in
 // circles is the dearest choice.
 func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
