@@ -33,7 +33,7 @@ func StarterNamesFor(lang Lang) StarterNames {
 // literals.
 type starterTexts struct {
 	noBrief, noGoal, noReport     string
-	noRuntime, ambiguous          string
+	noRuntime                     string
 	unreachable, noReason         string // reason
 	accept, amend, wrong          string // the three choices
 	acceptPrefix, amendPrefix     string // what an answer picking one begins with
@@ -69,7 +69,6 @@ func starterTextsFor(lang Lang) starterTexts {
 			noGoal:          "(no goal)",
 			noReport:        "(no reply this round)",
 			noRuntime:       "no Runtime to judge the goal with (ctx['_runtime'] is missing)",
-			ambiguous:       "the judge gave no clear conclusion; taken as not yet achieved",
 			unreachable:     "The goal was judged **unreachable**: %s\nWhat now?",
 			noReason:        "(no reason given)",
 			accept:          "Accept this result and go on",
@@ -115,7 +114,6 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 		noGoal:          "(没有目标)",
 		noReport:        "(这一轮没有回话)",
 		noRuntime:       "拿不到 Runtime,无法判定目标(ctx['_runtime'] 缺失)",
-		ambiguous:       "判定者没给出明确结论,按未达成处理",
 		unreachable:     "目标被判为**无法达成**:%s\n怎么办?",
 		noReason:        "(没给理由)",
 		accept:          "接受这个结果,就这样往下走",

@@ -102,86 +102,12 @@ func sortGroups(groups []stateGroup) []stateGroup {
 // achieved conclusion that hedges (mostly, almost, not verified, 基本…)
 // is not yet; an isolated 1 (achieved) or 0 (not yet); otherwise the state
 // stays empty and Ok is false. Two conclusion sections that disagree are no
-// conclusion (see ReadVerdict for why a reply was not read as achieved).
+// conclusion. It reads the verdict documents of runs older than the
+// structured verdict (judge.Reply) and of a report on them.
 func ParseVerdict(text string) *Verdict {
 	v, _ := readVerdict(text)
 	return v
 }
-
-// Doubt says why a judge's reply cannot be taken as achieved whatever its
-// words: the person is told, and the round counts as not yet.
-type Doubt int
-
-const (
-	// NoDoubt: the reply was read as it stands.
-	NoDoubt Doubt = iota
-	// EmptyReply: the judge said nothing.
-	EmptyReply
-	// HugeReply: the reply is over MaxVerdictBytes; a judge that pastes
-	// that much did not answer in the three sections it was asked for.
-	HugeReply
-	// OnlyCode: the reply is nothing but fenced code.
-	OnlyCode
-	// TwoConclusions: two conclusion sections that disagree.
-	TwoConclusions
-	// NoConclusion: no conclusion could be read.
-	NoConclusion
-	// FailedListed: the conclusion says achieved but checks are listed
-	// under Not passed.
-	FailedListed
-)
-
-// MaxVerdictBytes is the largest judge's reply that can pass the guard.
-const MaxVerdictBytes = 64 << 10
-
-// Text says the doubt to the person, in lang; "" for NoDoubt.
-func (d Doubt) Text(lang Lang) string {
-	zh := [...]string{"",
-		"判定者什么都没回,按未达成处理",
-		"判定者的回话过长(超过 64 KiB),不是要求的三段格式,按未达成处理",
-		"判定者的回话只有代码块,读不出结论,按未达成处理",
-		"判定者写了两个互相矛盾的结论,按未达成处理",
-		"判定者没给出明确结论,按未达成处理",
-		"判定者的结论是达成,却列出了没通过的判定项,按未达成处理"}
-	en := [...]string{"",
-		"the judge's reply was empty; taken as not yet achieved",
-		"the judge's reply is over 64 KiB, not the three sections it was asked for; taken as not yet achieved",
-		"the judge's reply is only a code block, with no conclusion in it; taken as not yet achieved",
-		"the judge wrote two conclusions that contradict each other; taken as not yet achieved",
-		"the judge gave no clear conclusion; taken as not yet achieved",
-		"the judge concluded achieved but listed checks that did not pass; taken as not yet achieved"}
-	if d < 0 || int(d) >= len(zh) {
-		return ""
-	}
-	return lang.Pick(zh[d], en[d])
-}
-
-// ReadVerdict reads a judge's reply as ParseVerdict does and says why it
-// cannot pass whatever it concludes. The guard passes a round only on
-// Passed with NoDoubt.
-func ReadVerdict(text string) (*Verdict, Doubt) {
-	v, two := readVerdict(text)
-	prose := strings.TrimSpace(stripFences(normalize(text)))
-	switch {
-	case strings.TrimSpace(text) == "":
-		return v, EmptyReply
-	case len(text) > MaxVerdictBytes:
-		return v, HugeReply
-	case prose == "":
-		return v, OnlyCode
-	case two:
-		return v, TwoConclusions
-	case !v.Ok():
-		return v, NoConclusion
-	case v.State == Achieved && len(v.Failed) > 0:
-		return v, FailedListed
-	}
-	return v, NoDoubt
-}
-
-// Passed reports whether the verdict lets the round pass: achieved, with
-// nothing under Not passed.
-func (v *Verdict) Passed() bool { return v.State == Achieved && len(v.Failed) == 0 }
 
 // readVerdict is ParseVerdict; two reports conclusions that disagree.
 func readVerdict(text string) (v *Verdict, two bool) {
