@@ -491,6 +491,16 @@ func (r *reporter) scan(ctx context.Context) {
 	type fileCount struct{ added, removed int }
 	asserts := map[string]*fileCount{}
 	var assertOrder []string
+	// countOf is file's assertion count, made on first use in diff order.
+	countOf := func(file string) *fileCount {
+		c := asserts[file]
+		if c == nil {
+			c = &fileCount{}
+			asserts[file] = c
+			assertOrder = append(assertOrder, file)
+		}
+		return c
+	}
 	removedTests := map[string]string{} // name → where
 	addedFuncs := map[string]bool{}
 	r.removedLiterals = map[string]bool{}
@@ -522,13 +532,7 @@ func (r *reporter) scan(ctx context.Context) {
 			r.lineFlags(file, text, where)
 			if testPath.MatchString(file) {
 				if assertion.MatchString(text) {
-					c := asserts[file]
-					if c == nil {
-						c = &fileCount{}
-						asserts[file] = c
-						assertOrder = append(assertOrder, file)
-					}
-					c.added++
+					countOf(file).added++
 				}
 				for _, re := range []*regexp.Regexp{goAnyFunc, pyAnyFunc} {
 					if m := re.FindStringSubmatch(text); m != nil {
@@ -550,13 +554,7 @@ func (r *reporter) scan(ctx context.Context) {
 			}
 			if testPath.MatchString(file) {
 				if assertion.MatchString(text) {
-					c := asserts[file]
-					if c == nil {
-						c = &fileCount{}
-						asserts[file] = c
-						assertOrder = append(assertOrder, file)
-					}
-					c.removed++
+					countOf(file).removed++
 				}
 				for _, re := range []*regexp.Regexp{goTestFunc, pyTestFunc} {
 					if m := re.FindStringSubmatch(text); m != nil {
