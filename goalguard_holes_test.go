@@ -376,3 +376,46 @@ func TestHolesAGoalMadeUnreadableOrAFolderIsPutBack(t *testing.T) {
 		})
 	}
 }
+
+// A file a tool changed that cannot be put back (its folder replaced by a
+// file: not even root writes there) is told as not put back, to the person
+// and the judge, and the working mark stays, so the next run puts it back
+// rather than adopt the change as the person's.
+func TestHolesAFileThatCannotBePutBackIsNotToldAsPutBack(t *testing.T) {
+	t.Parallel()
+	dir, state := t.TempDir(), t.TempDir()
+	goal := filepath.Join(dir, "notes", "goal.md")
+	if err := os.MkdirAll(filepath.Dir(goal), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goal, []byte("# Goal\nx\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCtx()
+	var ev events
+	c.Set(KeyOnEvent, func(e Event) { ev.add(e) })
+	copies := guardCopies{dir: state}
+	w := goalWatchFor(c, nil, copies, goal)
+	w.snapshot()
+	// A tool puts a file where the goal's folder was.
+	if err := os.RemoveAll(filepath.Dir(goal)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Dir(goal), []byte("gone"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notes := w.atGate(c, English)
+	if len(notes) != 1 || !strings.Contains(notes[0], "could not put the last good version back") || strings.Contains(notes[0], "flower put the last good version back") {
+		t.Fatalf("notes for the judge: %q", notes)
+	}
+	if got := ev.guard("stuck"); len(got) != 1 || got[0].Str("path") != goal {
+		t.Errorf("stuck events: %v", got)
+	}
+	if got := ev.guard("restored"); len(got) != 0 {
+		t.Errorf("a file that was not put back was told as put back: %v", got)
+	}
+	finalCheck(c, English)
+	if _, err := os.Stat(filepath.Join(state, workingMark)); err != nil {
+		t.Errorf("the working mark went, so the next run would adopt the change: %v", err)
+	}
+}
