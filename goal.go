@@ -149,6 +149,9 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			}
 			unread = nil
 			g := reply.Goal(lang)
+			// The goal came as a tool's input, not as prose: the person
+			// sees it here.
+			emitLogged(c, name, event.New(event.Text, g.PromptBlock(lang), map[string]any{"goal": true}))
 			if err := g.Write(lang, goalPath); err != nil {
 				return false, fmt.Errorf("the goal is complete but cannot be written; make %s writable and run again: %w", goalPath, err)
 			}
@@ -375,16 +378,12 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		if err := v.Write(lang, filepath.Join(rt.RunDir(), VerdictName)); err != nil {
 			slog.Info("flower: the verdict document was not written", "err", err)
 		}
-		if f := c.OnEvent(); f != nil {
-			// The round's ruling, labelled with its round, for a UI and
-			// the ending; the judge's prose came before it.
-			// label and failed let a reader of events.jsonl (the report)
-			// show flower's decision rather than read the judge's words.
-			e := event.New(event.Verdict, strings.TrimSpace(v.Reason), map[string]any{
-				"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State),
-				"label": jl, "failed": v.Failed})
-			safeCall("OnEvent", func() { f(e) })
-		}
+		// The round's ruling, labelled with its round, for a UI, the
+		// ending and events.jsonl; label and failed let a reader of the
+		// log (the report) show flower's decision, not the judge's words.
+		emitLogged(c, step.Name, event.New(event.Verdict, strings.TrimSpace(v.Reason), map[string]any{
+			"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State),
+			"label": jl, "failed": v.Failed}))
 		if len(d.Problems) > 0 {
 			// The person sees why the judge's conclusion was not taken as
 			// it stood; the worker reads it in the verdict's reason.
@@ -484,10 +483,19 @@ func noteRestored(c *Ctx, paths ...string) {
 	c.Set(RestoredKey, all)
 }
 
-// emitTask sends a task event through the run's event sink, if any.
+// emitTask sends a task event to the run's log and its event sink.
 func emitTask(c *Ctx, text string, payload map[string]any) {
+	emitLogged(c, "", event.New(event.Task, text, payload))
+}
+
+// emitLogged logs e in the run's events.jsonl (the report and a team's
+// worker read the guard's rulings there) and sends it through the run's
+// event sink, if any.
+func emitLogged(c *Ctx, step string, e Event) {
+	if rt := c.Runtime(); rt != nil {
+		rt.logEvent(step, e)
+	}
 	if f := c.OnEvent(); f != nil {
-		e := event.New(event.Task, text, payload)
 		safeCall("OnEvent", func() { f(e) })
 	}
 }

@@ -153,7 +153,7 @@ func TestFakeStructuredVerdictIsWrittenAsTheSeedsDocument(t *testing.T) {
 		verdict string
 		want    []string
 	}{
-		{fakeNotYet, []string{"## 结论\n\n未达成", "## 理由\n\n缺一个测试", "## 未通过\n\n- [c2] 运行 ls,看到 hello.txt: 缺一个测试"}},
+		{fakeNotYet, []string{"## 结论\n\n未达成", "## 理由\n\n缺一个测试", "## 未通过\n\n- [c2] 运行 ls,看到 hello.txt — 缺一个测试"}},
 		{fakeDone, []string{"## 结论\n\n已达成", "## 理由\n\n都过了", "## 未通过\n\n(空)"}},
 	} {
 		f := newFakeFlow(t)

@@ -81,6 +81,11 @@ func (r *Renderer) Event(e event.Event) {
 			s.Block(screen.Dim, indent(bar+"> ", e.Text)...)
 		}
 	case event.ToolCall:
+		if e.Tool == flower.StructuredOutputTool && !sub {
+			// A judge's structured answer: flower says what it made of it
+			// (the goal, the round's verdict), not the raw call.
+			return
+		}
 		if e.Tool == "Agent" || e.Tool == "Task" {
 			in, _ := e.Payload["input"].(map[string]any)
 			typ, _ := in["subagent_type"].(string)

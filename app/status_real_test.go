@@ -251,7 +251,10 @@ func TestTheEndingSaysHowEachRunEnded(t *testing.T) {
 			want: []string{"! Round 1/2 verdict: not yet — nobody ran ls yet", "+ Round 2/2 verdict: achieved", "+ Goal achieved in round 2", "- rounds 2 of 2", changed, "- next: flower in "}},
 		{name: "not achieved", args: []string{"--rounds", "1"}, code: ExitFailure, outcome: OutcomeNotAchieved,
 			want: []string{"x Goal not achieved after 1 rounds: nobody ran ls yet", "--rounds N", changed, "- to continue: run flower again in "}},
-		{name: "unreachable", extra: claudetest.Script{"Judge this round": {claudetest.Say("## Conclusion\nunreachable\n\n## Reason\nno macOS here\n\n## Not passed\n- build on macOS")}},
+		{name: "unreachable", extra: claudetest.Script{"Judge this round": {claudetest.StructuredOutput(map[string]any{"items": []map[string]string{
+			{"id": "c1", "status": "passed", "evidence": "cat hello.txt", "reason": "ok"},
+			{"id": "c2", "status": "not_run", "evidence": "uname -a: Linux", "reason": "build on macOS"}},
+			"conclusion": "unreachable", "reason": "no macOS here", "missing": "a macOS machine", "why_no_work": "the work cannot change the platform"})}},
 			code: ExitFailure, outcome: OutcomeUnreachable,
 			want: []string{"x Round 1/3 verdict: unreachable — no macOS here", "x Goal ruled unreachable: no macOS here", changed}},
 		{name: "failed step", fault: func(r *claudetest.Request) bool { return r.HasText(workMarker) && r.HasText(coderDone) },

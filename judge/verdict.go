@@ -267,20 +267,20 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 		case !ok:
 			allPassed = false
 			problems = append(problems, fmt.Sprintf(t.absent, it.ID))
-			failed = append(failed, line+": "+t.notJudged)
+			failed = append(failed, line+" — "+t.notJudged)
 		case iv.Status != Passed:
 			allPassed = false
-			failed = append(failed, line+": "+firstNonEmpty(flat(iv.Reason), string(iv.Status)))
+			failed = append(failed, line+" — "+firstNonEmpty(flat(iv.Reason), string(iv.Status)))
 		case strings.TrimSpace(iv.Evidence) == "":
 			allPassed = false
 			problems = append(problems, fmt.Sprintf(t.noEvidence, it.ID))
-			failed = append(failed, line+": "+t.noEvidenceShort)
+			failed = append(failed, line+" — "+t.noEvidenceShort)
 		default:
 			if m, ok := measured[it.ID]; ok && m.Err == "" && m.Failed() {
 				allPassed = false
 				why := fmt.Sprintf(t.contradicted, it.ID, m.Item.Command, m.Outcome(lang))
 				problems = append(problems, why)
-				failed = append(failed, line+": "+why)
+				failed = append(failed, line+" — "+why)
 			}
 		}
 	}

@@ -100,8 +100,8 @@ func TestTheVerdictDocumentIsRenderedInEachLanguage(t *testing.T) {
 		reply string
 		want  []string
 	}{
-		{doc.English, r, []string{"## Conclusion\n\nnot yet", "## Reason\n\none test fails", "## Not passed\n\n- [c1] run go test ./..., all pass: TestX fails"}},
-		{doc.Chinese, r, []string{"## 结论\n\n未达成", "## 理由\n\none test fails", "## 未通过\n\n- [c1] run go test ./..., all pass: TestX fails"}},
+		{doc.English, r, []string{"## Conclusion\n\nnot yet", "## Reason\n\none test fails", "## Not passed\n\n- [c1] run go test ./..., all pass — TestX fails"}},
+		{doc.Chinese, r, []string{"## 结论\n\n未达成", "## 理由\n\none test fails", "## 未通过\n\n- [c1] run go test ./..., all pass — TestX fails"}},
 		{doc.English, done, []string{"## Conclusion\n\nachieved", "## Not passed\n\n(empty)"}},
 		{doc.Chinese, done, []string{"## 结论\n\n已达成", "## 未通过\n\n(空)"}},
 		{doc.English, noWay, []string{"## Conclusion\n\nunreachable", "Missing: a macOS machine", "Why no work can supply it: the platform is not the work's"}},

@@ -30,7 +30,7 @@ func TestTheReportShowsFlowersDecisionNotTheJudgesProse(t *testing.T) {
 	ev, _ := json.Marshal(map[string]any{"run": "run-1", "step": "work", "kind": "verdict", "time": at(221),
 		"text": "close enough\n\nflower found, reading the verdict:\n- item c2 was not judged",
 		"payload": map[string]any{"step": "work", "round": 1, "rounds": 3, "state": "not_yet", "label": "work·judge#1",
-			"failed": []string{"[c2] curl the staging API: not judged"}}})
+			"failed": []string{"[c2] curl the staging API — not judged"}}})
 	appendFile(t, filepath.Join(f.runDir, "events.jsonl"), string(ev)+"\n")
 	r := gather(t, f.runDir)
 	i := slices.IndexFunc(r.Verdicts, func(v Verdict) bool { return v.Step == "work·judge#1" })
@@ -38,7 +38,7 @@ func TestTheReportShowsFlowersDecisionNotTheJudgesProse(t *testing.T) {
 		t.Fatalf("verdicts %+v", r.Verdicts)
 	}
 	v := r.Verdicts[i]
-	if v.State != "not_yet" || !slices.Equal(v.Failed, []string{"[c2] curl the staging API: not judged"}) || !strings.Contains(v.Reason, "item c2 was not judged") {
+	if v.State != "not_yet" || !slices.Equal(v.Failed, []string{"[c2] curl the staging API — not judged"}) || !strings.Contains(v.Reason, "item c2 was not judged") {
 		t.Errorf("verdict %+v, want flower's decision (not_yet, c2 failed)", v)
 	}
 	if r.Outcome.State == Achieved {
