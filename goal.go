@@ -151,7 +151,7 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 			g := reply.Goal(lang)
 			// The goal came as a tool's input, not as prose: the person
 			// sees it here.
-			emitLogged(c, name, event.New(event.Text, g.PromptBlock(lang), map[string]any{"goal": true}))
+			c.emit(name, event.New(event.Text, g.PromptBlock(lang), map[string]any{"goal": true}))
 			if err := g.Write(lang, goalPath); err != nil {
 				return false, fmt.Errorf("the goal is complete but cannot be written; make %s writable and run again: %w", goalPath, err)
 			}
@@ -171,11 +171,8 @@ func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {
 				for _, b := range bad {
 					rows = append(rows, fmt.Sprintf(t.unverifiableRow, b))
 				}
-				if f := c.OnEvent(); f != nil {
-					e := event.New(event.Task, strings.Join(rows, "\n"), map[string]any{
-						"unverifiable": len(bad), "total": len(g.Checks), "path": g.Path})
-					safeCall("OnEvent", func() { f(e) })
-				}
+				emitTask(c, strings.Join(rows, "\n"), map[string]any{
+					"unverifiable": len(bad), "total": len(g.Checks), "path": g.Path})
 			}
 			return true, nil
 		},
@@ -381,7 +378,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		// The round's ruling, labelled with its round, for a UI, the
 		// ending and events.jsonl; label and failed let a reader of the
 		// log (the report) show flower's decision, not the judge's words.
-		emitLogged(c, step.Name, event.New(event.Verdict, strings.TrimSpace(v.Reason), map[string]any{
+		c.emit(step.Name, event.New(event.Verdict, strings.TrimSpace(v.Reason), map[string]any{
 			"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State),
 			"label": jl, "failed": v.Failed}))
 		if len(d.Problems) > 0 {
@@ -483,21 +480,9 @@ func noteRestored(c *Ctx, paths ...string) {
 	c.Set(RestoredKey, all)
 }
 
-// emitTask sends a task event to the run's log and its event sink.
+// emitTask sends a task event to the run's log and its event sink (Ctx.emit).
 func emitTask(c *Ctx, text string, payload map[string]any) {
-	emitLogged(c, "", event.New(event.Task, text, payload))
-}
-
-// emitLogged logs e in the run's events.jsonl (the report and a team's
-// worker read the guard's rulings there) and sends it through the run's
-// event sink, if any.
-func emitLogged(c *Ctx, step string, e Event) {
-	if rt := c.Runtime(); rt != nil {
-		rt.logEvent(step, e)
-	}
-	if f := c.OnEvent(); f != nil {
-		safeCall("OnEvent", func() { f(e) })
-	}
+	c.emit("", event.New(event.Task, text, payload))
 }
 
 // VerdictName is the file in the run directory that holds the last

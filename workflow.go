@@ -208,6 +208,19 @@ func (c *Ctx) Runtime() *Runtime {
 	return rt
 }
 
+// emit logs e in the run's events.jsonl and sends it through the run's
+// event sink, if any: what the workflow and its gates say themselves (the
+// goal guard's rulings, which the report and a team's worker read in the
+// log).
+func (c *Ctx) emit(step string, e Event) {
+	if rt := c.Runtime(); rt != nil {
+		rt.logEvent(step, e)
+	}
+	if f := c.OnEvent(); f != nil {
+		safeCall("OnEvent", func() { f(e) })
+	}
+}
+
 // OnEvent is the run's event sink, nil when the run got none.
 func (c *Ctx) OnEvent() func(Event) {
 	v, _ := c.Get(KeyOnEvent)
@@ -572,12 +585,7 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, steps []Step, o
 		}
 	}
 	c.ensureMaps()
-	emit := func(step string, e Event) {
-		rt.logEvent(step, e)
-		if onEvent != nil {
-			safeCall("OnEvent", func() { onEvent(e) })
-		}
-	}
+	emit := c.emit
 
 	if wb := w.Workbench; wb != nil && (rt.Workbench() == nil || rt.Workbench().Root() != wb.Root()) {
 		// The original's silent trap: documents written into one folder

@@ -749,21 +749,7 @@ func renderMeasurementHead(m Measurement, t measureText, sandbox bool) string {
 	cmd := clipBytes(m.Item.Command, maxRenderedCommand)
 	f := fenceFor(cmd)
 	b.WriteString(t.command + "\n" + f + "sh\n" + cmd + "\n" + f + "\n")
-	secs := m.Duration.Round(10 * time.Millisecond)
-	switch {
-	case m.Err != "":
-		fmt.Fprintf(&b, t.notRun+"\n", oneLine(m.Err, 300))
-	case m.TimedOut:
-		fmt.Fprintf(&b, t.timedOut+"\n", secs)
-	case m.Environment != "":
-		why := t.wantNetwork
-		if m.Environment == "cache" {
-			why = t.wantCache
-		}
-		fmt.Fprintf(&b, t.exitEnv+"\n", m.Exit, secs, why)
-	default:
-		fmt.Fprintf(&b, t.exit+"\n", m.Exit, secs)
-	}
+	b.WriteString(m.status(t) + "\n")
 	if sandbox && m.Err == "" {
 		fmt.Fprintf(&b, t.sandbox+"\n", m.Sandbox)
 	}
@@ -865,7 +851,7 @@ func measureTexts(lang doc.Lang) measureText {
 			command:       "命令:",
 			exit:          "退出码:%d(用时 %s)。",
 			exitEnv:       "退出码:%d(用时 %s)——%s——不是这份工作的失败,但也不算通过。",
-			wantNetwork:   "因缺少网络而失败",
+			wantNetwork:   "因缺少网络而失败(--check-network 让 flower 的实测联网)",
 			wantCache:     "因本地缓存缺少依赖(且无法下载)而失败",
 			timedOut:      "超时:运行 %s 后被终止,连同它启动的一切。",
 			notRun:        "未运行:%s。此项请通过阅读文件来判断。",
@@ -884,7 +870,7 @@ func measureTexts(lang doc.Lang) measureText {
 		command:       "Command:",
 		exit:          "Exit status: %d (in %s).",
 		exitEnv:       "Exit status: %d (in %s) — %s — not the work's failure, and not a pass either.",
-		wantNetwork:   "failed for want of the network",
+		wantNetwork:   "failed for want of the network (--check-network lets flower's runs use it)",
 		wantCache:     "failed for want of a dependency missing from the local cache (nothing could download it)",
 		timedOut:      "Timed out: killed after %s, with everything it started.",
 		notRun:        "Not run: %s. Judge this item by reading files.",
@@ -895,3 +881,27 @@ func measureTexts(lang doc.Lang) measureText {
 		leftOut:       "%d more measurements are left out for room: %s.",
 	}
 }
+
+// status is the measurement's outcome in one sentence: exit status, time
+// limit, a failure for want of the network or a cache, or why it did not
+// run.
+func (m Measurement) status(t measureText) string {
+	secs := m.Duration.Round(10 * time.Millisecond)
+	switch {
+	case m.Err != "":
+		return fmt.Sprintf(t.notRun, oneLine(m.Err, 300))
+	case m.TimedOut:
+		return fmt.Sprintf(t.timedOut, secs)
+	case m.Environment != "":
+		why := t.wantNetwork
+		if m.Environment == "cache" {
+			why = t.wantCache
+		}
+		return fmt.Sprintf(t.exitEnv, m.Exit, secs, why)
+	}
+	return fmt.Sprintf(t.exit, m.Exit, secs)
+}
+
+// Outcome is the measurement's outcome in one sentence, in lang, as the
+// judge is shown it.
+func (m Measurement) Outcome(lang doc.Lang) string { return m.status(measureTexts(lang)) }

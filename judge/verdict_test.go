@@ -40,11 +40,11 @@ func TestDecideTakesTheItemsNotTheConclusion(t *testing.T) {
 		{"ids the checklist lacks", `{"items":[` + pass + `,` + pass2 + `,{"id":"c9","status":"passed","evidence":"x","reason":"x"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "c9"},
 		{"an item judged twice", `{"items":[` + pass + `,{"id":"c2","status":"failed","evidence":"x","reason":"no"},` + pass2 + `],"conclusion":"not_yet","reason":"no"}`, nil, doc.NotYet, "item c2 was judged twice"},
 		{"a pass flower's measurement contradicts", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"the log says ok"}`,
-			[]Measurement{{Item: testItems[0], Exit: 1, Tail: "FAIL"}}, doc.NotYet, "flower ran `go test ./...` itself: exit status 1"},
+			[]Measurement{{Item: testItems[0], Exit: 1, Tail: "FAIL"}}, doc.NotYet, "flower ran `go test ./...` itself: Exit status: 1"},
 		// Not the work's failure, but not a pass either: the output that says
 		// so is the work's to forge.
 		{"a failure for want of the network is not a pass", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
-			[]Measurement{{Item: testItems[0], Exit: 1, Environment: "network"}}, doc.NotYet, "for want of the network (not the work's failure, nor a pass"},
+			[]Measurement{{Item: testItems[0], Exit: 1, Environment: "network"}}, doc.NotYet, "failed for want of the network (--check-network lets flower's runs use it) — not the work's failure, and not a pass either"},
 		{"a measurement that could not run says nothing", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
 			[]Measurement{{Item: testItems[0], Exit: -1, Err: "no bubblewrap"}}, doc.Achieved, ""},
 		{"a measurement that passed", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,

@@ -72,6 +72,9 @@ type gatherer struct {
 	r           *Report
 	events      []logged
 	main, aside *storeData
+	// decided are the goal guard's verdict events by run and judge label,
+	// the last of each (verdictOf), made on first use.
+	decided map[[2]string]*doc.Verdict
 }
 
 // logged is one line of events.jsonl.
@@ -771,19 +774,25 @@ func (g *gatherer) answers() {
 // older than that event's label, the judge's own reply read as a
 // document.
 func (g *gatherer) verdictOf(s Step) *doc.Verdict {
-	for i := len(g.events) - 1; i >= 0; i-- {
-		e := g.events[i]
-		if e.Kind != event.Verdict || e.Str("label") != s.Label || (e.Run != "" && s.Run != "" && e.Run != s.Run) {
-			continue
-		}
-		v := &doc.Verdict{State: doc.State(e.Str("state")), Reason: e.Text}
-		if failed, ok := e.Payload["failed"].([]any); ok {
-			for _, f := range failed {
-				if f, ok := f.(string); ok {
-					v.Failed = append(v.Failed, f)
+	if g.decided == nil {
+		g.decided = map[[2]string]*doc.Verdict{}
+		for _, e := range g.events {
+			label := e.Str("label")
+			if e.Kind != event.Verdict || label == "" {
+				continue
+			}
+			v := &doc.Verdict{State: doc.State(e.Str("state")), Reason: e.Text}
+			if failed, ok := e.Payload["failed"].([]any); ok {
+				for _, f := range failed {
+					if f, ok := f.(string); ok {
+						v.Failed = append(v.Failed, f)
+					}
 				}
 			}
+			g.decided[[2]string{e.Run, label}] = v
 		}
+	}
+	if v, ok := g.decided[[2]string{s.Run, s.Label}]; ok {
 		return v
 	}
 	return doc.ParseVerdict(s.text)
