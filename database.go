@@ -40,6 +40,16 @@ const RunNameEnv = "FLOWER_RUN"
 // command (a Go duration: 30s, 2m).
 const LeaseEnv = "FLOWER_DATABASE_LEASE"
 
+// LeashFDEnv and LeashEnv tie a team run's process to its worker: the
+// file descriptor of a pipe the worker writes to each time it confirmed
+// the run's job attempt, and how long (a Go duration) the process works
+// on without a byte before it stops itself. flower's go command reads
+// them (app); a team's worker sets them.
+const (
+	LeashFDEnv = "FLOWER_LEASH_FD"
+	LeashEnv   = "FLOWER_LEASH"
+)
+
 // DatabaseWait bounds how long a run waits for its database to come back
 // (a restart, a network blip) before it stops, resumable.
 const DatabaseWait = 2 * time.Minute
@@ -96,6 +106,10 @@ type DatabaseOptions struct {
 	// human.Dir(RunDir)): a team's worker, which keeps the run's state for
 	// a process started with its own $FLOWER_STATE_DIR, names it.
 	HumanDir string
+	// Authority, when set, is what says this process holds the run (a
+	// team's job attempt): the run is taken whenever it says so, and
+	// every write of the run's files checks it (see pgrun.Backend.Under).
+	Authority pgrun.Authority
 }
 
 // OpenDatabase connects to the PostgreSQL database at url, brings its
@@ -148,6 +162,9 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	backend, err := pgrun.New(ctx, pool)
 	if err != nil {
 		return fail(err)
+	}
+	if o.Authority != nil {
+		backend = backend.Under(o.Authority)
 	}
 	sessions, err := postgres.Open(ctx, url)
 	if err != nil {

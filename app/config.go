@@ -55,6 +55,10 @@ type Config struct {
 	// Continue: a request given after an achieved goal adds to it instead
 	// of starting something new (--continue).
 	Continue bool
+	// ResumeRun carries the directory's run on where it stopped without
+	// asking (--resume-run): Request is the run's own, used only when no
+	// brief was written yet, never added to the brief as a wake's words.
+	ResumeRun bool
 	// ClarifyOnly stops after the brief.
 	ClarifyOnly bool
 	// Trim trims resumed sessions (on for go, off for run unless -T).

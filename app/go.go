@@ -21,6 +21,9 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := m.holdLeash(); err != nil {
+		return err
+	}
 	ui := m.newUI(cfg.Lang)
 	defer ui.Screen.Close()
 	if sub := typoOf(cfg.Request); sub != "" && !own && !m.typedGo {
@@ -87,6 +90,7 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	fs.BoolVar(&cfg.New, "new", false, "")
 	fs.BoolVar(&cfg.Continue, "continue", false, "")
 	fs.BoolVar(&cfg.ClarifyOnly, "clarify-only", false, "")
+	fs.BoolVar(&cfg.ResumeRun, "resume-run", false, "")
 	fs.Var(budgetValue{&cfg.BudgetUSD}, "budget", "")
 	fs.StringVar(&cfg.Notify, "notify", "", "")
 	fs.BoolVar(&cfg.NoBequest, "no-bequest", false, "")
@@ -105,6 +109,8 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 		return cfg, usageErrorf("--window %d: the window is a number of tokens above 0 (for example --window 200000); leave the flag out to guess it from the model", cfg.Window)
 	case cfg.Rounds < 1:
 		return cfg, usageErrorf("--rounds %d: give at least 1 round (the default is 3)", cfg.Rounds)
+	case cfg.ResumeRun && (cfg.New || cfg.ClarifyOnly):
+		return cfg, usageErrorf("--resume-run carries the run on where it stopped: drop --new and --clarify-only")
 	case cfg.New && cfg.Continue:
 		return cfg, usageErrorf("--new starts something else and --continue carries the last request on: give one of them")
 	case cfg.MaxAsks < -1:

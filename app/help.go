@@ -114,6 +114,9 @@ Flags:
   --new             archive the last brief, goal and lineage and start afresh
   --continue        after an achieved goal, add the request to it instead of starting anew
   --clarify-only    stop after the brief
+  --resume-run      carry this directory's run on where it stopped, without asking:
+                    REQUEST is the one it started with (used only before its brief
+                    exists), never added to the brief (a team's worker passes it)
   --budget USD      stop cleanly when the whole run has cost this much
   --notify CMD      run CMD (sh -c) whenever a question starts waiting; also FLOWER_NOTIFY
                     in the environment or a .env. CMD sees FLOWER_QUESTION,

@@ -72,6 +72,15 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		ui.Screen.Block(screen.Cyan, LastRun(ui.Lang, wake, last, ended, time.Now())...)
 	}
 	ask := cfg.Request
+	if cfg.ResumeRun && waking {
+		// The run's own request again (a team's next attempt): not new
+		// words, so the brief stays and the goal set from it stands.
+		ui.request, ask = cmp.Or(ask, last.Request), ""
+		ui.Screen.Line(screen.Cyan, ui.T("continuingWith"))
+		home, _ := os.UserHomeDir()
+		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace, cfg.Database), wake.Woke+1))
+		return flower.StarterFlow("", o)
+	}
 	if ask == "" {
 		mode := askStart
 		switch {

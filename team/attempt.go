@@ -78,6 +78,14 @@ type attempt struct {
 	// lastKind is the main thread's newest event: a tool result the
 	// model has not answered yet may not be in its transcript yet.
 	lastKind event.Kind
+	// leash ties the run's process to this attempt's confirmations.
+	leash *leash
+	// continuing says an earlier attempt started the run (its lineage
+	// was laid out): this one carries it on, the request not given again.
+	continuing bool
+	// laidOutEvents is how much of the run's events file the database
+	// held: recorded by earlier attempts already.
+	laidOutEvents int64
 }
 
 func (a *attempt) kickReplies() {
@@ -98,6 +106,27 @@ func (a *attempt) work(ctx context.Context) error {
 	a.runDir = filepath.Join(a.checkout, runDirName)
 	a.state = filepath.Join(base, "state")
 	a.base, a.costs, a.inFlight = a.run.Cost, map[string]float64{}, map[string]bool{}
+	if err := a.nameAttempt(ctx); err != nil {
+		return err
+	}
+	leash, err := newLeash()
+	if err != nil {
+		return err
+	}
+	a.leash = leash
+	defer leash.close()
+	// Confirmed from the start, not only once the checkout is made: a
+	// clone slower than the interval would let the job go to another
+	// worker while this one still meant to start the run. The job is
+	// confirmed until the attempt returns, not only until it is stopped:
+	// a stopping worker lets the tool call in flight finish and then
+	// pushes, which may take longer than the interval.
+	actx, stop := context.WithCancelCause(ctx)
+	a.stop = stop
+	defer stop(nil)
+	cctx, confirmed := context.WithCancel(context.WithoutCancel(ctx))
+	defer confirmed()
+	go a.confirm(cctx, stop)
 	// The run's own folders exist before they are handed to its user
 	// (handOver): one the worker made later would be root's alone.
 	for _, d := range []string{a.home, a.state, filepath.Join(base, "tmp")} {
@@ -105,7 +134,7 @@ func (a *attempt) work(ctx context.Context) error {
 			return a.failed(ctx, fmt.Errorf("worker %s cannot make %s: %w", w.o.Name, d, err))
 		}
 	}
-	err := a.fenced(ctx, func(tx pgx.Tx) error {
+	err = a.fenced(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "update team_runs set version = coalesce(nullif(version, ''), $2) where id = $1", a.run.ID, w.o.Version); err != nil {
 			return err
 		}
@@ -132,14 +161,17 @@ func (a *attempt) work(ctx context.Context) error {
 		return a.failed(ctx, err)
 	}
 	a.rs = state
+	if fi, err := os.Stat(filepath.Join(a.runDir, "events.jsonl")); err == nil {
+		a.laidOutEvents = fi.Size()
+	}
+	if _, err := os.Stat(filepath.Join(a.runDir, flower.LineageName)); err == nil {
+		a.continuing = true
+	}
 	defer func() { _ = state.close(context.WithoutCancel(ctx), false) }()
 	if err := w.confine.handOver(filepath.Dir(a.checkout)); err != nil {
 		return a.failed(ctx, err)
 	}
 
-	actx, stop := context.WithCancelCause(ctx)
-	a.stop = stop
-	defer stop(nil)
 	go func() {
 		select {
 		case <-state.db.Lost():
@@ -147,12 +179,6 @@ func (a *attempt) work(ctx context.Context) error {
 		case <-actx.Done():
 		}
 	}()
-	// The job is confirmed until the attempt returns, not only until it is
-	// stopped: a stopping worker lets the tool call in flight finish and
-	// then pushes, which may take longer than the rescue interval.
-	cctx, confirmed := context.WithCancel(context.WithoutCancel(ctx))
-	defer confirmed()
-	go a.confirm(cctx, stop)
 	go func() {
 		select {
 		case <-w.drain:
@@ -179,6 +205,11 @@ func (a *attempt) work(ctx context.Context) error {
 	defer hold.Close()
 	cmd.Stdin = stdin
 	started := time.Now()
+	// Only the attempt's holder starts the run's process: the checkout
+	// and the layout may have taken longer than the interval.
+	if actx.Err() != nil || !a.stillOurs(ctx) {
+		return errLost
+	}
 	err = cmd.Start()
 	for _, f := range cmd.ExtraFiles {
 		f.Close() // the process's ends
@@ -194,7 +225,9 @@ func (a *attempt) work(ctx context.Context) error {
 	})
 	defer stopSync()
 
-	tail := &tailer{path: filepath.Join(a.runDir, "events.jsonl")}
+	// The events an earlier attempt recorded are in the database already:
+	// only what this attempt's process adds is followed.
+	tail := &tailer{path: filepath.Join(a.runDir, "events.jsonl"), offset: a.laidOutEvents}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var exitErr error
@@ -258,7 +291,14 @@ loop:
 		}
 		return river.JobCancel(errors.New("cancelled"))
 	case errors.Is(stopped, errDrain):
-		if err := a.setState(ctx, Queued, "released by "+w.o.Name+" (the worker stopped); any worker continues it", false); err != nil {
+		err := a.fenced(ctx, func(tx pgx.Tx) error {
+			// Ahead of runs that wait for their first attempt.
+			if _, err := tx.Exec(ctx, "update river_job set priority = $2 where id = $1", a.job.ID, priorityTakeover); err != nil {
+				return err
+			}
+			return setStateTx(ctx, tx, a.run.ID, Queued, w.o.Name, "released by "+w.o.Name+" (the worker stopped); any worker continues it", false)
+		})
+		if err != nil {
 			return err
 		}
 		return river.JobSnooze(0)
@@ -297,6 +337,11 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		return nil, nil, err
 	}
 	args := append([]string{"go", "-w", a.checkout}, w.o.Args...)
+	if a.continuing {
+		// Carried on where it stopped: the request is the run's own, not
+		// words to add to its brief, and finished steps stay finished.
+		args = append(args, "--resume-run")
+	}
 	if a.run.Budget > 0 {
 		args = append(args, "--budget", strconv.FormatFloat(max(a.run.Budget-a.run.Cost, 0.0001), 'f', 4, 64))
 	}
@@ -338,6 +383,8 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		logFile.Close()
 		return nil, nil, err
 	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, a.leash.r)
+	cmd.Env = append(cmd.Env, flower.LeashFDEnv+"="+strconv.Itoa(2+len(cmd.ExtraFiles)), flower.LeashEnv+"="+w.o.Rescue.String())
 	return cmd, logFile, nil
 }
 
@@ -424,6 +471,7 @@ func (a *attempt) confirm(ctx context.Context, stop context.CancelCauseFunc) {
 			return
 		case err == nil:
 			last = time.Now()
+			a.leash.tug()
 		case time.Since(last) > a.w.o.Rescue:
 			// Unconfirmed for the whole interval (the database away, this
 			// machine paused): River may have given the run away.
@@ -435,9 +483,9 @@ func (a *attempt) confirm(ctx context.Context, stop context.CancelCauseFunc) {
 
 // refresh confirms the job; false when it is not this attempt's any more.
 func (a *attempt) refresh(ctx context.Context) (bool, error) {
-	tag, err := a.w.t.pool.Exec(ctx, `update river_job set attempted_at = now()
+	tag, err := a.w.t.pool.Exec(ctx, `update river_job set attempted_at = now(), metadata = metadata || jsonb_build_object($4::text, $3::float8)
 		where id = $1 and state = 'running' and attempt = $2 and attempted_at > now() - make_interval(secs => $3)`,
-		a.job.ID, a.job.Attempt, a.w.o.Rescue.Seconds())
+		a.job.ID, a.job.Attempt, a.w.o.Rescue.Seconds(), leaseKey)
 	if err != nil {
 		return false, err
 	}
@@ -452,30 +500,11 @@ func (a *attempt) stillOurs(ctx context.Context) bool {
 	return err == nil && ours
 }
 
-// lost ends an attempt that is not ours any more. River's completer would
-// write this attempt's result over the new holder's running job, so it
-// returns only once that job has left the running state (or the worker
-// stops).
-func (a *attempt) lost(ctx context.Context) error {
+// lost ends an attempt that is not ours any more. Its result names it
+// (nameAttempt), so River does not write it over the new holder's job.
+func (a *attempt) lost() error {
 	a.w.log.Warn("flower worker: the run was taken over; this worker wrote nothing more", "run", a.name())
-	for {
-		var state string
-		var attempt int
-		err := a.w.t.pool.QueryRow(ctx, "select state::text, attempt from river_job where id = $1", a.job.ID).Scan(&state, &attempt)
-		if err != nil || state != "running" || attempt == a.job.Attempt {
-			// Gone, ended, or rescued and not yet taken again: an error
-			// result changes nothing then (River writes only a running
-			// job's result).
-			return errLost
-		}
-		select {
-		case <-a.w.drain:
-			return errLost
-		case <-ctx.Done():
-			return errLost
-		case <-time.After(5 * time.Second):
-		}
-	}
+	return errLost
 }
 
 // failed counts a failure of this attempt and parks the run once it failed
@@ -561,11 +590,21 @@ func (a *attempt) save(ctx context.Context, what string) error {
 		}
 		return err
 	}
-	return a.fenced(ctx, func(tx pgx.Tx) error {
+	err = a.fenced(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "update team_runs set pushed = $2, updated_at = now() where id = $1", a.run.ID, head)
 		return err
 	})
+	if err != nil && !errors.Is(err, errLost) {
+		// The push went through: the next one goes on from it (gitwork
+		// tells this checkout's own commit from someone else's).
+		return fmt.Errorf("%w: pushed %s to %s, but the run's record of it was not updated: %w", errRecordBehind, head[:min(len(head), 12)], a.run.Branch, err)
+	}
+	return err
 }
+
+// errRecordBehind: the work was pushed and only the run's row does not
+// say so yet.
+var errRecordBehind = errors.New("pushed, record behind")
 
 // deliver hands the run the replies given for it and not yet delivered,
 // as files its human channel reads (as `flower reply` does on the run's
@@ -715,7 +754,10 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 			// parked with its work kept.
 			a.stop(err)
 		}
-		if err != nil && !errors.Is(err, errLost) {
+		switch {
+		case errors.Is(err, errRecordBehind):
+			a.w.log.Warn("flower worker: the work was pushed; the run's record of it waits for the next push", "run", a.name(), "err", err)
+		case err != nil && !errors.Is(err, errLost):
 			a.w.log.Warn("flower worker: the work was not pushed", "run", a.name(), "err", err)
 		}
 	}
@@ -857,18 +899,10 @@ func readEnding(runDir string, started time.Time) (ending, bool) {
 }
 
 // fenced runs fn in a transaction that found the run's job still this
-// attempt's and confirmed within the rescue interval, and holds the job's
-// row (FOR SHARE) until it commits, so River's rescuer cannot give the run
-// away in between: after a takeover this attempt writes no row.
+// attempt's (holds): after a takeover this attempt writes no row.
 func (a *attempt) fenced(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, a.w.t.pool, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `select 1 from river_job where id = $1 and state = 'running' and attempt = $2
-			and attempted_at > now() - make_interval(secs => $3) for share`, a.job.ID, a.job.Attempt, a.w.o.Rescue.Seconds()).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errLost
-		}
-		if err != nil {
+		if err := a.holds(ctx, tx); err != nil {
 			return err
 		}
 		return fn(tx)

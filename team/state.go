@@ -57,7 +57,10 @@ func (a *attempt) openState(ctx context.Context) (*runState, error) {
 		Workspace: a.checkout, RunDir: a.runDir, HumanDir: a.humanDir(),
 		Isolate: slices.Contains(w.o.Args, "--isolate"),
 		Run:     StateName(a.run.ID), ConfigDir: filepath.Join(a.home, ".claude"),
-		Lease: w.o.Rescue / 2,
+		// The run's files are this attempt's to write exactly while the
+		// job is (one owner): never a lease of their own to wait on.
+		Lease:     w.o.Rescue,
+		Authority: a.holdsState,
 	})
 	if err != nil {
 		return nil, err

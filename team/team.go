@@ -138,7 +138,7 @@ create index team_events_run on team_events (run, id);
 create table team_settings (
 	key text primary key,
 	value text not null
-);`}}
+);`, fenceMigration}}
 
 // Run is one run of the queue.
 type Run struct {
@@ -309,7 +309,7 @@ func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 			return err
 		}
 		res, err := t.river.InsertTx(ctx, tx, runArgs{Run: id}, &river.InsertOpts{
-			Queue: queueName, MaxAttempts: maxAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true},
+			Queue: queueName, MaxAttempts: maxAttempts, Priority: priorityQueued, UniqueOpts: river.UniqueOpts{ByArgs: true},
 		})
 		if err != nil {
 			return err
@@ -331,7 +331,8 @@ func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 const maxAttempts = 100
 
 const runColumns = `r.id, r.request, r.repo, r.base, r.branch, r.budget_usd, r.cost_usd, r.state, r.host, r.step, r.round, r.reason,
-	r.question, r.version, r.pushed, r.job_id, r.failures, r.created_at, r.updated_at, r.ended_at, coalesce(j.state::text, '')`
+	r.question, r.version, r.pushed, r.job_id, r.failures, r.created_at, r.updated_at, r.ended_at, coalesce(j.state::text, ''),
+	j.attempted_at, coalesce(extract(epoch from now() - j.attempted_at)::float8, 0), coalesce((j.metadata->>'flower_lease')::float8, 0)`
 
 // runsFrom joins each run with its River job: a job River ended while no
 // worker held it (cancelled, or discarded by the rescuer) ends the run.
@@ -342,10 +343,25 @@ func scanRun(row pgx.Row) (Run, error) {
 	var failures []byte
 	var ended *time.Time
 	var job string
+	var attempted *time.Time
+	var silent, lease float64
 	err := row.Scan(&r.ID, &r.Request, &r.cloneURL, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
-		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended, &job)
+		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended, &job,
+		&attempted, &silent, &lease)
 	if err != nil {
 		return r, err
+	}
+	if (r.State == Running || r.State == Waiting) && attempted != nil && lease > 0 {
+		// Its worker is not heard from: say so, and when another takes
+		// it (the first worker that looks, within a quarter interval).
+		since := attempted.Local().Format("15:04:05")
+		switch {
+		case job == "running" && silent > lease:
+			by := attempted.Add(time.Duration(lease * 1.25 * float64(time.Second))).Local().Format("15:04:05")
+			r.Reason = fmt.Sprintf("worker %s silent since %s; taken over by about %s", r.Host, since, by)
+		case job == "available" || job == "retryable" || job == "scheduled":
+			r.Reason = fmt.Sprintf("worker %s silent since %s; the next free worker takes it over", r.Host, since)
+		}
 	}
 	r.Repo = gitwork.Redact(r.cloneURL)
 	if !Ended(r.State) {

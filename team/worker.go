@@ -166,12 +166,13 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: o.Concurrency}},
 		Workers:              workers,
 		RescueStuckJobsAfter: o.Rescue,
-		// River's rescuer leaves alone a job whose timeout has not passed
-		// since its attempted_at (and never one without a timeout): the
-		// worker confirms the job by moving attempted_at, and its run
-		// does not follow River's deadline (see work), so a run lasts as
-		// long as its worker is heard from.
-		JobTimeout:  o.Rescue,
+		// No deadline: a run lasts as long as its worker confirms it
+		// (attempt.confirm). River's rescuer leaves a job without a
+		// timeout alone, and says nothing of it as stuck: the workers
+		// give a silent worker's run away themselves (rescueLoop), as
+		// soon as its interval has passed rather than at the leader's
+		// next look.
+		JobTimeout:  -1,
 		RetryPolicy: retryAfter{2 * time.Second},
 		// River's own lines (job counts every few seconds) only when
 		// they warn: the worker says what it does itself.
@@ -216,6 +217,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
+	go w.rescueLoop(lctx)
 	<-ctx.Done()
 	w.drained.Do(func() { close(w.drain) })
 	sctx, cancel := context.WithTimeout(context.Background(), stopGrace+30*time.Second)
@@ -313,7 +315,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 	}()
 	err = a.work(detach(ctx))
 	if errors.Is(err, errLost) {
-		return a.lost(context.WithoutCancel(ctx))
+		return a.lost()
 	}
 	return err
 }

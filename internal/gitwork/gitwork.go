@@ -793,6 +793,13 @@ func Push(ctx context.Context, dir, branch, expect string, secrets []Secret) err
 	if local, err := git(ctx, dir, "rev-parse", "HEAD"); err == nil && remote == local {
 		return nil // pushed before, only the answer was lost
 	}
+	if remote != "" && remote != expect && ownEarlier(ctx, dir, remote) {
+		// This checkout's own earlier push, whose record was lost (the
+		// push went through, the caller's note of it did not): the work
+		// goes on from there.
+		_, err := git(ctx, dir, append(credentialArgs(dir), "push", "-q", "--no-verify", "--force-with-lease="+ref+":"+remote, "origin", "HEAD:"+ref)...)
+		return err
+	}
 	if remote != expect {
 		was := "absent"
 		if expect != "" {
@@ -806,6 +813,16 @@ func Push(ctx context.Context, dir, branch, expect string, secrets []Secret) err
 			ErrRejected, branch, was, now)
 	}
 	return fmt.Errorf("gitwork: pushing %s: %w; check that this machine may push to origin", branch, pushErr)
+}
+
+// ownEarlier says commit is in HEAD's history: pushed from this checkout
+// (or one that shares its history), never someone else's work.
+func ownEarlier(ctx context.Context, dir, commit string) bool {
+	if !commitPattern.MatchString(commit) {
+		return false
+	}
+	_, err := git(ctx, dir, "merge-base", "--is-ancestor", commit, "HEAD")
+	return err == nil
 }
 
 // RemoteHead is origin's branch head ("" when absent), asked of origin

@@ -251,9 +251,47 @@ func TestAPushAfterSomeoneElsePushedIsRejectedAndTheirCommitStays(t *testing.T) 
 	if err := Push(ctx, machine, "flower/other-run", "", nil); err != nil {
 		t.Fatalf("a push whose commit is already there: %v", err)
 	}
-	run(t, machine, "commit", "-q", "--allow-empty", "-m", "later")
-	if err := Push(ctx, machine, "flower/other-run", "", nil); !errors.Is(err, ErrRejected) {
+	// Over a branch expected absent that holds someone else's commit.
+	if err := Push(ctx, other, "flower/other-run", "", nil); !errors.Is(err, ErrRejected) {
 		t.Errorf("pushing over an existing branch expected absent: %v, want ErrRejected", err)
+	}
+}
+
+// A push that went through while its record did not (the run's row kept
+// the commit before) goes on from this checkout's own commit: it parked
+// the run as "someone else pushed to it" before.
+func TestAPushWhoseRecordWasLostGoesOnFromItsOwnCommit(t *testing.T) {
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	machine := filepath.Join(t.TempDir(), "a")
+	if _, err := Prepare(ctx, bare, machine, "flower/run", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(machine, "work.txt"), "1\n")
+	first, _, err := Commit(ctx, machine, "step 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Push(ctx, machine, "flower/run", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The record still says "never pushed" (""): the first push's answer
+	// was lost. Two more steps, each pushed against that stale record.
+	for i, want := range []string{"2\n", "3\n"} {
+		write(t, filepath.Join(machine, "work.txt"), want)
+		head, _, err := Commit(ctx, machine, "step")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Push(ctx, machine, "flower/run", "", nil); err != nil {
+			t.Fatalf("push %d against the lost record: %v", i+2, err)
+		}
+		if got, err := RemoteHead(ctx, machine, "flower/run"); err != nil || got != head {
+			t.Fatalf("remote head %s (%v), want %s", got, err, head)
+		}
+	}
+	if got := run(t, bare, "rev-list", "--count", first+"..flower/run"); got != "2" {
+		t.Errorf("the branch has %s commits after the first, want 2 (nothing lost, nothing rewritten)", got)
 	}
 }
 

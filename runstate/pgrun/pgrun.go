@@ -45,7 +45,24 @@ create table runstate_files (
 
 // Backend is the PostgreSQL backend on one pool.
 type Backend struct {
-	pool *pgxpool.Pool
+	pool      *pgxpool.Pool
+	authority Authority
+}
+
+// Authority says, inside a transaction, whether this process holds the
+// run by a lease kept elsewhere (a team's job attempt): nil, or an error
+// wrapping runstate.ErrLeaseLost when it does not. It may lock what it
+// reads until the transaction ends.
+type Authority func(ctx context.Context, tx pgx.Tx) error
+
+// Under is b with the run's lease derived from authority: Acquire takes
+// the run whenever authority says this process holds it, whatever the
+// last holder's heartbeat says (nobody waits on a lease that nobody
+// confirms), and every write checks authority in its transaction as well
+// as the lease's epoch. One thing, one owner: the run-state lease only
+// follows.
+func (b *Backend) Under(authority Authority) *Backend {
+	return &Backend{pool: b.pool, authority: authority}
 }
 
 // New uses pool, bringing the run-state tables up to date.
@@ -83,7 +100,11 @@ func (b *Backend) Acquire(ctx context.Context, run string, me runstate.Holder, t
 		if beat != nil {
 			h.Beat, h.TTL = *beat, time.Duration(ttlSecs*float64(time.Second))
 		}
-		if !released && live {
+		if b.authority != nil {
+			if err := b.authority(ctx, tx); err != nil {
+				return err
+			}
+		} else if !released && live {
 			return &runstate.BusyError{Run: run, Holder: h}
 		}
 		epoch++
@@ -95,14 +116,15 @@ func (b *Backend) Acquire(ctx context.Context, run string, me runstate.Holder, t
 	if err != nil {
 		return nil, err
 	}
-	return &lease{pool: b.pool, run: run, epoch: epoch, previous: h}, nil
+	return &lease{pool: b.pool, run: run, epoch: epoch, previous: h, authority: b.authority}, nil
 }
 
 type lease struct {
-	pool     *pgxpool.Pool
-	run      string
-	epoch    int64
-	previous runstate.Holder
+	pool      *pgxpool.Pool
+	run       string
+	epoch     int64
+	previous  runstate.Holder
+	authority Authority
 }
 
 func (l *lease) Previous() runstate.Holder { return l.previous }
@@ -119,6 +141,11 @@ func (l *lease) fenced(ctx context.Context, fn func(pgx.Tx) error) error {
 		}
 		if err != nil {
 			return err
+		}
+		if l.authority != nil {
+			if err := l.authority(ctx, tx); err != nil {
+				return err
+			}
 		}
 		return fn(tx)
 	})

@@ -1,0 +1,54 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/flowerrun/flower"
+)
+
+// The leash ties a run's process to the team worker that started it (see
+// flower.LeashFDEnv and team's leash): the process stops at once, with
+// every CLI it started, when nothing came down the pipe for the interval
+// or the pipe closed. A run then never works on for a worker that is
+// paused, dead or cut off: another worker may already hold the run.
+// holdLeash starts watching the leash the environment names, if any; a
+// leash that cannot be read is refused: a run that cannot tell whether its
+// worker still holds it must not start.
+func (m *Command) holdLeash() error {
+	fdText := m.getenv(flower.LeashFDEnv)
+	if fdText == "" {
+		return nil
+	}
+	fd, err := strconv.Atoi(fdText)
+	ttl, terr := time.ParseDuration(m.getenv(flower.LeashEnv))
+	if err != nil || fd < 3 || terr != nil || ttl <= 0 {
+		return usageErrorf("%s=%q and %s=%q: a team worker gives a file descriptor above 2 and a duration", flower.LeashFDEnv, fdText, flower.LeashEnv, m.getenv(flower.LeashEnv))
+	}
+	f := os.NewFile(uintptr(fd), "leash")
+	if f == nil {
+		return usageErrorf("%s=%d is not an open file", flower.LeashFDEnv, fd)
+	}
+	cut := func(why string) {
+		fmt.Fprintf(os.Stderr, "flower: %s: stopping this run at once (another worker may hold it now)\n", why)
+		signalChildren(syscall.SIGKILL)
+		// Not a signal to itself: in the run's own PID namespace this
+		// process is its init, which ignores them; its exit ends every
+		// process of the namespace.
+		os.Exit(ExitFailure)
+	}
+	timer := time.AfterFunc(ttl, func() { cut(fmt.Sprintf("the worker did not confirm this run's attempt for %s", ttl)) })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, err := f.Read(buf); err != nil {
+				cut("the worker that started this run is gone")
+			}
+			timer.Reset(ttl)
+		}
+	}()
+	return nil
+}

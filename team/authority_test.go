@@ -1,0 +1,184 @@
+package team_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/team"
+)
+
+// living is pids without the zombies (exited, not yet reaped by a parent
+// that is paused).
+func living(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			continue
+		}
+		rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 0 && f[0] != "Z" && f[0] != "X" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// The run's job attempt is its only lease: a worker paused past its
+// interval leaves no process of its run working (the leash), another
+// worker takes the run over within two intervals without waiting on any
+// other lease and without a failure counted, and when the paused worker
+// comes back and is stopped, its stale attempt's result does not end the
+// new holder's job (it did: the run was started a third time). The new
+// holder records no event of the earlier attempt again.
+func TestAPausedWorkersRunStopsAndAnotherTakesItOverOnceWithinTwoIntervals(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1 slow")
+	const rescue = 8 * time.Second
+	a := w.worker("machine-a", "--rescue", rescue.String())
+	w.waitMarker(markerName, 3*time.Minute)
+	b := w.worker("machine-b", "--rescue", rescue.String())
+	time.Sleep(1500 * time.Millisecond)
+	run := descendants(a.cmd.Process.Pid)
+	if len(living(run)) == 0 {
+		t.Fatal("machine A's run has no process before the pause")
+	}
+	// The worker alone is paused: its run's processes are in groups of
+	// their own and would work on.
+	if err := syscall.Kill(a.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = syscall.Kill(a.cmd.Process.Pid, syscall.SIGCONT)
+		}
+	}()
+	for deadline := paused.Add(rescue + 5*time.Second); len(living(run)) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after machine A was paused, its run's processes %v still live (rescue interval %s)", time.Since(paused).Round(time.Second), living(run), rescue)
+		}
+	}
+	t.Logf("machine A's run stopped itself %s after its worker was paused", time.Since(paused).Round(100*time.Millisecond))
+
+	var takenOver time.Time
+	for deadline := paused.Add(2 * time.Minute); takenOver.IsZero(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("machine B never took the run over:\n%s", b.out)
+		}
+		evs, err := tm.Events(context.Background(), id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Text == "team_state" && e.Str("state") == team.Running && e.Str("host") == "machine-b" {
+				takenOver = e.At
+			}
+		}
+	}
+	took := takenOver.Sub(paused)
+	t.Logf("machine B took the run over %s after machine A was paused (rescue interval %s)", took.Round(100*time.Millisecond), rescue)
+	if took > 2*rescue {
+		t.Errorf("the takeover took %s, more than twice the rescue interval %s", took.Round(time.Second), rescue)
+	}
+
+	// Machine A comes back, finds the run gone, and is stopped: the
+	// result of its stale attempt must not touch machine B's job.
+	if err := syscall.Kill(a.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	time.Sleep(rescue / 2)
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.done:
+		a.done <- err
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("machine A did not stop after SIGTERM:\n%s", a.out)
+	}
+
+	runs := waitFor(t, tm, 4*time.Minute, "r1 ended", allEnded)
+	r := runs[0]
+	if r.State != team.Achieved || r.Host != "machine-b" {
+		t.Fatalf("%s ended %s on %s: %s\n%s", r.Name(), r.State, r.Host, r.Reason, b.out)
+	}
+	if got := startedBy(t, tm, id); strings.Join(got, ",") != "machine-a,machine-b" {
+		t.Errorf("the run was started by %v, want machine-a then machine-b only", got)
+	}
+	if len(r.Failures) != 0 {
+		t.Errorf("the takeover counted failures: %+v", r.Failures)
+	}
+	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
+		t.Errorf("the branch holds %q in task-1.txt, want task-1", got)
+	}
+	// Each event once: machine B recorded what its own process did, not
+	// machine A's events again (it re-recorded every one, Bash calls it
+	// never ran included).
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]string{}
+	for _, e := range evs {
+		if e.Kind != event.ToolCall || e.Str("id") == "" {
+			continue
+		}
+		if by, ok := calls[e.Str("id")]; ok {
+			t.Errorf("tool call %s (%s) recorded by %s and again by %s", e.Str("id"), e.Text, by, e.Worker)
+		}
+		calls[e.Str("id")] = e.Worker
+	}
+	byB := 0
+	for _, by := range calls {
+		if by == "machine-b" {
+			byB++
+		}
+	}
+	if byB == 0 || len(calls) == byB {
+		t.Errorf("tool calls by worker: %v; want machine A's and machine B's own", calls)
+	}
+}
+
+// The rescuer is the workers', every quarter interval: River's leader
+// looked every 30 s and logged a healthy long run as stuck.
+func TestALongRunIsNotCalledStuckAndItsSilentWorkerIsShown(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1 slow")
+	const rescue = 4 * time.Second
+	a := w.worker("machine-a", "--rescue", rescue.String())
+	w.waitMarker(markerName, 3*time.Minute)
+	time.Sleep(4 * rescue) // four intervals of a healthy run (River called it stuck 10 s after one)
+	if strings.Contains(a.out.String(), "stuck") {
+		t.Errorf("a healthy run longer than the interval was logged as stuck:\n%s", a.out)
+	}
+	stopTree(a.cmd.Process.Pid, syscall.SIGSTOP)
+	defer stopTree(a.cmd.Process.Pid, syscall.SIGCONT)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		r, err := tm.Run(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(r.Reason, "worker machine-a silent since ") && strings.Contains(r.Reason, "taken over") {
+			out, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
+			if err != nil || !strings.Contains(out, "worker machine-a silent since") {
+				t.Errorf("flower runs does not show the silent worker: %v\n%s", err, out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after machine A was paused the run says %s: %q", r.State, r.Reason)
+		}
+	}
+}
