@@ -3,6 +3,7 @@ package team_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -180,5 +181,40 @@ func TestALongRunIsNotCalledStuckAndItsSilentWorkerIsShown(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a minute after machine A was paused the run says %s: %q", r.State, r.Reason)
 		}
+	}
+}
+
+// A clone slower than the interval keeps the run: the attempt is
+// confirmed from its first moment. It was not before the checkout was
+// made, so River gave the run to another worker while the first still
+// went on to start it: two processes worked one run.
+func TestACloneSlowerThanTheIntervalKeepsTheRunOnItsWorker(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	const rescue = 4 * time.Second
+	slow := t.TempDir()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\ncase \"$*\" in *clone*|*fetch*) sleep " + strconv.Itoa(int(3*rescue/time.Second)) + ";; esac\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(slow, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := w.submit("task-1")
+	a := w.workerWith("machine-a", []string{"PATH=" + slow + ":" + os.Getenv("PATH")}, "--rescue", rescue.String())
+	waitFor(t, tm, time.Minute, "r1 taken by machine A", func(runs []team.Run) bool {
+		return len(runs) == 1 && runs[0].State == team.Running && runs[0].Host == "machine-a"
+	})
+	b := w.worker("machine-b", "--rescue", rescue.String())
+	runs := waitFor(t, tm, 4*time.Minute, "r1 ended", allEnded)
+	if r := runs[0]; r.State != team.Achieved || r.Host != "machine-a" {
+		t.Fatalf("%s ended %s on %s: %s", r.Name(), r.State, r.Host, r.Reason)
+	}
+	if got := startedBy(t, tm, id); strings.Join(got, ",") != "machine-a" {
+		t.Errorf("the run was started by %v, want machine-a alone", got)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(b.dir, "*", "attempt-*.log")); len(logs) != 0 {
+		t.Errorf("machine B started the run's process too: %v\n%s\n%s", logs, a.out, b.out)
 	}
 }

@@ -314,18 +314,32 @@ func (l *lockedBuffer) String() string {
 
 func (w *world) worker(name string, extra ...string) *machine {
 	w.t.Helper()
-	return w.workerIn(w.t.TempDir(), name, append([]string{"--db-file", w.dbFile}, extra...)...)
+	return w.workerWith(name, nil, extra...)
+}
+
+// workerWith is worker with env added to the world's environment.
+func (w *world) workerWith(name string, env []string, extra ...string) *machine {
+	w.t.Helper()
+	return w.workerEnvIn(w.t.TempDir(), name, env, append([]string{"--db-file", w.dbFile}, extra...)...)
 }
 
 // workerIn is a worker whose HOME is home, with args (its database
 // included) after its own.
 func (w *world) workerIn(home, name string, extra ...string) *machine {
 	w.t.Helper()
+	return w.workerEnvIn(home, name, nil, extra...)
+}
+
+func (w *world) workerEnvIn(home, name string, env []string, extra ...string) *machine {
+	w.t.Helper()
 	w.addDir(filepath.Join(home, "runs"))
 	args := append([]string{"worker", "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
 	cmd := exec.Command(teamflow(w.t), args...)
-	cmd.Env = append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir())
+	cmd.Env = append(append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir()), env...)
 	cmd.Dir = home
+	// A group of its own, as a service manager starts it: a test kills
+	// the worker's group as an operator would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	mc := &machine{name: name, dir: filepath.Join(home, "runs"), cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = mc.out, mc.out
 	if err := cmd.Start(); err != nil {
@@ -596,12 +610,26 @@ func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *te
 	w.waitMarker(markerName, 3*time.Minute)
 	b := w.worker("machine-b", "--rescue", rescue.String())
 	time.Sleep(1500 * time.Millisecond) // a write-back of the run's files, then the machine dies
+	run := descendants(a.cmd.Process.Pid)
 	killed := time.Now()
-	for _, pid := range append(descendants(a.cmd.Process.Pid), a.cmd.Process.Pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	// The worker's process group, as an operator's kill does: the run's
+	// processes are in groups of their own, and must go with it.
+	if err := syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
 	}
 	<-a.done
 	a.done <- nil // for the cleanup
+	for deadline := time.Now().Add(5 * time.Second); len(living(run)) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after machine A's worker was killed its run's processes %v live on", living(run))
+		}
+	}
+	time.Sleep(rescue / 2)
+	for _, req := range w.srv.Requests() {
+		if req.At.After(killed.Add(time.Second)) && req.At.Before(killed.Add(rescue/2)) {
+			t.Errorf("a model request came %s after machine A was killed, before anyone took its run over", req.At.Sub(killed))
+		}
+	}
 	runs := waitFor(t, tm, 4*time.Minute, "r1 ended", allEnded)
 	r := runs[0]
 	if r.State != team.Achieved {
