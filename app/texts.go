@@ -228,6 +228,17 @@ var texts = map[string][2]string{
 	"teamOnHost":          {"(在 %s 上)", " on %s"},
 	"teamCancelled":       {"+ 已取消 %s:它不会再被执行", "+ cancelled %s: it will not be worked"},
 	"teamCancelling":      {"+ 正在停下 %s:%s 上的 worker 会把状态写回、推送已做的工作,然后停下", "+ stopping %s: its worker on %s writes its state back, pushes its work and stops it"},
+	"teamAlreadyEnded":    {"%s 已经结束了(%s,%s 结束):没有可取消的。", "%s is already %s (it ended %s): there is nothing to cancel"},
+	"teamRetryOne":        {"%s retry 只接一个运行:%s retry r12", "%s retry takes one run: %s retry r12"},
+	"teamRetryRefused":    {"%s 现在是%s:只有失败(已搁置)的运行能重试。看它:%s runs %s", "%s is %s: only a failed (parked) run can be retried. See it: %s runs %s"},
+	"teamRetried":         {"+ %s 回到队列:空闲的 worker 会从分支 %s 和它存下的状态接着做", "+ %s is back in the queue: a free worker continues it from its branch %s and its saved state"},
+	"teamRunsMore":        {"……还有 %d 个更早的运行没列出(只列了最新的 %d 个)。全部列出:%s", "… %d older runs not shown (the newest %d are). To see them all: %s"},
+	"teamRunsState":       {"--state %s:没有这个状态;可以是 %s(多个用逗号隔开)", "--state %s: no such state; give one of %s (several with commas)"},
+	"teamRunsLimit":       {"--limit %d:给 1 或更大的数,0 表示全部列出", "--limit %d: give 1 or more, or 0 for every run"},
+	"teamNoRunsIn":        {"没有处于 %s 的运行。", "no runs are %s."},
+	"teamRescueShort":     {"--rescue %s 太短:至少给 %s(另一个 worker 多快接手一个死掉的 worker 的运行;这个 worker 每隔四分之一确认一次)", "--rescue %s is too short: give at least %s (how soon another worker takes over the runs of a worker that died; this worker confirms every quarter of it)"},
+	"teamNameTaken":       {"已经有一个叫 %s 的 worker 在干活(主机 %s,pid %d,%s 还有消息):用 --name 名字给这个 worker 换个名字", "a worker named %s is already working (on host %s, pid %d, heard from at %s): give this one another name with --name NAME"},
+	"teamBudgetLifted":    {"+ 团队预算已取消:worker 不再因团队花费停止接活", "+ the team budget is lifted: workers take runs whatever the team has spent"},
 	"teamReplied":         {"+ 已把回答交给 %s:正在跑它的 worker 马上收到;没人在跑时,下一个接手的 worker 收到", "+ reply given to %s: the worker running it gets it at once; if none is, the next worker to take it does"},
 }
 

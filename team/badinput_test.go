@@ -140,7 +140,7 @@ func TestBadFlagsOfTheTeamCommandsSayWhatToGive(t *testing.T) {
 			}
 		})
 	}
-	if runs, err := tm.Runs(context.Background()); err != nil || len(runs) != 0 {
+	if runs, err := tm.Runs(context.Background(), team.RunFilter{}); err != nil || len(runs) != 0 {
 		t.Errorf("bad command lines queued %d runs (%v)", len(runs), err)
 	}
 }
@@ -186,7 +186,7 @@ func TestSubmitToADatabaseItCannotUseSaysSoWithThePasswordMasked(t *testing.T) {
 			}
 		})
 	}
-	if runs, err := tm.Runs(context.Background()); err != nil || len(runs) != 0 {
+	if runs, err := tm.Runs(context.Background(), team.RunFilter{}); err != nil || len(runs) != 0 {
 		t.Errorf("%d runs were queued (%v)", len(runs), err)
 	}
 }
@@ -206,7 +206,7 @@ func TestARepositoryNoWorkerCanReachIsParkedWithItsReasons(t *testing.T) {
 	if code := exitCode(t, err); code != 1 || !strings.Contains(out, "cannot reach the repository "+missing) || !strings.Contains(out, "--no-check") {
 		t.Errorf("submit of a repository this machine cannot reach: exit %d\n%s", code, out)
 	}
-	if runs, _ := tm.Runs(context.Background()); len(runs) != 0 {
+	if runs, _ := tm.Runs(context.Background(), team.RunFilter{}); len(runs) != 0 {
 		t.Fatalf("a refused submit queued a run")
 	}
 
