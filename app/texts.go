@@ -227,7 +227,7 @@ var texts = map[string][2]string{
 	"teamState_cancelled": {"已取消", "cancelled"},
 	"teamOnHost":          {"(在 %s 上)", " on %s"},
 	"teamCancelled":       {"+ 已取消 %s:它不会再被执行", "+ cancelled %s: it will not be worked"},
-	"teamCancelling":      {"+ 正在停下 %s:%s 上的 worker 会把状态写回、推送已做的工作,然后停下", "+ stopping %s: its worker on %s writes its state back, pushes its work and stops it"},
+	"teamCancelling":      {"+ 正在停下 %s:%s 上的 worker 会把状态写回、推送已做的工作,然后停下(那个 worker 要是已经不在了,它也保持取消,不会再被别的 worker 启动)", "+ stopping %s: its worker on %s writes its state back, pushes its work and stops it (if that worker is gone, the run stays cancelled: no other worker starts it)"},
 	"teamAlreadyEnded":    {"%s 已经结束了(%s,%s 结束):没有可取消的。", "%s is already %s (it ended %s): there is nothing to cancel"},
 	"teamRetryOne":        {"%s retry 只接一个运行:%s retry r12", "%s retry takes one run: %s retry r12"},
 	"teamRetryRefused":    {"%s 现在是%s:只有失败(已搁置)的运行能重试。看它:%s runs %s", "%s is %s: only a failed (parked) run can be retried. See it: %s runs %s"},

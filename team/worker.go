@@ -128,7 +128,8 @@ type Worker struct {
 	// worker hands its runs, the database's password (see pushSecrets).
 	secrets []gitwork.Secret
 
-	host string // this machine's name, in team_workers
+	host  string  // this machine's name, in team_workers
+	retry backoff // how far apart a failing run's attempts are
 
 	mu       sync.Mutex
 	attempts map[int64]*attempt
@@ -182,6 +183,7 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{},
 		cancels: map[int64]context.CancelCauseFunc{},
 		secrets: pushSecrets(o.Env, url, password)}
+	w.retry = backoff{first: min(10*time.Second, o.Rescue), most: max(10*o.Rescue, 2*time.Minute)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(w.work))
 	w.client, err = river.NewClient(riverpgxv5.New(t.pool), &river.Config{
@@ -195,7 +197,7 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		// does not follow River's deadline (see work), so a run lasts as
 		// long as its worker is heard from.
 		JobTimeout:  o.Rescue,
-		RetryPolicy: backoff{first: min(10*time.Second, o.Rescue), most: max(10*o.Rescue, 2*time.Minute)},
+		RetryPolicy: w.retry,
 		// River's own lines (job counts every few seconds) only when
 		// they warn: the worker says what it does itself.
 		Logger: slog.New(warnOnly{w.log.Handler()}),
