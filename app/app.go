@@ -132,7 +132,7 @@ func (m *Command) name() string {
 
 // subcommands is the one list the dispatcher and the rewrite read (the
 // original's rewrite had its own list and forgot setup).
-var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "runs", "cancel", "help"}
+var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "runs", "cancel", "retry", "help"}
 
 func isSubcommand(s string) bool {
 	for _, c := range subcommands {
@@ -202,6 +202,8 @@ func (m *Command) dispatch(ctx context.Context, args []string) error {
 		err = m.runRuns(ctx, args[1:])
 	case "cancel":
 		err = m.runCancel(ctx, args[1:])
+	case "retry":
+		err = m.runRetry(ctx, args[1:])
 	default:
 		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
 	}

@@ -4,11 +4,13 @@ import "strings"
 
 const exitCodes = `Exit codes:
   0    done
-  1    stopped on purpose, message on stderr: cancelled, empty request, missing or
-       rejected credentials, a failed step, a directory that cannot be written
+  1    stopped on purpose, message on stderr: cancelled, empty request, missing
+       or rejected credentials, a failed step, a directory that cannot be
+       written
   2    a command-line error: unknown command or flag, bad flag value
-  130  Ctrl-C twice: stopped, everything resumable (run flower again to continue)
-  128+N killed by signal N (SIGTERM, SIGHUP) after the in-flight step was recorded
+  130  Ctrl-C twice: stopped, everything resumable (run flower again to go on)
+  128+N killed by signal N (SIGTERM, SIGHUP) after the in-flight step was
+       recorded
 `
 
 const globalFlags = `Global flags (before or after the command):
@@ -70,9 +72,10 @@ Usage:
 A team's queue on one PostgreSQL (see flower submit --help):
   flower submit --repo REPO "request"   queue a run for any free worker
   flower worker             work queued runs on this machine, each on its own branch
-  flower runs [RUN]         every run: state, host, step, cost, age
+  flower runs [RUN]         the runs: state, host, step, cost, age (--state, --limit)
   flower reply RUN "answer"   answer a run's question from any machine
   flower cancel RUN         stop a run cleanly
+  flower retry RUN          put a failed (parked) run back in the queue
   flower report RUN         the report page of a run, from the database
   (the database: $FLOWER_DATABASE_URL, --db-file F, or --db URL without its password)
 
@@ -291,11 +294,11 @@ Exit codes:
 
 const teamFlags = `The team's database (one for the whole team, holding the queue, every run's
 state and transcripts), in the first of:
-  --db-file FILE   a file holding postgres://user:password@host:5432/db, mode 0600
-                   (chmod 600 FILE) and yours: one that others may read is refused
-  --db URL         postgres://user@host:5432/db without its password, which comes from
-                   ~/.pgpass (or $PGPASSFILE, or $PGPASSWORD); a password in --db is
-                   refused, since every user of the machine sees a command line
+  --db-file FILE   a file holding postgres://user:password@host:5432/db, yours
+                   and mode 0600 (chmod 600 FILE): one others read is refused
+  --db URL         postgres://user@host:5432/db without its password, which
+                   comes from ~/.pgpass (or $PGPASSFILE, or $PGPASSWORD); a
+                   password in --db is refused: every user sees a command line
   $FLOWER_DATABASE_URL   the whole URL, password included
 `
 
@@ -324,19 +327,25 @@ func (m *Command) workerUsage() string {
 
 Works queued runs on this machine until stopped: each in its own checkout under
 DIR with its own HOME for the CLI, its state in the database. Ctrl-C or SIGTERM:
-takes no new run, stops those in flight as resumable (the step in flight recorded,
-the work pushed) and gives them back to the queue. A worker that dies (SIGKILL, power,
-network) is not heard from; after --rescue its runs go to another worker, which
-continues each from its last pushed commit and its state in the database.
+takes no new run, stops those in flight as resumable (the step in flight
+recorded, the work pushed) and gives them back to the queue. A worker that dies
+(SIGKILL, power, network) is not heard from; after --rescue its runs go to
+another worker, which continues each from its last pushed commit and its state
+in the database. A worker continues any run whose state protocol it reads,
+whatever flower build started it.
 
 Flags:
   --concurrency N     runs at once (default 1)
   --dir DIR           checkouts, HOMEs and logs (default ./flower-worker)
-  --name NAME         the worker's name in flower runs (default host-pid)
-  --rescue D          how long a run may go unconfirmed before another worker takes it
-                      (default 2m; this worker confirms every quarter of it)
+  --name NAME         the worker's name in flower runs (default host-pid); the
+                      name of a live worker is refused
+  --rescue D          how long a run may go unconfirmed before another worker
+                      takes it (default 2m, at least 4s; this worker confirms
+                      every quarter of it)
   --team-budget USD   take no new run once all runs together have cost this much
-  --max-failures N    park a run that failed on N workers (default 3)
+                      (every worker; 0 lifts it; left out, it stays as set)
+  --max-failures N    park a run that failed on N workers (default 3); failed
+                      attempts are retried 10s, 30s, 90s... apart
   --lang en|zh        the runs' language
   --unconfined        run the runs without bubblewrap (they can then read what
                       this user can: other runs, this HOME); refused otherwise
@@ -352,11 +361,28 @@ processes are hidden from it.
 }
 
 func (m *Command) runsUsage() string {
-	return strings.ReplaceAll(`Usage: flower runs [--db-file FILE] [RUN]
+	return strings.ReplaceAll(`Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
 
-Every run of the team: its state (queued, running on a host, waiting for a person,
-achieved, stopped, failed, cancelled), step and round, cost against its budget, age
-and why it waits or ended. With RUN (r12): that run in detail, with its recent events.
+The team's runs, newest first: each one's state (queued, running on a host,
+waiting for a person, achieved, stopped, failed, cancelled), step and round,
+cost against its budget, age and why it waits or ended. With RUN (r12): that
+run in detail, with its recent events.
+
+Flags:
+  --state S[,S]   only the runs in these states (e.g. --state failed,queued)
+  --limit N       at most N runs (default 50; 0: all); a last line says how
+                  many more there are
+
+`+teamFlags+"\n"+exitCodes, "flower", m.name())
+}
+
+func (m *Command) retryUsage() string {
+	return strings.ReplaceAll(`Usage: flower retry [--db-file FILE] RUN
+
+Puts a failed (parked) run back in the queue. A free worker continues it from
+its pushed branch and its state in the database, as after a takeover. Its
+earlier failures stay in its record (flower runs RUN); only new ones count
+towards parking it again. A run in any other state is refused (exit code 1).
 
 `+teamFlags+"\n"+exitCodes, "flower", m.name())
 }
@@ -364,8 +390,10 @@ and why it waits or ended. With RUN (r12): that run in detail, with its recent e
 func (m *Command) cancelUsage() string {
 	return strings.ReplaceAll(`Usage: flower cancel [--db-file FILE] RUN
 
-Stops a run. A queued run is never worked; a running one is stopped by its worker,
-which writes its state back and pushes its work to the run's branch first.
+Stops a run, however long it has run. A queued run is never worked; a running
+one is stopped by its worker, which writes its state back and pushes its work
+to the run's branch first. A run whose worker died stays cancelled: no worker
+starts it again. A run that already ended is refused (exit code 1).
 
 `+teamFlags+"\n"+exitCodes, "flower", m.name())
 }

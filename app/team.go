@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,8 +142,8 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 		return usageErrorf("--concurrency %d: give how many runs this worker works at once, at least 1", concurrency)
 	case maxFailures < 1:
 		return usageErrorf("--max-failures %d: give at least 1", maxFailures)
-	case rescue < 4*time.Second:
-		return usageErrorf("--rescue %s: give at least 4s (how soon another worker takes over the runs of a worker that died)", rescue)
+	case rescue < team.MinRescue:
+		return usageErrorf(text(lang, "teamRescueShort"), rescue, team.MinRescue)
 	}
 	url, err := m.teamDB(db, "worker", lang)
 	if err != nil {
@@ -162,10 +164,18 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	if g.lang != "" {
 		runArgs = append(runArgs, "--lang", g.lang)
 	}
+	// --team-budget 0 lifts the team's budget; left out, it stays as set.
+	var budgetGiven *float64
+	if isSet(fs, "team-budget") {
+		budgetGiven = &teamBudget
+	}
 	w, err := t.NewWorker(url, team.WorkerOptions{
-		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: teamBudget,
+		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: budgetGiven,
 		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined,
 	})
+	if short := (*team.RescueTooShortError)(nil); errors.As(err, &short) {
+		return usageErrorf(text(lang, "teamRescueShort"), short.Rescue, team.MinRescue)
+	}
 	if err != nil {
 		return err
 	}
@@ -177,7 +187,13 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	m.hooks.stop = stop
 	m.hooks.mu.Unlock()
 	m.say(text(lang, "teamWorking"), w.Name(), t.URL(), concurrency, w.Dir())
+	if budgetGiven != nil && *budgetGiven == 0 {
+		m.say("%s", text(lang, "teamBudgetLifted"))
+	}
 	err = w.Run(wctx)
+	if taken := (*team.NameTakenError)(nil); errors.As(err, &taken) {
+		return fmt.Errorf(text(lang, "teamNameTaken"), taken.Name, taken.Host, taken.PID, taken.Heartbeat.Local().Format("15:04:05"))
+	}
 	m.say(text(lang, "teamWorkerStopped"), w.Name())
 	return err
 }
@@ -186,9 +202,13 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 func (m *Command) runRuns(ctx context.Context, args []string) error {
 	var g globals
 	var db dbFlags
+	var states string
+	var limit int
 	fs := newFlagSet("runs")
 	g.register(fs)
 	db.register(fs)
+	fs.StringVar(&states, "state", "", "")
+	fs.IntVar(&limit, "limit", defaultRunsPage, "")
 	pos, err := m.parse(fs, m.runsUsage(), args)
 	if err != nil {
 		return err
@@ -196,6 +216,18 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 	lang := m.language(&g, "")
 	if len(pos) > 1 {
 		return usageErrorf("%s runs takes at most one run (got %s)", m.name(), strings.Join(pos, " "))
+	}
+	filter := team.RunFilter{Limit: limit}
+	if limit < 0 {
+		return usageErrorf(text(lang, "teamRunsLimit"), limit)
+	}
+	for _, s := range strings.Split(states, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			if !slices.Contains(team.States, s) {
+				return usageErrorf(text(lang, "teamRunsState"), s, strings.Join(team.States, ","))
+			}
+			filter.States = append(filter.States, s)
+		}
 	}
 	url, err := m.teamDB(db, "runs", lang)
 	if err != nil {
@@ -215,11 +247,15 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 	if id != 0 {
 		return m.showRun(ctx, t, id, lang)
 	}
-	runs, err := t.Runs(ctx)
+	runs, err := t.Runs(ctx, filter)
 	if err != nil {
 		return err
 	}
 	if len(runs) == 0 {
+		if len(filter.States) > 0 {
+			m.say(text(lang, "teamNoRunsIn"), strings.Join(filter.States, ","))
+			return nil
+		}
 		m.say(text(lang, "teamNoRuns"), m.name())
 		return nil
 	}
@@ -244,6 +280,15 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 	}
 	for _, line := range lines {
 		m.say("%s", line)
+	}
+	if limit > 0 && len(runs) == limit {
+		if total, err := t.CountRuns(ctx, team.RunFilter{States: filter.States}); err == nil && total > limit {
+			more := m.name() + " runs --limit " + strconv.Itoa(total)
+			if states != "" {
+				more += " --state " + strings.Join(filter.States, ",")
+			}
+			m.say(text(lang, "teamRunsMore"), total-limit, limit, more)
+		}
 	}
 	if budget, err := t.TeamBudget(ctx); err == nil && budget > 0 {
 		spent, _ := t.Spent(ctx)
@@ -470,6 +515,10 @@ func (m *Command) runCancel(ctx context.Context, args []string) error {
 	}
 	defer t.Close()
 	r, err := t.Cancel(ctx, id)
+	if ended := (*team.EndedError)(nil); errors.As(err, &ended) {
+		return fmt.Errorf(text(lang, "teamAlreadyEnded"), ended.Run.Name(), stateText(lang, team.Run{State: ended.Run.State}),
+			ended.Run.Ended.Local().Format("2006-01-02 15:04"))
+	}
 	if err != nil {
 		return err
 	}
@@ -480,6 +529,49 @@ func (m *Command) runCancel(ctx context.Context, args []string) error {
 	}
 	return nil
 }
+
+// runRetry is `flower retry RUN`.
+func (m *Command) runRetry(ctx context.Context, args []string) error {
+	var g globals
+	var db dbFlags
+	fs := newFlagSet("retry")
+	g.register(fs)
+	db.register(fs)
+	pos, err := m.parse(fs, m.retryUsage(), args)
+	if err != nil {
+		return err
+	}
+	lang := m.language(&g, "")
+	if len(pos) != 1 {
+		return usageErrorf(text(lang, "teamRetryOne"), m.name(), m.name())
+	}
+	id, err := team.ParseRun(pos[0])
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	url, err := m.teamDB(db, "retry", lang)
+	if err != nil {
+		return err
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	host, _ := os.Hostname()
+	r, err := t.Retry(ctx, id, host)
+	if refused := (*team.EndedError)(nil); errors.As(err, &refused) {
+		return fmt.Errorf(text(lang, "teamRetryRefused"), refused.Run.Name(), stateText(lang, refused.Run), m.name(), refused.Run.Name())
+	}
+	if err != nil {
+		return err
+	}
+	m.say(text(lang, "teamRetried"), r.Name(), r.Branch)
+	return nil
+}
+
+// defaultRunsPage is how many runs `flower runs` lists unless told.
+const defaultRunsPage = 50
 
 // replyTeam is `flower reply RUN [ID] "answer"`.
 func (m *Command) replyTeam(ctx context.Context, url string, pos []string, id string, skip bool, lang flower.Lang) error {

@@ -476,7 +476,7 @@ func (s *queueSetup) submit(ctx context.Context, request string) (team.Run, erro
 func (s *queueSetup) waitEnded(ctx context.Context, d time.Duration, workers []*queueWorker) ([]team.Run, error) {
 	deadline := time.Now().Add(d)
 	for {
-		runs, err := s.tm.Runs(ctx)
+		runs, err := s.tm.Runs(ctx, team.RunFilter{})
 		if err == nil && len(runs) > 0 && !slices.ContainsFunc(runs, func(r team.Run) bool { return !team.Ended(r.State) }) {
 			return runs, nil
 		}

@@ -519,8 +519,10 @@ func (a *attempt) failed(ctx context.Context, cause error) error {
 		return err
 	}
 	failures := append(r.Failures, f)
+	// Only the failures since the run's last retry (flower retry) count.
+	counted := failures[min(r.FailuresBefore, len(r.Failures)):]
 	hosts := map[string]bool{}
-	for _, f := range failures {
+	for _, f := range counted {
 		hosts[f.Host] = true
 	}
 	data, _ := json.Marshal(failures)
@@ -530,14 +532,15 @@ func (a *attempt) failed(ctx context.Context, cause error) error {
 	}); err != nil {
 		return err
 	}
-	if len(hosts) >= w.o.MaxFailures || len(failures) >= 2*w.o.MaxFailures {
+	if len(hosts) >= w.o.MaxFailures || len(counted) >= 2*w.o.MaxFailures {
 		var reasons []string
-		for _, f := range failures {
+		for _, f := range counted {
 			reasons = append(reasons, f.Host+": "+f.Reason)
 		}
-		return a.park(ctx, fmt.Sprintf("failed %d times on %d workers:\n%s", len(failures), len(hosts), strings.Join(reasons, "\n")))
+		return a.park(ctx, fmt.Sprintf("failed %d times on %d workers:\n%s", len(counted), len(hosts), strings.Join(reasons, "\n")))
 	}
-	if err := a.setState(ctx, Queued, "attempt failed on "+w.o.Name+", to be retried: "+cause.Error(), false); err != nil {
+	next := time.Now().Add(w.retry.after(len(a.job.Errors) + 1)).Local().Format("15:04:05")
+	if err := a.setState(ctx, Queued, "attempt failed on "+w.o.Name+", to be retried at "+next+": "+cause.Error(), false); err != nil {
 		return err
 	}
 	return cause

@@ -140,7 +140,7 @@ func TestBadFlagsOfTheTeamCommandsSayWhatToGive(t *testing.T) {
 			}
 		})
 	}
-	if runs, err := tm.Runs(context.Background()); err != nil || len(runs) != 0 {
+	if runs, err := tm.Runs(context.Background(), team.RunFilter{}); err != nil || len(runs) != 0 {
 		t.Errorf("bad command lines queued %d runs (%v)", len(runs), err)
 	}
 }
@@ -186,7 +186,7 @@ func TestSubmitToADatabaseItCannotUseSaysSoWithThePasswordMasked(t *testing.T) {
 			}
 		})
 	}
-	if runs, err := tm.Runs(context.Background()); err != nil || len(runs) != 0 {
+	if runs, err := tm.Runs(context.Background(), team.RunFilter{}); err != nil || len(runs) != 0 {
 		t.Errorf("%d runs were queued (%v)", len(runs), err)
 	}
 }
@@ -206,7 +206,7 @@ func TestARepositoryNoWorkerCanReachIsParkedWithItsReasons(t *testing.T) {
 	if code := exitCode(t, err); code != 1 || !strings.Contains(out, "cannot reach the repository "+missing) || !strings.Contains(out, "--no-check") {
 		t.Errorf("submit of a repository this machine cannot reach: exit %d\n%s", code, out)
 	}
-	if runs, _ := tm.Runs(context.Background()); len(runs) != 0 {
+	if runs, _ := tm.Runs(context.Background(), team.RunFilter{}); len(runs) != 0 {
 		t.Fatalf("a refused submit queued a run")
 	}
 
@@ -375,13 +375,14 @@ func TestAPushSomeoneElseBeatIsParkedAndTheWorkKept(t *testing.T) {
 	}
 }
 
-// A run started by one flower version is left by a worker of another: the
-// run's row keeps the version it started with and says why it waits; a
-// worker of its version finishes it.
+// A run started with a newer state protocol is left by a worker that reads
+// only older ones: the run's row keeps the protocol (and version) it
+// started with and says why it waits; any worker of its protocol, another
+// build included, finishes it.
 func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 	w := newWorld(t)
 	tm := w.open()
-	// The build step's write takes a while; the old build's worker stops
+	// The build step's write takes a while; the newer build's worker stops
 	// in the middle of it and lets it finish (longer than the rescue
 	// interval) before it releases the run.
 	w.model.sleep = "sleep 12"
@@ -394,14 +395,15 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 	})
 	log := slog.New(slog.NewTextHandler(logs, nil))
 
-	// An in-process worker: the library's Version stands for a build.
-	start := func(name, version string) (stop func()) {
+	// An in-process worker: the library's Version and Protocol stand for
+	// a build.
+	start := func(name, version string, protocol int) (stop func()) {
 		t.Helper()
 		home := t.TempDir()
 		env := append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+t.TempDir())
 		w.addDir(filepath.Join(home, "runs"))
 		wk, err := tm.NewWorker(w.db, team.WorkerOptions{Name: name, Dir: filepath.Join(home, "runs"), Rescue: 4 * time.Second,
-			Flower: teamflow(t), Env: env, Args: []string{"--lang", "en"}, Version: version, Log: log.With("worker", name)})
+			Flower: teamflow(t), Env: env, Args: []string{"--lang", "en"}, Version: version, Protocol: protocol, Log: log.With("worker", name)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,10 +430,11 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 		return stop
 	}
 
-	stopOld := start("old-build", "1.0.0+aaaa")
-	r := runOf(t, tm, id, 4*time.Minute, "started by 1.0.0", func(r team.Run) bool { return r.State == team.Running })
-	if r.Version != "1.0.0+aaaa" {
-		t.Errorf("the run's row records version %q, want the one it started with", r.Version)
+	// A newer build (state protocol 2) starts the run.
+	stopNewer := start("newer-build", "2.0.0+bbbb", 2)
+	r := runOf(t, tm, id, 4*time.Minute, "started by 2.0.0", func(r team.Run) bool { return r.State == team.Running })
+	if r.Version != "2.0.0+bbbb" || r.Protocol != 2 {
+		t.Errorf("the run's row records version %q, protocol %d; want the ones it started with", r.Version, r.Protocol)
 	}
 	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if w.runFile(markerName) != "" {
@@ -441,35 +444,37 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 			t.Fatal("the build step never started")
 		}
 	}
-	// The old build's machine stops: it releases the run (not lost to a
-	// takeover while it let the write finish).
-	stopOld()
+	// Its machine stops: it releases the run (not lost to a takeover
+	// while it let the write finish).
+	stopNewer()
 	runOf(t, tm, id, time.Minute, "released", func(r team.Run) bool { return r.State == team.Queued })
 
-	stopNew := start("new-build", "2.0.0+bbbb")
-	r = runOf(t, tm, id, 2*time.Minute, "left by 2.0.0", func(r team.Run) bool {
-		return strings.Contains(r.Reason, "2.0.0+bbbb")
+	// An older build reads protocol 1 only: it leaves the run.
+	stopOlder := start("older-build", "1.0.0+aaaa", 1)
+	r = runOf(t, tm, id, 2*time.Minute, "left by the older build", func(r team.Run) bool {
+		return strings.Contains(r.Reason, "older-build")
 	})
-	if r.State != team.Queued || r.Version != "1.0.0+aaaa" || !strings.Contains(r.Reason, "started with flower 1.0.0+aaaa") ||
-		!strings.Contains(r.Reason, "new-build") {
-		t.Errorf("%s is %s, version %q: %s; want queued, its version kept, the reason naming both", r.Name(), r.State, r.Version, r.Reason)
+	if r.State != team.Queued || r.Protocol != 2 || !strings.Contains(r.Reason, "started with state protocol 2 (flower 2.0.0+bbbb)") ||
+		!strings.Contains(r.Reason, "reads protocol 1 at most (flower 1.0.0+aaaa)") {
+		t.Errorf("%s is %s, protocol %d: %s; want queued, its protocol kept, the reason naming both", r.Name(), r.State, r.Protocol, r.Reason)
 	}
-	// It stays left while only the new build works.
+	// It stays left while only the older build works.
 	time.Sleep(6 * time.Second)
-	if got := startedBy(t, tm, id); len(got) != 1 || got[0] != "old-build" {
-		t.Errorf("started by %v, want only the old build", got)
+	if got := startedBy(t, tm, id); len(got) != 1 || got[0] != "newer-build" {
+		t.Errorf("started by %v, want only the newer build", got)
 	}
 
-	// The new build stops first: with both up, the new build kept winning
-	// the snoozed job for minutes before the old one got it.
-	stopNew()
-	start("old-build-2", "1.0.0+aaaa")
+	// The older build stops first: with both up, it kept winning the
+	// snoozed job for minutes. Another build of the same protocol (the
+	// same commit built with other flags) continues the run.
+	stopOlder()
+	start("other-flags", "2.0.0+cccc", 2)
 	r = runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
 	if r.State != team.Achieved {
 		t.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
 	}
-	if got := startedBy(t, tm, id); len(got) != 2 || got[1] != "old-build-2" {
-		t.Errorf("started by %v, want old-build then old-build-2", got)
+	if got := startedBy(t, tm, id); len(got) != 2 || got[1] != "other-flags" {
+		t.Errorf("started by %v, want newer-build then other-flags", got)
 	}
 	attemptsNeverOverlap(t, tm, id)
 	if got := git(t, w.remote, "rev-parse", r.Branch); r.Pushed == "" || got != r.Pushed {

@@ -152,7 +152,7 @@ func TestTheDatabasePasswordIsRefusedOnTheCommandLineAndTakenFromAFileOfTheUsers
 	} else if os.Getenv("CI") != "" && os.Geteuid() == 0 {
 		t.Fatal("setpriv is missing: the ordinary user's side was not tested")
 	}
-	if runs, err := tm.Runs(context.Background()); err != nil || len(runs) != 0 {
+	if runs, err := tm.Runs(context.Background(), team.RunFilter{}); err != nil || len(runs) != 0 {
 		t.Errorf("refused command lines queued %d runs (%v)", len(runs), err)
 	}
 

@@ -46,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,11 +82,12 @@ func Ended(s string) bool {
 // queueName is River's queue for runs.
 const queueName = "flower_runs"
 
-// Channels of LISTEN/NOTIFY: a reply given, an event recorded; the payload
-// is the run's id.
+// Channels of LISTEN/NOTIFY: a reply given, an event recorded, a cancel
+// asked for; the payload is the run's id.
 const (
-	replyChannel = "flower_team_reply"
-	eventChannel = "flower_team_event"
+	replyChannel  = "flower_team_reply"
+	eventChannel  = "flower_team_event"
+	cancelChannel = "flower_team_cancel"
 )
 
 // migrateLock serialises River's migrations when many workers start on a
@@ -138,7 +140,25 @@ create index team_events_run on team_events (run, id);
 create table team_settings (
 	key text primary key,
 	value text not null
-);`, fenceMigration}}
+);`,
+	// Operator control: a cancel asked for is the run's own (River's
+	// cleaner deletes its jobs); the state protocol a run was started
+	// with; how many failures a retry left behind; the workers.
+	`
+alter table team_runs add column cancel_requested_at timestamptz;
+alter table team_runs add column protocol integer not null default 0;
+alter table team_runs add column failures_before integer not null default 0;
+create table team_workers (
+	name text primary key,
+	host text not null,
+	pid integer not null,
+	version text not null default '',
+	rescue_seconds double precision not null,
+	started timestamptz not null default now(),
+	heartbeat timestamptz not null default now(),
+	state text not null default 'working'
+);`,
+	fenceMigration}}
 
 // Run is one run of the queue.
 type Run struct {
@@ -156,12 +176,20 @@ type Run struct {
 	Reason   string // why it waits, ended or was parked
 	Question string // the question waiting for a person
 	Version  string // the flower version it was started with
-	Pushed   string // the last commit pushed to Branch
-	JobID    int64
-	Failures []Failure
-	Created  time.Time
-	Updated  time.Time
-	Ended    time.Time // zero while it is not over
+	// Protocol is the state protocol it was started with (see
+	// StateProtocol; 0 before its first attempt).
+	Protocol int
+	// CancelRequested is when a person asked to cancel it (zero: never).
+	CancelRequested time.Time
+	// FailuresBefore is how many of Failures came before its last retry
+	// (`flower retry`): only the later ones count towards parking it.
+	FailuresBefore int
+	Pushed         string // the last commit pushed to Branch
+	JobID          int64
+	Failures       []Failure
+	Created        time.Time
+	Updated        time.Time
+	Ended          time.Time // zero while it is not over
 
 	// cloneURL is the address as submitted, token and all: what a worker
 	// clones and pushes to, and nothing shows.
@@ -330,24 +358,35 @@ func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 // count would miss.
 const maxAttempts = 100
 
-const runColumns = `r.id, r.request, r.repo, r.base, r.branch, r.budget_usd, r.cost_usd, r.state, r.host, r.step, r.round, r.reason,
-	r.question, r.version, r.pushed, r.job_id, r.failures, r.created_at, r.updated_at, r.ended_at, coalesce(j.state::text, ''),
+const runColumns = `r.id, r.request, r.repo, r.base, r.branch, r.budget_usd, r.cost_usd, ` + shownState + `, r.host, r.step, r.round, r.reason,
+	r.question, r.version, r.protocol, r.cancel_requested_at, r.failures_before, r.pushed, r.job_id, r.failures, r.created_at, r.updated_at, r.ended_at, coalesce(j.state::text, ''),
 	j.attempted_at, coalesce(extract(epoch from now() - j.attempted_at)::float8, 0), coalesce((j.metadata->>'flower_lease')::float8, 0)`
 
 // runsFrom joins each run with its River job: a job River ended while no
 // worker held it (cancelled, or discarded by the rescuer) ends the run.
 const runsFrom = " from team_runs r left join river_job j on j.id = r.job_id"
 
+// shownState is a run's state as shown: its row's, which is the truth once
+// the run ended; a run not ended whose job River ended while no worker
+// held it (or whose job is gone, River's cleaner deletes ended jobs) is
+// cancelled when a person asked for it, failed when River gave up.
+const shownState = `case
+	when r.state in ('achieved', 'stopped', 'failed', 'cancelled') then r.state
+	when r.cancel_requested_at is not null and (j.id is null or j.state in ('cancelled', 'discarded', 'completed')) then 'cancelled'
+	when j.state = 'cancelled' then 'cancelled'
+	when j.state = 'discarded' then 'failed'
+	else r.state end`
+
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
 	var failures []byte
 	var ended *time.Time
 	var job string
-	var attempted *time.Time
+	var cancelAsked, attempted *time.Time
 	var silent, lease float64
 	err := row.Scan(&r.ID, &r.Request, &r.cloneURL, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
-		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Pushed, &r.JobID, &failures, &r.Created, &r.Updated, &ended, &job,
-		&attempted, &silent, &lease)
+		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Protocol, &cancelAsked, &r.FailuresBefore, &r.Pushed, &r.JobID, &failures,
+		&r.Created, &r.Updated, &ended, &job, &attempted, &silent, &lease)
 	if err != nil {
 		return r, err
 	}
@@ -364,16 +403,20 @@ func scanRun(row pgx.Row) (Run, error) {
 		}
 	}
 	r.Repo = gitwork.Redact(r.cloneURL)
-	if !Ended(r.State) {
-		switch job {
-		case "cancelled":
-			r.State, r.Reason = Cancelled, "cancelled while no worker held it (its worker had stopped or died)"
-		case "discarded":
-			r.State, r.Reason = Failed, "River gave up on its job after its last attempt"
-		}
+	if cancelAsked != nil {
+		r.CancelRequested = *cancelAsked
 	}
 	if ended != nil {
 		r.Ended = *ended
+	} else if Ended(r.State) {
+		// Ended by River's tables (see shownState), not yet by its row.
+		r.Ended = r.Updated
+		switch r.State {
+		case Cancelled:
+			r.Reason = "cancelled while no worker held it (its worker had stopped or died)"
+		case Failed:
+			r.Reason = "River gave up on its job after its last attempt"
+		}
 	}
 	_ = json.Unmarshal(failures, &r.Failures)
 	return r, nil
@@ -388,13 +431,63 @@ func (t *Team) Run(ctx context.Context, id int64) (Run, error) {
 	return r, err
 }
 
-// Runs reads every run, newest first.
-func (t *Team) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := t.pool.Query(ctx, "select "+runColumns+runsFrom+" order by r.id desc")
+// RunFilter chooses runs for Runs. Its zero value is every run.
+type RunFilter struct {
+	// States keeps the runs in one of these states (as shown: Queued,
+	// Running, ...); none keeps every state.
+	States []string
+	// Limit is the most runs returned, newest first (0: no limit).
+	Limit int
+}
+
+// States are the states of a run, in the order of its life.
+var States = []string{Queued, Running, Waiting, Achieved, Stopped, Failed, Cancelled}
+
+// where is f as a query's condition and its arguments.
+func (f RunFilter) where() (string, []any, error) {
+	if len(f.States) == 0 {
+		return "", nil, nil
+	}
+	for _, s := range f.States {
+		if !slices.Contains(States, s) {
+			return "", nil, fmt.Errorf("%w %q: a run is %s", ErrNoState, s, strings.Join(States, ", "))
+		}
+	}
+	return " where (" + shownState + ") = any($1)", []any{f.States}, nil
+}
+
+// ErrNoState is returned for a state no run can be in.
+var ErrNoState = errors.New("team: no run state")
+
+// Runs reads the runs f chooses, newest first.
+func (t *Team) Runs(ctx context.Context, f RunFilter) ([]Run, error) {
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("team: a limit of %d runs: give 1 or more, or 0 for all", f.Limit)
+	}
+	cond, args, err := f.where()
+	if err != nil {
+		return nil, err
+	}
+	q := "select " + runColumns + runsFrom + cond + " order by r.id desc"
+	if f.Limit > 0 {
+		q += " limit " + strconv.Itoa(f.Limit)
+	}
+	rows, err := t.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Run, error) { return scanRun(row) })
+}
+
+// CountRuns is how many runs f chooses, its Limit aside.
+func (t *Team) CountRuns(ctx context.Context, f RunFilter) (int, error) {
+	cond, args, err := f.where()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = t.pool.QueryRow(ctx, "select count(*)"+runsFrom+cond, args...).Scan(&n)
+	return n, err
 }
 
 // Spent is what every run of the team has cost so far.
@@ -418,7 +511,12 @@ func (t *Team) TeamBudget(ctx context.Context) (float64, error) {
 	return strconv.ParseFloat(v, 64)
 }
 
+// setTeamBudget sets the team's budget; 0 lifts it.
 func (t *Team) setTeamBudget(ctx context.Context, usd float64) error {
+	if usd == 0 {
+		_, err := t.pool.Exec(ctx, "delete from team_settings where key = 'team_budget_usd'")
+		return err
+	}
 	_, err := t.pool.Exec(ctx, `insert into team_settings (key, value) values ('team_budget_usd', $1)
 		on conflict (key) do update set value = excluded.value`, strconv.FormatFloat(usd, 'f', -1, 64))
 	return err
@@ -447,33 +545,125 @@ func (t *Team) Reply(ctx context.Context, id int64, question, text string, skip 
 	})
 }
 
-// Cancel stops a run: a queued one is never worked, a running one is
-// stopped by its worker, resumable state written back, its work pushed.
+// EndedError is a cancel or retry of a run in a state that refuses it
+// (a cancel of an ended run, a retry of one not failed).
+type EndedError struct {
+	Run   Run
+	Retry bool // the refused request was a retry (else a cancel)
+}
+
+func (e *EndedError) Error() string {
+	if e.Retry {
+		return fmt.Sprintf("%s is %s: only a failed (parked) run can be retried", e.Run.Name(), e.Run.State)
+	}
+	return fmt.Sprintf("%s is already %s (it ended %s): there is nothing to cancel",
+		e.Run.Name(), e.Run.State, e.Run.Ended.Local().Format("2006-01-02 15:04"))
+}
+
+// Cancel stops a run, whatever its age: the request is recorded on the
+// run's own row (the truth whatever River's tables say later) and
+// announced. A queued run, or one no worker holds, ends cancelled now or
+// when a worker next takes its job, without starting anything; a running
+// one is stopped by its worker (at once, or at its next confirmation),
+// its resumable state written back and its work pushed. An ended run is
+// an *EndedError.
 func (t *Team) Cancel(ctx context.Context, id int64) (Run, error) {
 	r, err := t.Run(ctx, id)
 	if err != nil {
 		return r, err
 	}
 	if Ended(r.State) {
-		return r, fmt.Errorf("%s is already %s", r.Name(), r.State)
+		return r, &EndedError{Run: r}
 	}
-	if _, err := t.river.JobCancel(ctx, r.JobID); err != nil {
+	err = pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `update team_runs set cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+			where id = $1 and state not in ('achieved', 'stopped', 'failed', 'cancelled')`, id)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err // ended meanwhile: said below
+		}
+		// A job no worker holds is ended here; a running one is its
+		// worker's to end (it pushes the work first). River's own remote
+		// cancel also reaches a young attempt at once.
+		var job string
+		err = tx.QueryRow(ctx, "select state::text from river_job where id = $1 for update", r.JobID).Scan(&job)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			job = ""
+		case err != nil:
+			return err
+		}
+		if job != "running" {
+			if job != "" {
+				if _, err := t.river.JobCancelTx(ctx, tx, r.JobID); err != nil {
+					return err
+				}
+			}
+			why := "cancelled before a worker took it"
+			if r.Pushed != "" {
+				why = "cancelled while no worker held it; its work is on " + r.Branch
+			}
+			if err := setStateTx(ctx, tx, id, Cancelled, "", why, true); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, "select pg_notify($1, $2)", cancelChannel, strconv.FormatInt(id, 10))
+		return err
+	})
+	if err != nil {
 		return r, err
 	}
-	// A job River cancelled before any worker took it never reaches a
-	// worker: the run's row says so here. A running one is the worker's
-	// to end (it pushes the work first).
-	var state string
-	if err := t.pool.QueryRow(ctx, "select state::text from river_job where id = $1", r.JobID).Scan(&state); err == nil && state == "cancelled" {
-		// No worker holds it (queued, or waiting to be retried after a
-		// worker died): nobody else will say it ended.
-		why := "cancelled before a worker took it"
+	if r, err = t.Run(ctx, id); err == nil && Ended(r.State) && r.State != Cancelled {
+		return r, &EndedError{Run: r}
+	}
+	if err == nil && r.State != Cancelled {
+		_, _ = t.river.JobCancel(ctx, r.JobID)
+	}
+	return r, err
+}
+
+// Retry puts a failed (parked) run back in the queue with a new job: a
+// worker continues it from its pushed branch and its state. Its failures
+// stay in its record; only those after the retry count towards parking it
+// again. A run in any other state is an *EndedError.
+func (t *Team) Retry(ctx context.Context, id int64, by string) (Run, error) {
+	r, err := t.Run(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if r.State != Failed {
+		return r, &EndedError{Run: r, Retry: true}
+	}
+	err = pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		// The row, locked, still failed: two retries make one job.
+		var state string
+		if err := tx.QueryRow(ctx, "select "+shownState+runsFrom+" where r.id = $1 for update of r", id).Scan(&state); err != nil {
+			return err
+		}
+		if state != Failed {
+			r.State = state
+			return &EndedError{Run: r, Retry: true}
+		}
+		// A new job, not River's retry of the old one: River would
+		// complete a job whose attempts ran out without working it.
+		res, err := t.river.InsertTx(ctx, tx, runArgs{Run: id}, &river.InsertOpts{Queue: queueName, MaxAttempts: maxAttempts})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `update team_runs set job_id = $2, failures_before = jsonb_array_length(failures),
+			cancel_requested_at = null, ended_at = null where id = $1`, id, res.Job.ID); err != nil {
+			return err
+		}
+		why := "retried by a person"
+		if by != "" {
+			why += " on " + by
+		}
 		if r.Pushed != "" {
-			why = "cancelled while no worker held it; its work is on " + r.Branch
+			why += "; it continues from " + r.Branch
 		}
-		if err := t.setState(ctx, id, Cancelled, "", why, true); err != nil {
-			return r, err
-		}
+		return setStateTx(ctx, tx, id, Queued, "", why, false)
+	})
+	if err != nil {
+		return r, err
 	}
 	return t.Run(ctx, id)
 }

@@ -382,7 +382,7 @@ func waitFor(t *testing.T, tm *team.Team, d time.Duration, what string, ok func(
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		runs, err := tm.Runs(context.Background())
+		runs, err := tm.Runs(context.Background(), team.RunFilter{})
 		if err == nil && ok(runs) {
 			return runs
 		}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,9 +56,10 @@ type WorkerOptions struct {
 	Concurrency int
 	// Rescue is River's RescueStuckJobsAfter (default DefaultRescue).
 	Rescue time.Duration
-	// TeamBudget, when above 0, stops every worker from taking new work
-	// once all runs together have spent it.
-	TeamBudget float64
+	// TeamBudget, when given, sets the team's budget: every worker stops
+	// taking new work once all runs together have spent it; 0 lifts it.
+	// nil leaves it as it is.
+	TeamBudget *float64
 	// MaxFailures as DefaultMaxFailures.
 	MaxFailures int
 	// Flower is the flower binary each run runs in (default this
@@ -69,10 +71,14 @@ type WorkerOptions struct {
 	// Args are added to each run's command line before the request
 	// (e.g. "--lang", "en").
 	Args []string
-	// Version is the flower version runs are started with; a run started
-	// with another is left to a worker of that version (default: this
-	// build's module version and commit).
+	// Version is the flower version, recorded on the runs this worker
+	// starts and on its row in team_workers (default: this build's module
+	// version and commit). It does not choose who continues a run: the
+	// state protocol does.
 	Version string
+	// Protocol is the newest state protocol this worker reads (default
+	// StateProtocol): it leaves a run started with a newer one.
+	Protocol int
 	// Log gets the worker's own lines (default slog.Default()).
 	Log *slog.Logger
 	// Unconfined runs the runs without bubblewrap: each run's processes
@@ -80,6 +86,13 @@ type WorkerOptions struct {
 	// it, a worker that cannot confine its runs does not start.
 	Unconfined bool
 }
+
+// StateProtocol is the version of what a run's state in the database
+// means (its files, its rows, how a worker lays them out and continues
+// them). A worker continues any run of a protocol it reads, whatever build
+// started it; the same commit built with other flags is the same protocol.
+// Raise it only when an older worker would misread a newer run's state.
+const StateProtocol = 1
 
 // BuildVersion is this build's version: its module version and commit.
 func BuildVersion() string {
@@ -115,21 +128,31 @@ type Worker struct {
 	// worker hands its runs, the database's password (see pushSecrets).
 	secrets []gitwork.Secret
 
+	host  string  // this machine's name, in team_workers
+	retry backoff // how far apart a failing run's attempts are
+
 	mu       sync.Mutex
 	attempts map[int64]*attempt
+	// cancels stop the runs this worker works, as a person's cancel does.
+	cancels map[int64]context.CancelCauseFunc
 }
+
+// errCancelled stops a run a person cancelled (flower cancel) as River's
+// own remote cancel does: the attempt ends it cancelled, its work pushed.
+var errCancelled = fmt.Errorf("a person cancelled the run: %w", river.ErrJobCancelledRemotely)
 
 // NewWorker prepares a worker on the team's database at url (the URL the
 // Team was opened with: the runs get it unmasked).
 func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
-	if o.Concurrency < 0 || o.Rescue < 0 || o.TeamBudget < 0 || o.MaxFailures < 0 {
+	if o.Concurrency < 0 || o.Rescue < 0 || (o.TeamBudget != nil && *o.TeamBudget < 0) || o.MaxFailures < 0 || o.Protocol < 0 {
 		return nil, errors.New("team: worker options cannot be negative")
 	}
 	o.Concurrency = cmp.Or(o.Concurrency, 1)
 	o.Rescue = cmp.Or(o.Rescue, DefaultRescue)
 	if o.Rescue < 4*time.Second {
-		return nil, fmt.Errorf("team: a rescue interval of %s leaves no time to confirm a job: give at least 4s", o.Rescue)
+		return nil, &RescueTooShortError{Rescue: o.Rescue}
 	}
+	o.Protocol = cmp.Or(o.Protocol, StateProtocol)
 	o.MaxFailures = cmp.Or(o.MaxFailures, DefaultMaxFailures)
 	o.Version = cmp.Or(o.Version, BuildVersion())
 	if o.Name == "" {
@@ -158,7 +181,9 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	}
 	password := t.pool.Config().ConnConfig.Password
 	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{},
+		cancels: map[int64]context.CancelCauseFunc{},
 		secrets: pushSecrets(o.Env, url, password)}
+	w.retry = backoff{first: min(10*time.Second, o.Rescue), most: max(10*o.Rescue, 2*time.Minute)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(w.work))
 	w.client, err = river.NewClient(riverpgxv5.New(t.pool), &river.Config{
@@ -173,7 +198,7 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		// soon as its interval has passed rather than at the leader's
 		// next look.
 		JobTimeout:  -1,
-		RetryPolicy: retryAfter{2 * time.Second},
+		RetryPolicy: w.retry,
 		// River's own lines (job counts every few seconds) only when
 		// they warn: the worker says what it does itself.
 		Logger: slog.New(warnOnly{w.log.Handler()}),
@@ -184,11 +209,37 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	return w, nil
 }
 
-// retryAfter retries a failed run soon (on whichever worker is free): the
-// queue's own count parks a run that keeps failing.
-type retryAfter struct{ d time.Duration }
+// MinRescue is the shortest rescue interval: a worker confirms its runs
+// every quarter of it, and a second is too short for a database's reply.
+const MinRescue = 4 * time.Second
 
-func (r retryAfter) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(r.d) }
+// RescueTooShortError is a rescue interval below MinRescue.
+type RescueTooShortError struct{ Rescue time.Duration }
+
+func (e *RescueTooShortError) Error() string {
+	return fmt.Sprintf("team: a rescue interval of %s leaves no time to confirm a job: give at least %s", e.Rescue, MinRescue)
+}
+
+// backoff spaces a failing run's retries (on whichever worker is free):
+// first, three times that, nine times, ... up to most, so that a short
+// outage (the remote, the network) is waited out, not counted six times in
+// a few seconds. The queue's own count parks a run that keeps failing.
+type backoff struct{ first, most time.Duration }
+
+// after is the wait before the retry that follows the n-th failure.
+func (b backoff) after(n int) time.Duration {
+	d := b.first
+	for i := 1; i < n && d < b.most; i++ {
+		d *= 3
+	}
+	return min(d, b.most)
+}
+
+// NextRetry counts the job's failed attempts (River keeps an error for
+// each; a retried run's job is new, so its count starts afresh).
+func (b backoff) NextRetry(j *rivertype.JobRow) time.Time {
+	return time.Now().Add(b.after(len(j.Errors) + 1)) // this failure's error is not in j yet
+}
 
 // Run works runs until ctx ends, then stops taking runs, stops those it
 // works (each writes its state back and pushes its work) and releases
@@ -197,8 +248,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := os.MkdirAll(w.o.Dir, 0o700); err != nil {
 		return err
 	}
-	if w.o.TeamBudget > 0 {
-		if err := w.t.setTeamBudget(ctx, w.o.TeamBudget); err != nil {
+	if err := w.register(ctx); err != nil {
+		return err
+	}
+	defer w.unregister()
+	if w.o.TeamBudget != nil {
+		if err := w.t.setTeamBudget(ctx, *w.o.TeamBudget); err != nil {
 			return err
 		}
 	}
@@ -214,6 +269,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer lcancel()
 	listening := make(chan error, 1)
 	go func() { listening <- w.listen(lctx) }()
+	beating := make(chan struct{})
+	go func() { defer close(beating); w.heartbeat(lctx) }()
 	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
@@ -225,6 +282,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	err = w.client.Stop(sctx)
 	lcancel()
 	<-listening
+	<-beating
 	return err
 }
 
@@ -256,9 +314,13 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "listen "+replyChannel); err != nil {
+	if _, err := conn.Exec(ctx, "listen "+replyChannel+"; listen "+cancelChannel); err != nil {
+		conn.Conn().Close(context.Background())
 		return err
 	}
+	// A cancel asked for while the connection was down is seen now (and
+	// at every heartbeat).
+	w.checkCancels(ctx)
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
@@ -267,9 +329,13 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 		}
 		id, _ := strconv.ParseInt(n.Payload, 10, 64)
 		w.mu.Lock()
-		a := w.attempts[id]
+		a, cancel := w.attempts[id], w.cancels[id]
 		w.mu.Unlock()
-		if a != nil {
+		switch {
+		case n.Channel == cancelChannel && cancel != nil:
+			w.log.Info("flower worker: cancelled by a person, stopping it", "run", RunName(id))
+			cancel(errCancelled)
+		case n.Channel == replyChannel && a != nil:
 			a.kickReplies()
 		}
 	}
@@ -286,10 +352,19 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 		return err
 	}
 	if Ended(r.State) {
-		return nil
+		// The run's row is the truth: River's job of an ended run ends.
+		return river.JobCancel(fmt.Errorf("%s already ended %s", r.Name(), r.State))
 	}
-	if r.Version != "" && r.Version != w.o.Version {
-		reason := fmt.Sprintf("started with flower %s; worker %s has %s and leaves it to a worker of that version", r.Version, w.o.Name, w.o.Version)
+	if !r.CancelRequested.IsZero() {
+		// Cancelled while no worker held it: nothing starts.
+		if err := w.t.endCancelled(ctx, id, "cancelled while no worker held it"); err != nil {
+			return err
+		}
+		return river.JobCancel(errors.New("cancelled"))
+	}
+	if r.Protocol > w.o.Protocol {
+		reason := fmt.Sprintf("started with state protocol %d (flower %s); worker %s reads protocol %d at most (flower %s) and leaves it to a newer worker",
+			r.Protocol, cmp.Or(r.Version, "?"), w.o.Name, w.o.Protocol, w.o.Version)
 		w.t.note(ctx, id, reason)
 		return river.JobSnooze(w.o.Rescue)
 	}
@@ -304,20 +379,188 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 	if r.Budget > 0 && r.Cost >= r.Budget {
 		return w.t.end(ctx, id, Stopped, fmt.Sprintf("its budget of $%.2f is spent ($%.4f)", r.Budget, r.Cost))
 	}
+	// The state protocol this run is worked with from now on: a worker
+	// that reads an older one leaves it.
+	if _, err := w.t.pool.Exec(ctx, "update team_runs set protocol = $2 where id = $1 and protocol = 0", id, w.o.Protocol); err != nil {
+		return err
+	}
 	a := &attempt{w: w, run: r, job: job.JobRow, replies: make(chan struct{}, 1)}
+	rctx, cancel := context.WithCancelCause(detach(ctx))
+	defer cancel(nil)
 	w.mu.Lock()
-	w.attempts[id] = a
+	w.attempts[id], w.cancels[id] = a, cancel
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
 		delete(w.attempts, id)
+		delete(w.cancels, id)
 		w.mu.Unlock()
 	}()
-	err = a.work(detach(ctx))
+	// A cancel asked between the read above and now.
+	w.checkCancels(ctx)
+	err = a.work(rctx)
 	if errors.Is(err, errLost) {
 		return a.lost()
 	}
+	if errors.Is(context.Cause(rctx), errCancelled) {
+		// Cancelled before its process ran (while cloning, laying out):
+		// the attempt may have ended otherwise; the person's word stands.
+		if r, rerr := w.t.Run(context.WithoutCancel(ctx), id); rerr == nil && !Ended(r.State) {
+			if err := w.t.endCancelled(context.WithoutCancel(ctx), id, "cancelled by a person before it started working"); err != nil {
+				return err
+			}
+			return river.JobCancel(errors.New("cancelled"))
+		}
+	}
 	return err
+}
+
+// checkCancels stops the runs this worker works that a person cancelled:
+// what LISTEN missed (a dropped connection, a notice before the run was
+// registered) is seen here, at every heartbeat, whatever the run's age.
+func (w *Worker) checkCancels(ctx context.Context) {
+	w.mu.Lock()
+	ids := make([]int64, 0, len(w.cancels))
+	for id := range w.cancels {
+		ids = append(ids, id)
+	}
+	w.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	rows, err := w.t.pool.Query(ctx, "select id from team_runs where id = any($1) and cancel_requested_at is not null", ids)
+	if err != nil {
+		return
+	}
+	cancelled, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return
+	}
+	for _, id := range cancelled {
+		w.mu.Lock()
+		cancel := w.cancels[id]
+		w.mu.Unlock()
+		if cancel != nil {
+			cancel(errCancelled)
+		}
+	}
+}
+
+// endCancelled ends a run a person cancelled, unless it ended already.
+func (t *Team) endCancelled(ctx context.Context, id int64, why string) error {
+	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		var pushed, branch string
+		err := tx.QueryRow(ctx, `select pushed, branch from team_runs where id = $1
+			and state not in ('achieved', 'stopped', 'failed', 'cancelled') for update`, id).Scan(&pushed, &branch)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if pushed != "" {
+			why += "; its work is on " + branch
+		}
+		return setStateTx(ctx, tx, id, Cancelled, "", why, true)
+	})
+}
+
+// settleCancelled ends the runs a person cancelled whose job River ended
+// or deleted while no worker held them: the run's row says so for good.
+func (t *Team) settleCancelled(ctx context.Context) error {
+	rows, err := t.pool.Query(ctx, `select r.id from team_runs r left join river_job j on j.id = r.job_id
+		where r.cancel_requested_at is not null and r.state not in ('achieved', 'stopped', 'failed', 'cancelled')
+		and (j.id is null or j.state in ('cancelled', 'discarded', 'completed'))`)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := t.endCancelled(ctx, id, "cancelled while no worker held it (its worker had stopped or died)"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// heartbeat writes the worker's row every quarter of the rescue interval,
+// sees the cancels LISTEN missed and settles cancelled runs nobody holds.
+func (w *Worker) heartbeat(ctx context.Context) {
+	tick := time.NewTicker(w.o.Rescue / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.o.Rescue/4)
+		if _, err := w.t.pool.Exec(cctx, "update team_workers set heartbeat = now() where name = $1 and host = $2 and pid = $3",
+			w.o.Name, w.host, os.Getpid()); err != nil && ctx.Err() == nil {
+			w.log.Warn("flower worker: its heartbeat did not reach the database", "err", err)
+		}
+		w.checkCancels(cctx)
+		if err := w.t.settleCancelled(cctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("flower worker: settling cancelled runs", "err", err)
+		}
+		cancel()
+	}
+}
+
+// NameTakenError: a live worker (heard from within its rescue interval)
+// already has this worker's name.
+type NameTakenError struct {
+	Name, Host string
+	PID        int
+	Heartbeat  time.Time
+}
+
+func (e *NameTakenError) Error() string {
+	return fmt.Sprintf("a worker named %s is already working (on host %s, pid %d, heard from %s): give this one another name with --name NAME",
+		e.Name, e.Host, e.PID, e.Heartbeat.Local().Format("15:04:05"))
+}
+
+// register writes the worker's row in team_workers, refusing a name a
+// live worker has. A row of the same name left by a dead process on this
+// host (killed, then restarted) is taken over at once.
+func (w *Worker) register(ctx context.Context) error {
+	w.host, _ = os.Hostname()
+	return pgx.BeginFunc(ctx, w.t.pool, func(tx pgx.Tx) error {
+		var other NameTakenError
+		var live bool
+		err := tx.QueryRow(ctx, `select host, pid, heartbeat, state = 'working' and heartbeat > now() - make_interval(secs => rescue_seconds)
+			from team_workers where name = $1 for update`, w.o.Name).Scan(&other.Host, &other.PID, &other.Heartbeat, &live)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case live && !(other.Host == w.host && !processAlive(other.PID)):
+			other.Name = w.o.Name
+			return &other
+		}
+		_, err = tx.Exec(ctx, `insert into team_workers (name, host, pid, version, rescue_seconds) values ($1, $2, $3, $4, $5)
+			on conflict (name) do update set host = excluded.host, pid = excluded.pid, version = excluded.version,
+			rescue_seconds = excluded.rescue_seconds, started = now(), heartbeat = now(), state = 'working'`,
+			w.o.Name, w.host, os.Getpid(), w.o.Version, w.o.Rescue.Seconds())
+		return err
+	})
+}
+
+// unregister marks the worker stopped: its name is free at once.
+func (w *Worker) unregister() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = w.t.pool.Exec(ctx, "update team_workers set state = 'stopped', heartbeat = now() where name = $1 and host = $2 and pid = $3",
+		w.o.Name, w.host, os.Getpid())
+}
+
+// processAlive reports whether process pid exists on this machine.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // detach is River's context for a job without River's deadline (a run
