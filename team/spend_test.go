@@ -135,7 +135,9 @@ func TestABudgetAKilledAttemptSpentStopsTheRun(t *testing.T) {
 	var slowHandedOut atomic.Bool
 	w := pricedWorld(t, func(r *claudetest.Request, reply claudetest.Reply) claudetest.Usage {
 		price, _ := claude.PriceOf(r.Model)
-		usd := func(d float64) claudetest.Usage { return claudetest.Usage{InputTokens: 10, OutputTokens: int(math.Round(d / price.Output * 1e6))} }
+		usd := func(d float64) claudetest.Usage {
+			return claudetest.Usage{InputTokens: 10, OutputTokens: int(math.Round(d / price.Output * 1e6))}
+		}
 		for _, b := range reply.Blocks {
 			if in, ok := b.Input.(map[string]any); ok && b.Type == "tool_use" && strings.Contains(fmt.Sprint(in["command"]), markerName) {
 				slowHandedOut.Store(true)
