@@ -168,6 +168,9 @@ func (a *attempt) work(ctx context.Context) error {
 		a.continuing = true
 	}
 	defer func() { _ = state.close(context.WithoutCancel(ctx), false) }()
+	if done, err := a.countEarlierSpend(ctx); done {
+		return err
+	}
 	if err := w.confine.handOver(filepath.Dir(a.checkout)); err != nil {
 		return a.failed(ctx, err)
 	}
@@ -804,6 +807,7 @@ func (a *attempt) storeProgress(ctx context.Context) {
 	}
 	step, round := a.step, a.round
 	a.mu.Unlock()
+	cost = max(cost, a.transcriptsSpent()) // never below what the transcripts show (spend.go)
 	_ = a.fenced(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `update team_runs set cost_usd = $2, step = coalesce(nullif($3, ''), step), round = greatest($4, 0), updated_at = now()
 			where id = $1`, a.run.ID, cost, step, round)

@@ -23,6 +23,9 @@ type sessionMirror struct {
 	// sent counts the entries of each transcript (ProjectKey left empty)
 	// the remote is known to hold.
 	sent map[claude.SessionKey]int
+	// spent prices every transcript line known to be in the remote (see
+	// spend.go).
+	spent *spendLedger
 }
 
 func openSessionMirror(path, checkout string, remote store.OneProject) (*sessionMirror, error) {
@@ -30,7 +33,7 @@ func openSessionMirror(path, checkout string, remote store.OneProject) (*session
 	if err != nil {
 		return nil, fmt.Errorf("the run's session store %s: %w", path, err)
 	}
-	return &sessionMirror{local: local, project: claude.ProjectKey(checkout), remote: remote, sent: map[claude.SessionKey]int{}}, nil
+	return &sessionMirror{local: local, project: claude.ProjectKey(checkout), remote: remote, sent: map[claude.SessionKey]int{}, spent: newSpendLedger()}, nil
 }
 
 func (m *sessionMirror) Close() error { return m.local.Close() }
@@ -75,6 +78,7 @@ func (m *sessionMirror) pull(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		m.spent.add(remote)
 		if len(remote) > len(local) {
 			if err := m.local.Append(ctx, lk, remote[len(local):]); err != nil {
 				return err
@@ -111,6 +115,7 @@ func (m *sessionMirror) push(ctx context.Context) error {
 			if err := m.remote.Append(ctx, k, local[n:]); err != nil {
 				return err
 			}
+			m.spent.add(local[n:])
 			n = len(local)
 		}
 		m.sent[k] = n
