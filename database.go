@@ -183,7 +183,10 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	if configDir != "" {
 		places[runstate.CLIFiles] = filepath.Join(configDir, "projects", claude.ProjectKey(ws))
 	}
-	mirror, err := runstate.Open(ctx, backend, name, places, runstate.Options{TTL: o.Lease})
+	wait := cmp.Or(o.Wait, DatabaseWait)
+	// The last write-back is a step's end too: it waits for the database
+	// as one does, up to the mirror's own bound.
+	mirror, err := runstate.Open(ctx, backend, name, places, runstate.Options{TTL: o.Lease, CloseWait: min(runstate.DefaultCloseWait, wait)})
 	if err != nil {
 		sessions.Close()
 		pool.Close()
@@ -196,7 +199,7 @@ func OpenDatabase(ctx context.Context, url string, o DatabaseOptions) (*Database
 	if err := adoptLineage(runDir, ws); err != nil {
 		slog.Warn("flower: the lineage names another workspace and was not changed", "err", err)
 	}
-	return &Database{url: shown, wait: cmp.Or(o.Wait, DatabaseWait), name: name, sessions: sessions, pool: pool, mirror: mirror}, nil
+	return &Database{url: shown, wait: wait, name: name, sessions: sessions, pool: pool, mirror: mirror}, nil
 }
 
 // Name is the run's name in the database.
@@ -338,9 +341,18 @@ func (d *Database) Sync(ctx context.Context, wait func(string)) error {
 }
 
 // Close writes the run's files back, releases the run and disconnects,
-// within a minute: what it could not write stays on this machine, and is
-// written when the run is opened here again.
-func (d *Database) Close(ctx context.Context) error { return d.release(ctx, d.mirror.Close) }
+// within a minute. The write-back is retried for up to 30 seconds (less
+// with a shorter DatabaseOptions.Wait); when it still fails, Close fails
+// with a *runstate.NotWrittenError that names the files: they stay on this
+// machine, and are written back when the run is opened here again, in the
+// same folders. The caller must not call such a run a success.
+func (d *Database) Close(ctx context.Context) error {
+	err := d.release(ctx, d.mirror.Close)
+	if err != nil && !errors.Is(err, runstate.ErrLeaseLost) {
+		return fmt.Errorf("%w at %s: %w", ErrDatabase, d.url, err)
+	}
+	return err
+}
 
 // Abandon releases the run and disconnects without writing back what
 // changed since the last Sync (a team's worker whose job attempt was

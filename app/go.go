@@ -2,17 +2,21 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/runstate"
 )
 
 // runGo is `flower go [flags] ["ask"]`: the starter flow (or the program's
 // own flow) on one request.
-func (m *Command) runGo(ctx context.Context, args []string) error {
+func (m *Command) runGo(ctx context.Context, args []string) (err error) {
 	prog, own := m.Program, m.Program != nil
 	if !own {
 		prog = StarterFlow
@@ -60,7 +64,7 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 		return err
 	}
 	if db != nil {
-		defer db.Close(context.WithoutCancel(ctx))
+		defer func() { err = closeDatabase(ctx, ui, db, err) }()
 		cfg.Database = db
 	}
 	wf, err := prog(ctx, cfg, ui)
@@ -68,6 +72,41 @@ func (m *Command) runGo(ctx context.Context, args []string) error {
 		return err
 	}
 	return Drive(ctx, wf, cfg, ui)
+}
+
+// closeDatabase writes the run's last files back to its database and lets
+// the run go. Its failure is the run's outcome: a run whose last files did
+// not reach the database did not end well, whatever it achieved here (the
+// next machine would wake it as it was before), so the person is told
+// what is missing and what to do, and the exit is not 0. runErr is what
+// the run returned.
+func closeDatabase(ctx context.Context, ui *UI, db *flower.Database, runErr error) error {
+	cerr := db.Close(context.WithoutCancel(ctx))
+	if cerr == nil {
+		return runErr
+	}
+	var msg string
+	var nw *runstate.NotWrittenError
+	switch {
+	case errors.Is(cerr, runstate.ErrLeaseLost):
+		msg = ui.T("endTakenOver")
+	case errors.As(cerr, &nw) && len(nw.Files) > 0:
+		const shown = 10
+		list := "   · " + strings.Join(nw.Files[:min(len(nw.Files), shown)], "\n   · ")
+		if len(nw.Files) > shown {
+			list += "\n   · " + fmt.Sprintf(ui.T("databaseNotWrittenMore"), len(nw.Files)-shown)
+		}
+		msg = fmt.Sprintf(ui.T("databaseNotWritten"), db.Name(), db.URL(), nw.Err, list)
+	default:
+		msg = fmt.Sprintf(ui.T("databaseNotWrittenAll"), db.Name(), db.URL(), cerr)
+	}
+	if runErr == nil {
+		return &exitError{code: ExitFailure, err: errors.New(msg)}
+	}
+	// The run already failed and said so (its exit code stays): the
+	// database's part is said as well.
+	ui.Screen.Line(screen.Red, msg)
+	return runErr
 }
 
 // parseGo parses and validates go's command line into a Config. own is a

@@ -240,6 +240,14 @@ var texts = map[string][2]string{
 	"teamNameTaken":       {"已经有一个叫 %s 的 worker 在干活(主机 %s,pid %d,%s 还有消息):用 --name 名字给这个 worker 换个名字", "a worker named %s is already working (on host %s, pid %d, heard from at %s): give this one another name with --name NAME"},
 	"teamBudgetLifted":    {"+ 团队预算已取消:worker 不再因团队花费停止接活", "+ the team budget is lifted: workers take runs whatever the team has spent"},
 	"teamReplied":         {"+ 已把回答交给 %s:正在跑它的 worker 马上收到;没人在跑时,下一个接手的 worker 收到", "+ reply given to %s: the worker running it gets it at once; if none is, the next worker to take it does"},
+
+	// The last write-back of a run in a database failed (see closeDatabase).
+	"databaseNotWritten": {"x 运行 %s 最后的文件没能写进数据库 %s(%v),它们只在这台机器上:\n%s\n  文件都还在。在这台机器、这个工作目录里再跑一次 flower,它会先把这些文件写回去;在那之前别到别的机器上接着跑这个运行,那边看不到它们。",
+		"x The last files of run %s did not reach the database at %s (%v); they are only on this machine:\n%s\n  The files are still here. Run flower again on this machine, in this workspace: it writes them back first. Until then, do not continue this run on another machine: it would not see them."},
+	"databaseNotWrittenAll": {"x 运行 %s 最后的改动没能写进数据库 %s(%v),它们只在这台机器上。文件都还在。在这台机器、这个工作目录里再跑一次 flower,它会先把它们写回去;在那之前别到别的机器上接着跑这个运行。",
+		"x The last changes of run %s did not reach the database at %s (%v); they are only on this machine. The files are still here. Run flower again on this machine, in this workspace: it writes them back first. Until then, do not continue this run on another machine."},
+	"databaseNotWrittenMore": {"还有 %d 个文件",
+		"and %d more files"},
 }
 
 func isEn(l flower.Lang) bool { return l.IsEnglish() }

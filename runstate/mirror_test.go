@@ -2,6 +2,8 @@ package runstate
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,6 +70,13 @@ func (l *memLease) Write(_ context.Context, changes []Change) error {
 		return ErrLeaseLost
 	}
 	for _, c := range changes {
+		// All or none, as a transaction: an append to a file of another
+		// length than this process last wrote fails as pgrun's does.
+		if f := l.b.files[l.run][fileKey{c.Root, c.Path}]; c.Append && int64(len(f.Data)) != c.Prefix {
+			return fmt.Errorf("mem: %s/%s is not %d bytes long as this process last wrote it", c.Root, c.Path, c.Prefix)
+		}
+	}
+	for _, c := range changes {
 		k := fileKey{c.Root, c.Path}
 		switch {
 		case c.Deleted:
@@ -81,6 +90,16 @@ func (l *memLease) Write(_ context.Context, changes []Change) error {
 		}
 	}
 	return nil
+}
+
+func (l *memLease) Stored(context.Context) ([]Stored, error) {
+	l.b.mu.Lock()
+	defer l.b.mu.Unlock()
+	var out []Stored
+	for k, f := range l.b.files[l.run] {
+		out = append(out, Stored{Root: k.root, Path: k.path, Size: int64(len(f.Data)), Sum: sha256.Sum256(f.Data)})
+	}
+	return out, nil
 }
 
 func (l *memLease) Beat(context.Context) error    { return nil }

@@ -20,6 +20,7 @@ package runstate
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -117,6 +118,14 @@ type Change struct {
 	Deleted bool
 }
 
+// Stored is a stored file's size and content hash, without its data.
+type Stored struct {
+	Root Root
+	Path string
+	Size int64
+	Sum  [sha256.Size]byte
+}
+
 // Backend keeps runs' files beyond this machine.
 type Backend interface {
 	// Acquire makes this process run's only writer for ttl: it fails with
@@ -133,6 +142,11 @@ type Lease interface {
 	Previous() Holder
 	// Files calls fn for every stored file of the run.
 	Files(ctx context.Context, fn func(File) error) error
+	// Stored lists every stored file of the run by size and SHA-256,
+	// without the data: what a writer reads after a Write that failed,
+	// to learn what the backend holds (the commit may have succeeded and
+	// only its reply been lost).
+	Stored(ctx context.Context) ([]Stored, error)
 	// Write stores changes at once: all or none.
 	Write(ctx context.Context, changes []Change) error
 	// Beat extends the lease by its ttl.
