@@ -2,15 +2,21 @@ package team
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/pgtest"
 )
 
 // The worker's words about its environment exist in both languages and
@@ -97,5 +103,68 @@ func TestCheckEnvFindsWhatIsBrokenAndPassesAWholeEnvironment(t *testing.T) {
 	// The probe leaves nothing behind.
 	if left, _ := filepath.Glob(filepath.Join(tmp, ".flower-probe-*")); len(left) > 0 {
 		t.Errorf("probe files left: %v", left)
+	}
+}
+
+// An attempt that fails while the worker's own environment is broken (its
+// run's folders cannot be made) is the worker's failure, not the run's:
+// nothing is counted on the run, which goes back to the queue saying why,
+// and the job is handed back (snoozed, no attempt counted). The same
+// failure on a whole worker counts as the run's.
+func TestAnAttemptFailedByTheWorkersEnvironmentIsNotTheRunsFailure(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	tm, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	tmp := t.TempDir()
+	cli, flowerBin := filepath.Join(tmp, "claude"), filepath.Join(tmp, "flower")
+	for _, f := range []string{cli, flowerBin} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aFile := filepath.Join(tmp, "a-file")
+	if err := os.WriteFile(aFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=/nonexistent", "FLOWER_CLAUDE=" + cli, "ANTHROPIC_API_KEY=sk-test-0123456789"}
+	failOn := func(name, dir string) (Run, error) {
+		t.Helper()
+		r, err := tm.Submit(ctx, Submission{Request: "task-1", Repo: filepath.Join(tmp, "origin.git")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The job as River hands it to a worker: running, its first attempt.
+		if _, err := tm.pool.Exec(ctx, "update river_job set state = 'running', attempt = 1, attempted_at = now() where id = $1", r.JobID); err != nil {
+			t.Fatal(err)
+		}
+		w, err := tm.NewWorker(url, WorkerOptions{Name: name, Dir: dir, Flower: flowerBin, Env: env, Unconfined: true, Rescue: 8 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &attempt{w: w, run: r, job: &rivertype.JobRow{ID: r.JobID, Attempt: 1}}
+		ferr := a.failed(ctx, fmt.Errorf("worker %s cannot make %s: not a directory", name, filepath.Join(dir, "r1", "home")))
+		after, err := tm.Run(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after, ferr
+	}
+
+	r, err := failOn("wk-broken", filepath.Join(aFile, "runs"))
+	var snooze *rivertype.JobSnoozeError
+	if !errors.As(err, &snooze) {
+		t.Errorf("a failure of the worker's environment returned %v, want the job handed back (snoozed)", err)
+	}
+	if len(r.Failures) != 0 || r.State != Queued || !strings.Contains(r.Reason, "worker wk-broken cannot take runs: its --dir") {
+		t.Errorf("the run after a failure of the worker's environment: %s, %d failures, reason %q", r.State, len(r.Failures), r.Reason)
+	}
+
+	r, err = failOn("wk-whole", filepath.Join(tmp, "runs"))
+	if errors.As(err, &snooze) || len(r.Failures) != 1 {
+		t.Errorf("a failure on a whole worker returned %v with %d failures recorded, want it counted as the run's", err, len(r.Failures))
 	}
 }
