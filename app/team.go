@@ -171,7 +171,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	}
 	w, err := t.NewWorker(url, team.WorkerOptions{
 		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: budgetGiven,
-		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined,
+		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Lang: lang,
 	})
 	if short := (*team.RescueTooShortError)(nil); errors.As(err, &short) {
 		return usageErrorf(text(lang, "teamRescueShort"), short.Rescue, team.MinRescue)

@@ -515,6 +515,9 @@ func (a *attempt) lost() error {
 // retries it.
 func (a *attempt) failed(ctx context.Context, cause error) error {
 	ctx = context.WithoutCancel(ctx)
+	if err := a.w.envFailure(ctx, a, cause); err != nil { // the worker's environment, not the run (health.go)
+		return err
+	}
 	t, w := a.w.t, a.w
 	f := Failure{Host: w.o.Name, At: time.Now(), Reason: cause.Error()}
 	r, err := t.Run(ctx, a.run.ID)

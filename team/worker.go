@@ -85,6 +85,9 @@ type WorkerOptions struct {
 	// can then read and write whatever the worker's user can. Without
 	// it, a worker that cannot confine its runs does not start.
 	Unconfined bool
+	// Lang is the language of what the worker says about itself (a broken
+	// environment): English or Chinese.
+	Lang flower.Lang
 }
 
 // StateProtocol is the version of what a run's state in the database
@@ -130,6 +133,9 @@ type Worker struct {
 
 	host  string  // this machine's name, in team_workers
 	retry backoff // how far apart a failing run's attempts are
+
+	// health is what the worker knows of its own environment (health.go).
+	health healthState
 
 	mu       sync.Mutex
 	attempts map[int64]*attempt
@@ -245,9 +251,6 @@ func (b backoff) NextRetry(j *rivertype.JobRow) time.Time {
 // works (each writes its state back and pushes its work) and releases
 // them to other workers, within stopGrace.
 func (w *Worker) Run(ctx context.Context) error {
-	if err := os.MkdirAll(w.o.Dir, 0o700); err != nil {
-		return err
-	}
 	if err := w.register(ctx); err != nil {
 		return err
 	}
@@ -271,6 +274,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { listening <- w.listen(lctx) }()
 	beating := make(chan struct{})
 	go func() { defer close(beating); w.heartbeat(lctx) }()
+	// A worker whose own environment is broken (its --dir, the CLI, the
+	// model's key) starts, says so and fetches nothing until it is whole:
+	// it neither fails others' runs nor exits under a supervisor that
+	// would only start it again.
+	if p := w.checkEnv(ctx); p != nil {
+		w.setBroken(ctx, p)
+	}
+	watching := make(chan struct{})
+	go func() { defer close(watching); w.watchHealth(lctx) }()
 	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
@@ -283,6 +295,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	lcancel()
 	<-listening
 	<-beating
+	<-watching
 	return err
 }
 
@@ -344,6 +357,11 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 // work is River's call for one run's job.
 func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 	id := job.Args.Run
+	// Before anything is written for the run: a worker that cannot work
+	// it hands it back to the queue, uncounted (health.go).
+	if p := w.unable(ctx); p != nil {
+		return w.refuse(ctx, id, p)
+	}
 	r, err := w.t.Run(ctx, id)
 	if errors.Is(err, ErrNoRun) {
 		return river.JobCancel(err)
@@ -531,7 +549,7 @@ func (w *Worker) register(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, w.t.pool, func(tx pgx.Tx) error {
 		var other NameTakenError
 		var live bool
-		err := tx.QueryRow(ctx, `select host, pid, heartbeat, state = 'working' and heartbeat > now() - make_interval(secs => rescue_seconds)
+		err := tx.QueryRow(ctx, `select host, pid, heartbeat, state <> 'stopped' and heartbeat > now() - make_interval(secs => rescue_seconds)
 			from team_workers where name = $1 for update`, w.o.Name).Scan(&other.Host, &other.PID, &other.Heartbeat, &live)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
