@@ -269,7 +269,7 @@ loop:
 		}
 		return a.failed(ctx, fmt.Errorf("the run's state did not reach the database: %w", err))
 	}
-	pushErr := a.save(ctx, "end of attempt")
+	pushErr := a.saveWithin(ctx, "end of attempt", max(2*time.Minute, 2*w.o.Rescue))
 	end, hasEnding := readEnding(a.runDir, started)
 	a.mu.Lock()
 	if total, ok := manifestCost(a.runDir); ok {
@@ -282,10 +282,18 @@ loop:
 	a.mu.Unlock()
 	a.storeProgress(ctx)
 	if pushErr != nil {
+		if errors.Is(pushErr, errLost) {
+			return errLost
+		}
 		if errors.Is(pushErr, gitwork.ErrRejected) || errors.Is(pushErr, gitwork.ErrSecret) {
 			return a.park(ctx, pushErr.Error())
 		}
-		return a.failed(ctx, pushErr)
+		// The work exists only in this checkout, and the run's state says
+		// its steps are done: another worker would continue from the
+		// branch without it and call the run finished. So it waits here,
+		// parked, with where its work is.
+		return a.park(ctx, fmt.Sprintf("its work could not be pushed to %s (%v); it is kept on worker %s in %s: push it from there, then `flower retry %s`",
+			a.run.Branch, pushErr, w.o.Name, a.checkout, a.name()))
 	}
 	switch {
 	case errors.Is(stopped, river.ErrJobCancelledRemotely) || errors.Is(ctx.Err(), river.ErrJobCancelledRemotely):
@@ -609,6 +617,31 @@ func (a *attempt) save(ctx context.Context, what string) error {
 		return fmt.Errorf("%w: pushed %s to %s, but the run's record of it was not updated: %w", errRecordBehind, head[:min(len(head), 12)], a.run.Branch, err)
 	}
 	return err
+}
+
+// saveWithin is save, tried again while the remote does not take the
+// push (an outage, a hook refusing for a while), up to bound: the work of
+// an ended attempt is only in this checkout.
+func (a *attempt) saveWithin(ctx context.Context, what string, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	pause := 2 * time.Second
+	for {
+		err := a.save(ctx, what)
+		if err == nil || errors.Is(err, errLost) || errors.Is(err, errRecordBehind) ||
+			errors.Is(err, gitwork.ErrRejected) || errors.Is(err, gitwork.ErrSecret) || time.Now().Add(pause).After(deadline) {
+			if errors.Is(err, errRecordBehind) {
+				return nil // pushed; the next attempt's push settles the record
+			}
+			return err
+		}
+		a.w.log.Warn("flower worker: the work was not pushed yet; trying again", "run", a.name(), "in", pause, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 15*time.Second)
+	}
 }
 
 // errRecordBehind: the work was pushed and only the run's row does not

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -76,7 +78,20 @@ func (a *attempt) openState(ctx context.Context) (*runState, error) {
 		}
 		return nil
 	}}
-	sm, err := openSessionMirror(filepath.Join(a.runDir, "sessions.db"), a.checkout, remote)
+	// The database's transcripts are the run's: a local store left by an
+	// earlier attempt on this machine may hold lines that never reached
+	// the database (written after its last write-back, before it lost the
+	// run) where another attempt's lines now follow. The mirror matches
+	// transcripts by length, so it starts from the database alone.
+	local := filepath.Join(a.runDir, "sessions.db")
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if err := os.Remove(local + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			_ = db.Close(ctx)
+			pg.Close()
+			return nil, fmt.Errorf("clearing %s's earlier session store: %w", a.name(), err)
+		}
+	}
+	sm, err := openSessionMirror(local, a.checkout, remote)
 	if err == nil {
 		if err = sm.pull(ctx); err != nil {
 			sm.Close()
