@@ -133,7 +133,7 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	if strings.Contains(all, task+" leak") {
 		write += " && echo " + s.leak + " > leak-" + task + ".txt" // the worker's own key, into the work
 	}
-	if usesBash(r, write) {
+	if wrote(r, write) {
 		return claudetest.Say("made the change for " + task)
 	}
 	if strings.Contains(all, task+" attack") && s.attack != "" && !usesBash(r, "attacked") {
@@ -168,6 +168,26 @@ func usesTool(r *claudetest.Request, name string) bool {
 			if b.Type == "tool_use" && b.Name == name {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// wrote says a call running command came back whole: not cut off, not
+// interrupted (a call a stopped or killed attempt left is done again, as
+// a model reading its result would).
+func wrote(r *claudetest.Request, command string) bool {
+	calls := map[string]bool{}
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && strings.Contains(string(b.Input), command) {
+				calls[b.ID] = true
+			}
+		}
+	}
+	for _, b := range r.ToolResults() {
+		if calls[b.ToolUseID] && !b.IsError && !strings.Contains(b.Content, "nterrupt") {
+			return true
 		}
 	}
 	return false

@@ -193,7 +193,8 @@ var commitPattern = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 //   - when the remote has branch, its head must be pushed (the last commit
 //     this run pushed), else ErrForeignBranch naming the branch, its head
 //     and what the run last pushed; the branch is checked out at that
-//     commit, local changes discarded (reset --hard, clean -fd without -x,
+//     commit, or at the checkout's own commits on top of it that were never
+//     pushed, local changes discarded (reset --hard, clean -fd without -x,
 //     so ignored files such as the run's state stay);
 //   - when it has not, pushed != "" is ErrForeignBranch too (the run's
 //     branch was deleted); else branch is created from origin/<base> (base
@@ -248,6 +249,14 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 	case remoteHead == "":
 		if start, err = baseHead(ctx, dir, base, repo); err != nil {
 			return "", err
+		}
+	}
+	// Commits this checkout made on top of it and could not push (the
+	// remote refused, the attempt was lost while it tried) are the run's
+	// work: kept, to be pushed by the next save.
+	if local, err := git(ctx, dir, "rev-parse", "-q", "--verify", "refs/heads/"+branch); err == nil && local != start && start != "" {
+		if _, err := git(ctx, dir, "merge-base", "--is-ancestor", start, local); err == nil {
+			start = local
 		}
 	}
 	// -f and reset --hard discard changes to tracked files, clean -fd the
