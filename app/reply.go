@@ -1,15 +1,20 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/team"
 )
 
 // ReplyDir is where a run in runDir serves its file front end
@@ -27,6 +32,7 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 	fl := newFlagSet("reply")
 	g.register(fl)
 	fl.StringVar(&id, "id", "", "")
+	fl.StringVar(&id, "question", "", "")
 	fl.BoolVar(&skip, "skip", false, "")
 	fl.BoolVar(&mail, "mail", false, "")
 	fl.DurationVar(&wait, "wait", wait, "")
@@ -42,10 +48,11 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		lang := m.language(&g, "")
 		if mail {
-			id = ""
+			return usageErrorf(text(lang, "teamReplyMail"), m.name(), cmp.Or(firstOf(pos), "r12"))
 		}
-		return m.replyTeam(ctx, url, pos, id, skip, m.language(&g, ""))
+		return m.replyTeam(ctx, url, pos, id, skip, lang)
 	}
 	text := strings.TrimSpace(strings.Join(pos, " "))
 	switch {
@@ -115,4 +122,98 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 // sanitized: its arguments may hold what a model wrote (an option, an id).
 func (m *Command) say(format string, a ...any) {
 	fmt.Fprintln(m.Stdout, screen.SanitizeLines(fmt.Sprintf(format, a...)))
+}
+
+func firstOf(pos []string) string {
+	if len(pos) == 0 {
+		return ""
+	}
+	return pos[0]
+}
+
+// replyTeam is `flower reply RUN [--question Q] "answer"`: the answer to
+// the run's question Q (a team run's question ids are its human channel's:
+// q1, q3…, as flower runs shows them), or to the question waiting now.
+func (m *Command) replyTeam(ctx context.Context, url string, pos []string, question string, skip bool, lang flower.Lang) error {
+	if len(pos) < 1 {
+		return usageErrorf("%s reply RUN \"answer\": name the run (flower runs lists them)", m.name())
+	}
+	run, err := team.ParseRun(pos[0])
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	words := strings.TrimSpace(strings.Join(pos[1:], " "))
+	if words == "" && !skip {
+		return usageErrorf("%s reply %s needs the answer: %s reply %s \"use PostgreSQL\"", m.name(), pos[0], m.name(), pos[0])
+	}
+	t, err := m.openTeam(ctx, url, lang)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	kept, err := t.Reply(ctx, run, question, words, skip)
+	var refused *team.ReplyRefused
+	if errors.As(err, &refused) {
+		return errors.New(m.replyRefusal(lang, refused))
+	}
+	if err != nil {
+		return err
+	}
+	if kept.Waiting {
+		m.say(text(lang, "teamReplied"), team.RunName(run), kept.Question)
+	} else {
+		m.say(text(lang, "teamReplyKept"), team.RunName(run), kept.Question)
+	}
+	return nil
+}
+
+// replyRefusal says in lang why a team run's reply was not kept, and what
+// to do instead.
+func (m *Command) replyRefusal(lang flower.Lang, r *team.ReplyRefused) string {
+	switch r.Why {
+	case team.ReplyRunEnded:
+		return fmt.Sprintf(text(lang, "teamReplyEnded"), r.Run, cmp.Or(text(lang, "teamState_"+r.State), r.State))
+	case team.ReplyNoneWaiting:
+		next := "q1"
+		if n, err := strconv.Atoi(strings.TrimPrefix(r.Newest, "q")); err == nil && n > 0 {
+			next = "q" + strconv.Itoa(n+1)
+		}
+		return fmt.Sprintf(text(lang, "teamReplyNone"), r.Run, m.name(), r.Run, next, m.name(), r.Run)
+	case team.ReplyNotAnID:
+		return fmt.Sprintf(text(lang, "teamReplyNotID"), r.Question, m.name(), r.Run)
+	case team.ReplySettled:
+		return fmt.Sprintf(text(lang, "teamReplySettled"), r.Run, r.Question, questionState(lang, r.State))
+	case team.ReplyPassed:
+		return fmt.Sprintf(text(lang, "teamReplyPassed"), r.Run, r.Question, r.Newest)
+	}
+	return r.Error()
+}
+
+// questionState is a question's state (human.State) in lang.
+func questionState(lang flower.Lang, state string) string {
+	if s, ok := texts["teamQState_"+state]; ok {
+		if isEn(lang) {
+			return s[1]
+		}
+		return s[0]
+	}
+	return state
+}
+
+// askLine is a question's event as flower runs lists it, with the id a
+// reply names it by: "q1 asked: …", "q1 answered: …", "reply to q1: …";
+// "" for any other event.
+func askLine(e team.Event) string {
+	id := e.Str("id")
+	if e.Kind != event.Ask || id == "" || e.Str("kind") == "mail" {
+		return ""
+	}
+	if e.Bool("reply") {
+		return "reply to " + id + ": " + firstLine(e.Text)
+	}
+	state := e.Str("state")
+	if state == string(human.Asked) {
+		return id + " asked: " + firstLine(e.Text)
+	}
+	return id + " " + state + ": " + firstLine(cmp.Or(e.Str("answer"), e.Text))
 }
