@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -217,3 +218,23 @@ func askLine(e team.Event) string {
 	}
 	return id + " " + state + ": " + firstLine(cmp.Or(e.Str("answer"), e.Text))
 }
+
+// replyTexts are the team reply's words (see texts).
+var replyTexts = map[string][2]string{
+	"teamReplied":            {"+ 已把回答交给 %s 的问题 %s:正在跑它的 worker 马上收到;没人在跑时,下一个接手的 worker 收到", "+ reply given to %s's question %s: the worker running it gets it at once; if none is, the next worker to take it does"},
+	"teamReplyKept":          {"+ 已为 %s 的问题 %s 留下回答:它还没问到这个问题;问到时(只有这个问题)会收到它", "+ reply kept for %s's question %s: it has not asked it yet; when it does, that question (and only it) gets this reply"},
+	"teamReplyMail":          {"--mail 只用于本机目录里的运行;队列里的运行只收对它提问的回答:%s reply %s [--question Q] \"回答\"", "--mail is for a run in a folder on this machine; a run of the queue takes replies to its questions: %s reply %s [--question Q] \"answer\""},
+	"teamReplyEnded":         {"%s 已结束(%s):没有问题在等回答;这条回答没有保存", "%s is %s: nothing waits for a reply; the reply was not kept"},
+	"teamReplyNone":          {"%s 现在没有问题在等回答;这条回答没有保存。要回答它以后才问的问题,请写明编号:%s reply %s --question %s \"回答\"(问题按 q1、q2… 编号,%s runs %s 里能看到)", "no question of %s waits now; the reply was not kept. To answer a question it will ask, name it: %s reply %s --question %s \"answer\" (questions are numbered q1, q2…, as %s runs %s shows them)"},
+	"teamReplyNotID":         {"%q 不是问题编号:问题编号是 q 加数字(q1、q3),%s runs %s 里能看到", "%q is not a question id: a question id is q and a number (q1, q3), as %s runs %s shows them"},
+	"teamReplySettled":       {"%s 的问题 %s 已经%s;这条回答没有保存(要给运行留话,回答它正在等的问题)", "%s's question %s is %s already; the reply was not kept (to tell the run more, answer the question it waits on)"},
+	"teamReplyPassed":        {"%s 没问过 %s,也不会再问(它最新的问题是 %s);这条回答没有保存", "%s never asked %s and is past it (its newest question is %s); the reply was not kept"},
+	"teamQState_answered":    {"回答过了", "answered"},
+	"teamQState_declined":    {"被跳过了", "declined"},
+	"teamQState_timeout":     {"超时了", "timed out"},
+	"teamQState_over_budget": {"超出提问次数了", "over its quota of questions"},
+	"teamQState_invalid":     {"无效", "invalid"},
+	"teamQState_cancelled":   {"取消了", "cancelled"},
+}
+
+func init() { maps.Copy(texts, replyTexts) }

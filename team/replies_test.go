@@ -81,6 +81,15 @@ func TestRepliesNameTheirQuestion(t *testing.T) {
 			t.Errorf("a reply to question %q: ok=%v\n%s", bad, ok, out)
 		}
 	}
+	// A run of the queue has no inbox a person writes to from afar.
+	out, ok = w.reply("en", "--mail", run, "words")
+	if ok || !strings.Contains(out, "--mail is for a run in a folder on this machine") || !strings.Contains(out, "--question Q") {
+		t.Errorf("--mail to a run of the queue: ok=%v\n%s", ok, out)
+	}
+	// The help says what a question id is.
+	if out, _ := w.flower("reply", "--help"); !strings.Contains(out, "--question Q") || !strings.Contains(out, "(q1, m2, q3") {
+		t.Errorf("flower reply --help does not say how a question is named:\n%s", out)
+	}
 	// A reply for a question the run has not asked waits for it alone.
 	out, ok = w.reply("en", "--question", "q2", run, "early words for q2")
 	if !ok || !strings.Contains(out, "kept for "+run+"'s question q2") {
