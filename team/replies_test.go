@@ -3,10 +3,13 @@ package team_test
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/team"
 )
@@ -204,4 +207,62 @@ func TestARunIsRunningAgainOnceItsAnswerIsTakenAndShowsItsOwnRound(t *testing.T)
 	if err != nil || !regexp.MustCompile(run+`\s+achieved.*build #1`).MatchString(listing) {
 		t.Errorf("flower runs does not show %s achieved at build #1 (%v):\n%s", run, err, listing)
 	}
+}
+
+// The work is pushed after every judged round: the run writes each
+// round's verdict to its events, and the worker commits and pushes the
+// work when it reads one, before the next round starts.
+func TestTheWorkIsPushedAfterEveryJudgedRound(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	var rounds atomic.Int32
+	// The judge finds the first round short and the second done.
+	w.model.judge = func(r *claudetest.Request) (claudetest.Reply, bool) {
+		if !r.HasText("Judge this round") {
+			return claudetest.Reply{}, false
+		}
+		status, conclusion := "failed", "not_yet"
+		if rounds.Add(1) >= 2 {
+			status, conclusion = "passed", "achieved"
+		}
+		return claudetest.StructuredOutput(map[string]any{
+			"items":      []map[string]string{{"id": "c1", "status": status, "evidence": "cat task-1.txt: task-1", "reason": status}},
+			"conclusion": conclusion, "reason": "round " + conclusion}), true
+	}
+	id := w.submit("task-1 judged")
+	w.worker("machine-a")
+	r := waitRun(t, tm, id, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved {
+		t.Fatalf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+	}
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var judged []int
+	for _, e := range evs {
+		if e.Kind == event.Verdict {
+			judged = append(judged, e.Int("round"))
+		}
+	}
+	if !slices.Equal(judged, []int{1, 2}) || r.Round != 2 {
+		t.Errorf("the run's verdicts in its feed: rounds %v, its row round %d; want rounds 1 and 2", judged, r.Round)
+	}
+	// The first round's work was pushed when it was judged, in a commit
+	// of its own, before the second round began.
+	log := git(t, w.remote, "log", "--format=%H %s", r.Branch)
+	var judgedCommit string
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		hash, subject, _ := strings.Cut(line, " ")
+		if strings.Contains(subject, "round 1 judged") {
+			judgedCommit = hash
+		}
+	}
+	if judgedCommit == "" {
+		t.Fatalf("no commit of %s says round 1 was judged:\n%s", r.Branch, log)
+	}
+	if got := branchFile(t, w.remote, judgedCommit, "task-1.txt"); got != "task-1" {
+		t.Errorf("the commit pushed when round 1 was judged holds %q in task-1.txt, want task-1\n%s", got, log)
+	}
+	t.Logf("%s:\n%s", r.Branch, log)
 }
