@@ -710,4 +710,21 @@ func TestFakeGoalGuardEmitsEachVerdictWithItsRound(t *testing.T) {
 			t.Errorf("verdict %d: %+v", i+1, v)
 		}
 	}
+	// The run's log has each verdict with its round, as the sink got it:
+	// a team's worker follows events.jsonl and pushes the work after
+	// each judged round.
+	data, err := os.ReadFile(filepath.Join(rt.RunDir(), "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []int
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e Event
+		if json.Unmarshal([]byte(line), &e) == nil && e.Kind == event.Verdict {
+			logged = append(logged, e.Int("round"))
+		}
+	}
+	if !slices.Equal(logged, []int{1, 2}) {
+		t.Errorf("the verdicts' rounds in events.jsonl: %v, want [1 2]", logged)
+	}
 }

@@ -580,9 +580,12 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, steps []Step, o
 	c.Delete(KeyFailedAt)
 	if onEvent != nil {
 		c.Set(KeyOnEvent, onEvent)
-		if ch, ok := w.Channel.(EventChannel); ok && !noChannel(w.Channel) {
-			ch.AttachOnEvent(onEvent)
-		}
+	}
+	if ch, ok := w.Channel.(EventChannel); ok && !noChannel(w.Channel) {
+		// A question asked and its answer are the run's events: in
+		// events.jsonl (which a team's worker follows and the report
+		// reads) as well as in the run's sink, whichever is current.
+		ch.AttachOnEvent(func(e Event) { c.emit("", e) })
 	}
 	c.ensureMaps()
 	emit := c.emit

@@ -941,6 +941,10 @@ func TestFakeWorkflowGivesAnEventChannelTheRunsSink(t *testing.T) {
 	if len(log.of(event.Ask, "")) != 1 {
 		t.Error("the channel's sink is not the run's")
 	}
+	// And the run's log has it: a team's worker follows events.jsonl.
+	if data, err := os.ReadFile(filepath.Join(rt.RunDir(), "events.jsonl")); err != nil || !strings.Contains(string(data), `"a question"`) {
+		t.Errorf("the channel's event is not in events.jsonl (%v):\n%s", err, data)
+	}
 	if c.OnEvent() == nil || c.Runtime() != rt {
 		t.Error("_on_event or _runtime missing from ctx")
 	}

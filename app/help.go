@@ -223,7 +223,7 @@ when none waits, leaves the words in its inbox. A number picks that choice. It w
 for the run to take the reply (up to --wait) and says what became of it.
 
 Flags:
-  --id Q       answer question Q (default: the oldest waiting)
+  --question Q answer question Q (default: the oldest waiting); --id Q is the same
   --skip       decline the question: it judges for itself
   --mail       leave a message for the inbox even when a question waits
   --wait D     how long to wait for the run (default 10s; 0 = do not wait)
@@ -231,10 +231,22 @@ Flags:
   --db URL     without its password, or $FLOWER_DATABASE_URL with a run such as r12):
                flower reply r12 "answer" reaches the worker running it at once
 
+A question's id is the one the run gives it: its questions and the messages it
+is sent share one counter (q1, m2, q3…), and flower runs r12 lists each question
+with its id ("q1 asked: …"). For a run of the team's queue:
+  flower reply r12 "answer"            answers the question waiting now; refused
+                                       when none waits (nothing is kept)
+  flower reply r12 --question q3 "…"   answers q3: at once if it waits, else kept
+                                       until the run asks q3 (and given to q3 only)
+A question answered, declined or timed out already, one the run is past and never
+asked, an id not of the form qN, or a run that ended: the reply is refused, and
+nothing is kept.
+
 Examples:
   flower reply "use PostgreSQL"
   flower reply 2
   flower -w ~/src/app reply --mail "also keep the old API"
+  flower reply r12 --question q1 "call it zed"
 
 `+exitCodes, "flower", m.name())
 }

@@ -368,6 +368,9 @@ func eventLine(e team.Event) string {
 	if e.Tool != "" {
 		return e.Tool + " " + e.Text
 	}
+	if line := askLine(e); line != "" {
+		return line
+	}
 	return firstLine(e.Text)
 }
 
@@ -573,30 +576,7 @@ func (m *Command) runRetry(ctx context.Context, args []string) error {
 // defaultRunsPage is how many runs `flower runs` lists unless told.
 const defaultRunsPage = 50
 
-// replyTeam is `flower reply RUN [ID] "answer"`.
-func (m *Command) replyTeam(ctx context.Context, url string, pos []string, id string, skip bool, lang flower.Lang) error {
-	if len(pos) < 1 {
-		return usageErrorf("%s reply RUN \"answer\": name the run (flower runs lists them)", m.name())
-	}
-	run, err := team.ParseRun(pos[0])
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	words := strings.TrimSpace(strings.Join(pos[1:], " "))
-	if words == "" && !skip {
-		return usageErrorf("%s reply %s needs the answer: %s reply %s \"use PostgreSQL\"", m.name(), pos[0], m.name(), pos[0])
-	}
-	t, err := m.openTeam(ctx, url, lang)
-	if err != nil {
-		return err
-	}
-	defer t.Close()
-	if err := t.Reply(ctx, run, id, words, skip); err != nil {
-		return err
-	}
-	m.say(text(lang, "teamReplied"), team.RunName(run))
-	return nil
-}
+// replyTeam: see reply.go.
 
 // reportTeam renders `flower report RUN` from the database: the
 // run's files laid out in a folder beside the page (the page links its

@@ -239,7 +239,6 @@ var texts = map[string][2]string{
 	"teamRescueShort":     {"--rescue %s 太短:至少给 %s(另一个 worker 多快接手一个死掉的 worker 的运行;这个 worker 每隔四分之一确认一次)", "--rescue %s is too short: give at least %s (how soon another worker takes over the runs of a worker that died; this worker confirms every quarter of it)"},
 	"teamNameTaken":       {"已经有一个叫 %s 的 worker 在干活(主机 %s,pid %d,%s 还有消息):用 --name 名字给这个 worker 换个名字", "a worker named %s is already working (on host %s, pid %d, heard from at %s): give this one another name with --name NAME"},
 	"teamBudgetLifted":    {"+ 团队预算已取消:worker 不再因团队花费停止接活", "+ the team budget is lifted: workers take runs whatever the team has spent"},
-	"teamReplied":         {"+ 已把回答交给 %s:正在跑它的 worker 马上收到;没人在跑时,下一个接手的 worker 收到", "+ reply given to %s: the worker running it gets it at once; if none is, the next worker to take it does"},
 
 	// The last write-back of a run in a database failed (see closeDatabase).
 	"databaseNotWritten": {"x 运行 %s 最后的文件没能写进数据库 %s(%v),它们只在这台机器上:\n%s\n  文件都还在。在这台机器、这个工作目录里再跑一次 flower,它会先把这些文件写回去;在那之前别到别的机器上接着跑这个运行,那边看不到它们。",

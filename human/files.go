@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,6 +226,7 @@ func (c *Channel) KeepLogRecord() error {
 	switch {
 	case err == nil:
 		c.logKept = rec
+		c.numberAfter(rec)
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("human: read the Q&A log's copy %s: %w", c.logRecord, err)
@@ -233,6 +236,7 @@ func (c *Channel) KeepLogRecord() error {
 		return fmt.Errorf("human: read the Q&A log %s: %w", c.logPath, err)
 	}
 	c.logKept = append([]byte{}, now...)
+	c.numberAfter(now)
 	if err := c.writeKeptLog(); err != nil {
 		return fmt.Errorf("human: the Q&A log's copy: %w", err)
 	}
@@ -331,4 +335,23 @@ func (c *Channel) appendFile(path, header, s, unless string) error {
 		return fmt.Errorf("append to %s: %w", path, werr)
 	}
 	return nil
+}
+
+// loggedID is an id as the Q&A log writes it: "(q3)" after a question's
+// mark, "(m4)" after a mail's.
+var loggedID = regexp.MustCompile(`(?m)^- \*\*[^*\n]*\*\*\(([qm])([1-9][0-9]{0,8})\)`)
+
+// numberAfter makes this channel number its asks and mail after every id
+// in log, an earlier process's Q&A log of the same run: a run continued by
+// another process (woken, or taken over by another worker) never gives a
+// new question the id of one already asked, so a reply that names a
+// question means that question alone.
+func (c *Channel) numberAfter(log []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range loggedID.FindAllSubmatch(log, -1) {
+		if n, err := strconv.Atoi(string(m[2])); err == nil && n > c.seq {
+			c.seq = n
+		}
+	}
 }

@@ -86,6 +86,8 @@ type attempt struct {
 	// laidOutEvents is how much of the run's events file the database
 	// held: recorded by earlier attempts already.
 	laidOutEvents int64
+	// questions is what the run's row shows of its waiting questions.
+	questions questionWatch
 }
 
 func (a *attempt) kickReplies() {
@@ -244,6 +246,7 @@ loop:
 			a.deliver(ctx)
 		case <-tick.C:
 			a.follow(actx, tail)
+			a.watchQuestions(actx)
 		case <-actx.Done():
 			stopped = context.Cause(actx)
 			if errors.Is(stopped, errLost) {
@@ -648,53 +651,6 @@ func (a *attempt) saveWithin(ctx context.Context, what string, bound time.Durati
 // say so yet.
 var errRecordBehind = errors.New("pushed, record behind")
 
-// deliver hands the run the replies given for it and not yet delivered,
-// as files its human channel reads (as `flower reply` does on the run's
-// own machine).
-func (a *attempt) deliver(ctx context.Context) {
-	type reply struct {
-		id       int64
-		question string
-		text     string
-		skip     bool
-	}
-	rows, err := a.w.t.pool.Query(ctx, "select id, question, text, skip from team_replies where run = $1 and delivered_at is null order by id", a.run.ID)
-	if err != nil {
-		return
-	}
-	replies, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (reply, error) {
-		var r reply
-		return r, row.Scan(&r.id, &r.question, &r.text, &r.skip)
-	})
-	if err != nil || len(replies) == 0 {
-		return
-	}
-	dir := a.humanDir()
-	for _, r := range replies {
-		hr := human.Reply{ID: r.question, Text: r.text, Skip: r.skip}
-		if hr.ID == "" {
-			if p, err := human.ReadPending(dir); err == nil && len(p.Questions) > 0 {
-				hr.ID = p.Questions[0].ID
-			} else {
-				continue // nothing asks yet: kept for the question to come
-			}
-		}
-		if _, err := human.WriteReply(dir, hr); err != nil {
-			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
-			continue
-		}
-		if err := a.w.confine.handOver(dir); err != nil {
-			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
-			continue
-		}
-		_ = a.fenced(ctx, func(tx pgx.Tx) error {
-			_, err := tx.Exec(ctx, "update team_replies set delivered_at = now() where id = $1", r.id)
-			return err
-		})
-		a.w.log.Info("flower worker: reply delivered", "run", a.name(), "question", hr.ID)
-	}
-}
-
 // follow reads the run's new events: they go to the database for anyone
 // to follow, move the run's step, round, cost and waiting question, and a
 // step's end or a handoff commits and pushes the work.
@@ -705,7 +661,7 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 	}
 	var evs []event.Event
 	save := ""
-	asked, kick := false, false
+	kick := false
 	defer func() {
 		if kick && a.rs != nil {
 			a.rs.soon()
@@ -733,7 +689,9 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 			if a.step != "" && a.step != e.Step {
 				save = "after " + a.step
 			}
-			a.step, a.round = e.Step, max(e.Int("rounds"), 1)
+			// "rounds" is how many the step may take; a step starts at
+			// its first (or the round it says it resumes at).
+			a.step, a.round = e.Step, max(e.Int("round"), 1)
 		case event.Verdict:
 			a.round = e.Int("round")
 			save = "round " + strconv.Itoa(a.round) + " judged"
@@ -748,8 +706,6 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 				a.spentBy += old // a new process of the session counts from 0
 			}
 			a.costs[sid] = c
-		case event.Ask:
-			asked = true
 		case event.ToolCall:
 			if id := e.Str("id"); id != "" {
 				a.inFlight[id] = true
@@ -782,12 +738,6 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 		return nil
 	})
 	a.storeProgress(ctx)
-	if asked {
-		a.markWaiting(ctx)
-		a.deliver(ctx)
-	} else if a.isWaiting() {
-		a.markWaiting(ctx) // answered: back to running
-	}
 	if save != "" {
 		err := a.save(ctx, save)
 		if (errors.Is(err, gitwork.ErrRejected) || errors.Is(err, gitwork.ErrSecret)) && a.stop != nil {
@@ -808,31 +758,7 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 // humanDir is the run's human side as its process sees it.
 func (a *attempt) humanDir() string { return human.DirIn(a.state, a.runDir) }
 
-func (a *attempt) isWaiting() bool {
-	p, err := human.ReadPending(a.humanDir())
-	return err == nil && len(p.Questions) > 0
-}
-
-// markWaiting sets the run waiting with its question, or running again
-// when nothing waits.
-func (a *attempt) markWaiting(ctx context.Context) {
-	p, err := human.ReadPending(a.humanDir())
-	state, question := Running, ""
-	if err == nil && len(p.Questions) > 0 {
-		state, question = Waiting, p.Questions[0].Question
-	}
-	r, err := a.w.t.Run(ctx, a.run.ID)
-	if err != nil || (r.State == state && r.Question == question) {
-		return
-	}
-	_ = a.fenced(ctx, func(tx pgx.Tx) error {
-		if err := setStateTx(ctx, tx, a.run.ID, state, a.w.o.Name, "", false); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "update team_runs set question = $2 where id = $1", a.run.ID, question)
-		return err
-	})
-}
+// markWaiting, deliver: see replies.go.
 
 // storeProgress writes the run's step, round and cost.
 func (a *attempt) storeProgress(ctx context.Context) {

@@ -522,28 +522,7 @@ func (t *Team) setTeamBudget(ctx context.Context, usd float64) error {
 	return err
 }
 
-// Reply gives a run's waiting question (question "" = the first waiting)
-// its answer, from any machine: the worker working the run gets it at once
-// (NOTIFY), a run not being worked gets it when a worker takes it.
-func (t *Team) Reply(ctx context.Context, id int64, question, text string, skip bool) error {
-	r, err := t.Run(ctx, id)
-	if err != nil {
-		return err
-	}
-	if Ended(r.State) {
-		return fmt.Errorf("%s is %s: nothing waits for a reply", r.Name(), r.State)
-	}
-	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "insert into team_replies (run, question, text, skip) values ($1, $2, $3, $4)", id, question, text, skip); err != nil {
-			return err
-		}
-		if err := recordEvent(ctx, tx, id, event.New(event.Ask, text, map[string]any{"reply": true, "id": question})); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, "select pg_notify($1, $2)", replyChannel, strconv.FormatInt(id, 10))
-		return err
-	})
-}
+// Reply: see replies.go.
 
 // EndedError is a cancel or retry of a run in a state that refuses it
 // (a cancel of an ended run, a retry of one not failed).

@@ -106,10 +106,17 @@ type scripted struct {
 	leak   string   // what a "leak" task writes into its work (a secret)
 	sleep  string
 	slept  sync.Map // task → true once its slow call was handed out
+	// judge, when set, answers the requests it takes (a round's judge).
+	judge func(*claudetest.Request) (claudetest.Reply, bool)
 }
 
 func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 	s.keys.Store(r.Header.Get("x-api-key"), true)
+	if s.judge != nil {
+		if reply, ok := s.judge(r); ok {
+			return reply
+		}
+	}
 	switch {
 	case r.MaxTokens == 16:
 		return claudetest.Say("hi")
