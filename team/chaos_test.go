@@ -16,6 +16,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/internal/pgtest"
 	"github.com/flowerrun/flower/team"
 )
@@ -179,6 +180,25 @@ func TestChaos(t *testing.T) {
 			if n > attempts {
 				t.Errorf("%s's %s step started %d times in %d attempts", task, step, n, attempts)
 			}
+		}
+	}
+
+	// Every request a run's processes made (its task in the conversation;
+	// the CLI's quota probes belong to no run) is in that run's cost,
+	// those of killed attempts included.
+	for _, r := range final {
+		task := "task-" + strconv.FormatInt(r.ID, 10) + " "
+		spent := 0.0
+		for _, req := range w.srv.Requests() {
+			if req.Err != nil || req.MaxTokens == 16 || !strings.Contains(requestText(req), task) {
+				continue
+			}
+			c, _ := claude.RequestCost(req.Model, claude.RequestUsage{Usage: claude.Usage{InputTokens: req.Usage.InputTokens, OutputTokens: req.Usage.OutputTokens,
+				CacheCreationInputTokens: req.Usage.CacheCreationInputTokens, CacheReadInputTokens: req.Usage.CacheReadInputTokens}})
+			spent += c
+		}
+		if r.Cost < spent-1e-9 {
+			t.Errorf("%s's recorded cost $%.6f is below what its requests cost ($%.6f)", r.Name(), r.Cost, spent)
 		}
 	}
 
