@@ -341,25 +341,15 @@ func (w *Worker) steerFetching(ctx context.Context) {
 	}
 }
 
-// watchHealth checks the worker's environment every quarter of the rescue
-// interval: a broken worker takes runs again as soon as it is whole; an
-// idle one that broke (its disk filled) stops before it is handed a run.
+// watchHealth checks the worker's environment (every quarter interval,
+// see everyQuarter): a broken worker takes runs again as soon as it is
+// whole; an idle one that broke (its disk filled) stops before it is
+// handed a run.
 func (w *Worker) watchHealth(ctx context.Context) {
-	tick := time.NewTicker(w.o.Rescue / 4)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.drain:
-			return
-		case <-tick.C:
-		}
-		if p := w.checkEnv(ctx); p != nil {
-			w.setBroken(ctx, p)
-		} else {
-			w.setHealthy(ctx)
-		}
+	if p := w.checkEnv(ctx); p != nil {
+		w.setBroken(ctx, p)
+	} else {
+		w.setHealthy(ctx)
 	}
 }
 

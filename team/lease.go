@@ -81,26 +81,18 @@ func (t *Team) rescueSilent(ctx context.Context, fallback time.Duration) (int64,
 	return tag.RowsAffected(), nil
 }
 
-// rescueLoop runs rescueSilent every quarter of the worker's interval
-// until ctx ends: with every worker looking, a silent worker's run moves
-// within 1¼ intervals of its last confirmation.
-func (w *Worker) rescueLoop(ctx context.Context) {
-	every := w.o.Rescue / 4
-	for {
-		cctx, cancel := context.WithTimeout(ctx, every)
-		n, err := w.t.rescueSilent(cctx, w.o.Rescue)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			w.log.Debug("flower worker: looking for silent workers' runs", "err", err)
-		case n > 0:
-			w.log.Info("flower worker: runs of a silent worker given back to the queue", "runs", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(every):
-		}
+// rescueSilent gives back the runs of silent workers (every quarter
+// interval, see everyQuarter): with every worker looking, a silent
+// worker's run moves within 1¼ intervals of its last confirmation.
+func (w *Worker) rescueSilent(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, w.o.Rescue/4)
+	defer cancel()
+	n, err := w.t.rescueSilent(cctx, w.o.Rescue)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Debug("flower worker: looking for silent workers' runs", "err", err)
+	case n > 0:
+		w.log.Info("flower worker: runs of a silent worker given back to the queue", "runs", n)
 	}
 }
 

@@ -272,8 +272,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer lcancel()
 	listening := make(chan error, 1)
 	go func() { listening <- w.listen(lctx) }()
-	beating := make(chan struct{})
-	go func() { defer close(beating); w.heartbeat(lctx) }()
 	// A worker whose own environment is broken (its --dir, the CLI, the
 	// model's key) starts, says so and fetches nothing until it is whole:
 	// it neither fails others' runs nor exits under a supervisor that
@@ -281,12 +279,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	if p := w.checkEnv(ctx); p != nil {
 		w.setBroken(ctx, p)
 	}
-	watching := make(chan struct{})
-	go func() { defer close(watching); w.watchHealth(lctx) }()
 	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	go w.rescueLoop(lctx)
+	ticking := make(chan struct{})
+	go func() { defer close(ticking); w.everyQuarter(lctx) }()
 	<-ctx.Done()
 	w.drained.Do(func() { close(w.drain) })
 	sctx, cancel := context.WithTimeout(context.Background(), stopGrace+30*time.Second)
@@ -294,8 +291,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	err = w.client.Stop(sctx)
 	lcancel()
 	<-listening
-	<-beating
-	<-watching
+	<-ticking
 	return err
 }
 
@@ -504,27 +500,39 @@ func (t *Team) settleCancelled(ctx context.Context) error {
 	return nil
 }
 
-// heartbeat writes the worker's row every quarter of the rescue interval,
-// sees the cancels LISTEN missed and settles cancelled runs nobody holds.
-func (w *Worker) heartbeat(ctx context.Context) {
-	tick := time.NewTicker(w.o.Rescue / 4)
-	defer tick.Stop()
+// everyQuarter is the worker's round every quarter of its rescue
+// interval, until ctx ends: its heartbeat, its own environment checked
+// (while it is not stopping), and the runs of silent workers given back.
+func (w *Worker) everyQuarter(ctx context.Context) {
+	every := w.o.Rescue / 4
 	for {
+		w.rescueSilent(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-time.After(every):
 		}
-		cctx, cancel := context.WithTimeout(ctx, w.o.Rescue/4)
-		if _, err := w.t.pool.Exec(cctx, "update team_workers set heartbeat = now() where name = $1 and host = $2 and pid = $3",
-			w.o.Name, w.host, os.Getpid()); err != nil && ctx.Err() == nil {
-			w.log.Warn("flower worker: its heartbeat did not reach the database", "err", err)
+		w.heartbeat(ctx)
+		select {
+		case <-w.drain:
+		default:
+			w.watchHealth(ctx)
 		}
-		w.checkCancels(cctx)
-		if err := w.t.settleCancelled(cctx); err != nil && ctx.Err() == nil {
-			w.log.Warn("flower worker: settling cancelled runs", "err", err)
-		}
-		cancel()
+	}
+}
+
+// heartbeat writes the worker's row, sees the cancels LISTEN missed and
+// settles cancelled runs nobody holds.
+func (w *Worker) heartbeat(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, w.o.Rescue/4)
+	defer cancel()
+	if _, err := w.t.pool.Exec(ctx, "update team_workers set heartbeat = now() where name = $1 and host = $2 and pid = $3",
+		w.o.Name, w.host, os.Getpid()); err != nil && ctx.Err() == nil {
+		w.log.Warn("flower worker: its heartbeat did not reach the database", "err", err)
+	}
+	w.checkCancels(ctx)
+	if err := w.t.settleCancelled(ctx); err != nil && ctx.Err() == nil {
+		w.log.Warn("flower worker: settling cancelled runs", "err", err)
 	}
 }
 
