@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -216,5 +217,39 @@ func TestACloneSlowerThanTheIntervalKeepsTheRunOnItsWorker(t *testing.T) {
 	}
 	if logs, _ := filepath.Glob(filepath.Join(b.dir, "*", "attempt-*.log")); len(logs) != 0 {
 		t.Errorf("machine B started the run's process too: %v\n%s\n%s", logs, a.out, b.out)
+	}
+}
+
+// A run taken over goes ahead of runs still waiting for their first
+// attempt: someone was already promised it.
+func TestATakenOverRunGoesAheadOfQueuedRuns(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	first := w.submit("task-1 slow")
+	const rescue = 6 * time.Second
+	a := w.worker("machine-a", "--rescue", rescue.String())
+	w.waitMarker(markerName, 3*time.Minute)
+	w.submit("task-2")
+	w.submit("task-3")
+	if err := syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	a.done <- nil
+	time.Sleep(rescue + time.Second)
+	w.worker("machine-b", "--rescue", rescue.String())
+	var order []int64
+	waitFor(t, tm, 4*time.Minute, "machine B started a run", func([]team.Run) bool {
+		for id := first; id <= first+2; id++ {
+			for _, h := range startedBy(t, tm, id) {
+				if h == "machine-b" && !slices.Contains(order, id) {
+					order = append(order, id)
+				}
+			}
+		}
+		return len(order) > 0
+	})
+	if order[0] != first {
+		t.Errorf("machine B took r%d first, want the run taken over (r%d) ahead of the queued ones", order[0], first)
 	}
 }

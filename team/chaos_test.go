@@ -76,6 +76,7 @@ func TestChaos(t *testing.T) {
 	// The chaos: an act every few seconds until every run ended or four
 	// minutes passed; PostgreSQL's restart and the push outage once each.
 	acts := []string{"kill", "pause", "drain", "pgrestart", "refuse"}
+	var cuts []time.Time // when a worker was killed or paused
 	done := map[string]bool{}
 	for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline) && !ended(); {
 		time.Sleep(time.Duration(4+rnd.IntN(6)) * time.Second)
@@ -97,6 +98,7 @@ func TestChaos(t *testing.T) {
 		t.Logf("%s: %s %s", time.Now().Format("15:04:05.0"), act, name)
 		switch act {
 		case "kill":
+			cuts = append(cuts, time.Now())
 			run := descendants(m.cmd.Process.Pid)
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 			<-m.done
@@ -109,6 +111,7 @@ func TestChaos(t *testing.T) {
 			}
 			start(name)
 		case "pause":
+			cuts = append(cuts, time.Now())
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGSTOP)
 			time.Sleep(rescue * 3 / 2)
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGCONT)
@@ -185,12 +188,22 @@ func TestChaos(t *testing.T) {
 
 	// Every request a run's processes made (its task in the conversation;
 	// the CLI's quota probes belong to no run) is in that run's cost,
-	// those of killed attempts included.
+	// those of killed attempts included, but for what a machine answered
+	// in the few seconds before it died or was paused: its transcript
+	// lines may never have left it (a named gap).
+	lost := func(at time.Time) bool {
+		for _, c := range cuts {
+			if at.After(c.Add(-4*time.Second)) && at.Before(c.Add(time.Second)) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, r := range final {
 		task := "task-" + strconv.FormatInt(r.ID, 10) + " "
 		spent := 0.0
 		for _, req := range w.srv.Requests() {
-			if req.Err != nil || req.MaxTokens == 16 || !strings.Contains(requestText(req), task) {
+			if req.Err != nil || req.MaxTokens == 16 || !strings.Contains(requestText(req), task) || lost(req.At) {
 				continue
 			}
 			c, _ := claude.RequestCost(req.Model, claude.RequestUsage{Usage: claude.Usage{InputTokens: req.Usage.InputTokens, OutputTokens: req.Usage.OutputTokens,

@@ -87,7 +87,20 @@ func killMidToolCall(t *testing.T, w *world) time.Time {
 	a := w.worker("machine-a", "--rescue", rescue.String())
 	w.waitMarker(markerName, 3*time.Minute)
 	w.worker("machine-b", "--rescue", rescue.String())
-	time.Sleep(1500 * time.Millisecond) // a write-back of the run's files, then the machine dies
+	// A write-back of the slow call's transcript line (a loaded machine
+	// takes longer than a fixed pause), then the machine dies.
+	tm := w.open()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		err := tm.Pool().QueryRow(context.Background(), `select count(*) from session_entries where store_key like 'run:%' and position($1::bytea in payload) > 0`,
+			[]byte(markerName)).Scan(&n)
+		if err == nil && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow call's transcript line never reached the database (%v)", err)
+		}
+	}
 	killed := time.Now()
 	stopTree(a.cmd.Process.Pid, syscall.SIGKILL)
 	<-a.done

@@ -279,6 +279,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if p := w.checkEnv(ctx); p != nil {
 		w.setBroken(ctx, p)
 	}
+	// A silent worker's runs are given back before this one fetches: they
+	// go first.
+	w.rescueSilent(ctx)
 	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
