@@ -148,8 +148,20 @@ func (a *attempt) work(ctx context.Context) error {
 	if err := gitwork.CheckOutside(a.run.cloneURL, w.o.Dir); err != nil {
 		return a.park(ctx, fmt.Sprintf("not cloned by worker %s: %v", w.o.Name, err))
 	}
-	head, err := gitwork.Prepare(ctx, a.run.cloneURL, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed,
-		[]string{"/" + runDirName + "/", "/" + workbenchDirName + "/"})
+	exclude := []string{"/" + runDirName + "/", "/" + workbenchDirName + "/"}
+	head, err := gitwork.Prepare(ctx, a.run.cloneURL, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed, exclude)
+	if pushing := a.pushing(ctx); errors.Is(err, gitwork.ErrForeignBranch) && pushing != "" && pushing != a.run.Pushed {
+		// The branch may be at the run's own push whose record was lost
+		// (the worker died, the database restarted): it said which
+		// commit it was pushing before it pushed.
+		if head, err = gitwork.Prepare(ctx, a.run.cloneURL, a.checkout, a.run.Branch, a.run.Base, pushing, exclude); err == nil {
+			a.run.Pushed = pushing
+			err = a.fenced(ctx, func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, "update team_runs set pushed = $2 where id = $1", a.run.ID, pushing)
+				return err
+			})
+		}
+	}
 	switch {
 	case errors.Is(err, gitwork.ErrForeignBranch), errors.Is(err, gitwork.ErrNoBase):
 		return a.park(ctx, err.Error())
@@ -597,6 +609,14 @@ func (a *attempt) save(ctx context.Context, what string) error {
 	if !changed && head == r.Pushed {
 		return nil
 	}
+	// Said before it is pushed: a push whose record is lost is still known
+	// as this run's (see work).
+	if err := a.fenced(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "update team_runs set pushing = $2 where id = $1", a.run.ID, head)
+		return err
+	}); err != nil {
+		return err
+	}
 	if err := gitwork.Push(ctx, a.checkout, a.run.Branch, r.Pushed, a.w.secrets); err != nil {
 		if errors.Is(err, gitwork.ErrSecret) {
 			// Nowhere else either: the work stays in this checkout.
@@ -645,6 +665,14 @@ func (a *attempt) saveWithin(ctx context.Context, what string, bound time.Durati
 		}
 		pause = min(2*pause, 15*time.Second)
 	}
+}
+
+// pushing is the commit the run's last push was of, recorded before it
+// went ("" when none or unknown).
+func (a *attempt) pushing(ctx context.Context) string {
+	var head string
+	_ = a.w.t.pool.QueryRow(ctx, "select pushing from team_runs where id = $1", a.run.ID).Scan(&head)
+	return head
 }
 
 // errRecordBehind: the work was pushed and only the run's row does not

@@ -158,7 +158,10 @@ create table team_workers (
 	heartbeat timestamptz not null default now(),
 	state text not null default 'working'
 );`,
-	fenceMigration}}
+	fenceMigration,
+	// The commit a push is of, said before the push: a push whose record
+	// was lost is still the run's.
+	`alter table team_runs add column pushing text not null default '';`}}
 
 // Run is one run of the queue.
 type Run struct {
