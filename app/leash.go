@@ -28,6 +28,9 @@ func (m *Command) holdLeash() error {
 	if err != nil || fd < 3 || terr != nil || ttl <= 0 {
 		return usageErrorf("%s=%q and %s=%q: a team worker gives a file descriptor above 2 and a duration", flower.LeashFDEnv, fdText, flower.LeashEnv, m.getenv(flower.LeashEnv))
 	}
+	// Not handed on: the CLI and the model's Bash have no use for it (a
+	// shell reading it would take the worker's confirmations).
+	syscall.CloseOnExec(fd)
 	f := os.NewFile(uintptr(fd), "leash")
 	if f == nil {
 		return usageErrorf("%s=%d is not an open file", flower.LeashFDEnv, fd)
