@@ -168,6 +168,9 @@ func (a *attempt) work(ctx context.Context) error {
 	case err != nil:
 		return a.failed(ctx, err)
 	}
+	if err := a.lostWork(ctx, head); err != nil {
+		return err
+	}
 	a.w.log.Info("flower worker: working", "run", a.name(), "attempt", a.job.Attempt, "head", head)
 
 	state, err := a.openState(ctx)
@@ -612,7 +615,7 @@ func (a *attempt) save(ctx context.Context, what string) error {
 	// Said before it is pushed: a push whose record is lost is still known
 	// as this run's (see work).
 	if err := a.fenced(ctx, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "update team_runs set pushing = $2 where id = $1", a.run.ID, head)
+		_, err := tx.Exec(ctx, "update team_runs set pushing = $2, pushing_at = now(), pushing_by = $3 where id = $1", a.run.ID, head, a.w.o.Name)
 		return err
 	}); err != nil {
 		return err
@@ -673,6 +676,37 @@ func (a *attempt) pushing(ctx context.Context) string {
 	var head string
 	_ = a.w.t.pool.QueryRow(ctx, "select pushing from team_runs where id = $1", a.run.ID).Scan(&head)
 	return head
+}
+
+// lostWork stops the attempt when the run's last push (said before it
+// went) is of a commit that is neither on the branch nor in this checkout:
+// an earlier attempt committed work and its worker lost the run before the
+// remote took it (it was paused mid-push, or killed while the remote
+// refused). The run's state already records that work as done, so going
+// on from the branch would skip it and end "achieved" without it. A paused
+// worker's push still lands when it wakes, so the run waits for it for
+// three of this worker's intervals after it was said (in the queue, the
+// job snoozed); then it is parked with where the work may still be.
+func (a *attempt) lostWork(ctx context.Context, head string) error {
+	var pushing, by string
+	var age float64
+	_ = a.w.t.pool.QueryRow(ctx, "select pushing, pushing_by, coalesce(extract(epoch from now() - pushing_at), 0) from team_runs where id = $1",
+		a.run.ID).Scan(&pushing, &by, &age)
+	if pushing == "" || pushing == a.run.Pushed || gitwork.Holds(ctx, a.checkout, head, pushing) {
+		return nil
+	}
+	last, commit := cmp.Or(by, "an earlier worker"), pushing[:min(len(pushing), 12)]
+	if wait := 3*a.w.o.Rescue - time.Duration(age*float64(time.Second)); wait > 0 {
+		why := fmt.Sprintf("waiting up to %s for worker %s's last push (commit %s) to reach %s; parked if it does not come",
+			wait.Round(time.Second), last, commit, a.run.Branch)
+		if err := a.setState(ctx, Queued, why, false); err != nil {
+			return err
+		}
+		return river.JobSnooze(min(wait, max(a.w.o.Rescue/2, time.Second)))
+	}
+	return a.park(ctx, fmt.Sprintf("its last work (commit %s) never reached %s: worker %s lost the run before the remote took it, and the run's state records that work as done. "+
+		"If %s still has its checkout (%s/work beneath its --dir), push it from there (git push origin HEAD:%s), then `flower retry %s`; if not, submit the request again",
+		commit, a.run.Branch, last, last, a.name(), a.run.Branch, a.name()))
 }
 
 // errRecordBehind: the work was pushed and only the run's row does not

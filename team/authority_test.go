@@ -253,3 +253,50 @@ func TestATakenOverRunGoesAheadOfQueuedRuns(t *testing.T) {
 		t.Errorf("machine B took r%d first, want the run taken over (r%d) ahead of the queued ones", order[0], first)
 	}
 }
+
+// A worker killed while the remote refuses its finished work leaves a run
+// whose state records that work as done while its branch lacks it. The
+// next worker must not continue from the branch and call the run achieved
+// without the work (the chaos test found r1 "achieved" with an empty
+// branch): it parks the run, saying which commit was lost, on which worker,
+// and how to bring it back.
+func TestARunWhoseLastWorkNeverReachedTheRemoteIsParkedNotAchievedWithoutIt(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	refuse := filepath.Join(t.TempDir(), "refuse-pushes")
+	hook := "#!/bin/sh\nif [ -e " + refuse + " ]; then echo 'pushes are refused for a while' >&2; exit 1; fi\n"
+	if err := os.WriteFile(filepath.Join(w.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(refuse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.submit("task-1")
+	const rescue = 6 * time.Second
+	a := w.worker("machine-a", "--rescue", rescue.String())
+	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(a.out.String(), "not pushed yet; trying again"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("machine A never retried its push:\n%s", a.out)
+		}
+	}
+	_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+	<-a.done
+	a.done <- nil
+	if err := os.Remove(refuse); err != nil {
+		t.Fatal(err)
+	}
+	// Another machine: machine A's checkout, and the commit in it, are
+	// gone with it.
+	b := w.worker("machine-b", "--rescue", rescue.String())
+	r := waitFor(t, tm, 4*time.Minute, "r1 ended", allEnded)[0]
+	if r.State != team.Failed {
+		t.Fatalf("%s ended %s (%s) while its work was lost with machine A; its branch holds %q in task-1.txt\n%s",
+			r.Name(), r.State, r.Reason, branchFile(t, w.remote, r.Branch, "task-1.txt"), b.out)
+	}
+	for _, want := range []string{"never reached " + r.Branch, "machine-a", "flower retry r1"} {
+		if !strings.Contains(r.Reason, want) {
+			t.Errorf("the parked run's reason lacks %q: %s", want, r.Reason)
+		}
+	}
+	t.Logf("%s parked: %s", r.Name(), r.Reason)
+}

@@ -138,8 +138,12 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 		// Root: the first stage (root's) makes the mounts and keeps the
 		// machine's /proc writable for the second, which setpriv starts
 		// as runUID: it makes the namespaces and its own /proc.
+		// setpriv's change of user clears the parent-death signal, which
+		// left the second stage waiting forever when the worker died
+		// while it started (the chaos test found one): --pdeathsig sets
+		// it again, so the second stage dies with the first.
 		args = append(mounts, "--bind", "/proc", "/proc", "--die-with-parent", "--",
-			c.setpriv, "--reuid="+strconv.Itoa(runUID), "--regid="+strconv.Itoa(runUID), "--clear-groups",
+			c.setpriv, "--pdeathsig", "KILL", "--reuid="+strconv.Itoa(runUID), "--regid="+strconv.Itoa(runUID), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--",
 			c.bwrap, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 		args = append(append(args, isolate...), cmd.Args[1:]...)

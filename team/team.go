@@ -161,7 +161,12 @@ create table team_workers (
 	fenceMigration,
 	// The commit a push is of, said before the push: a push whose record
 	// was lost is still the run's.
-	`alter table team_runs add column pushing text not null default '';`}}
+	`alter table team_runs add column pushing text not null default '';`,
+	// When and by which worker that push was said: a push that has not
+	// reached the branch is waited for a while (its worker may be
+	// paused), then given up with where the work may be.
+	`alter table team_runs add column pushing_at timestamptz;
+alter table team_runs add column pushing_by text not null default '';`}}
 
 // Run is one run of the queue.
 type Run struct {

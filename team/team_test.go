@@ -3,11 +3,13 @@ package team_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -21,7 +23,10 @@ import (
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/internal/pgtest"
+	"github.com/flowerrun/flower/runstate"
+	"github.com/flowerrun/flower/runstate/pgrun"
 	"github.com/flowerrun/flower/team"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestMain(m *testing.M) {
@@ -450,6 +455,41 @@ func startedBy(t *testing.T, tm *team.Team, id int64) []string {
 	return hosts
 }
 
+// waitStored waits until the steps of the run's lineage as written back
+// to the database (step name to session) satisfy ok, or fails after d.
+func (w *world) waitStored(id int64, d time.Duration, ok func(steps map[string]string) bool) {
+	w.t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, w.db)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer pool.Close()
+	backend, err := pgrun.New(ctx, pool)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var last string
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		var l struct {
+			Steps map[string]string `json:"steps"`
+		}
+		err := backend.Files(ctx, team.StateName(id), func(f runstate.File) error {
+			if path.Base(f.Path) == flower.LineageName {
+				last = string(f.Data)
+				return json.Unmarshal(f.Data, &l)
+			}
+			return nil
+		})
+		if err == nil && ok(l.Steps) {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("after %s the run's stored lineage is still %s (err %v)", d, last, err)
+		}
+	}
+}
+
 // branchFile reads a file of the run's branch on the remote.
 func branchFile(t *testing.T, remote, branch, file string) string {
 	out, err := exec.Command("git", "-C", remote, "show", branch+":"+file).CombinedOutput()
@@ -636,7 +676,11 @@ func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *te
 	a := w.worker("machine-a", "--rescue", rescue.String())
 	w.waitMarker(markerName, 3*time.Minute)
 	b := w.worker("machine-b", "--rescue", rescue.String())
-	time.Sleep(1500 * time.Millisecond) // a write-back of the run's files, then the machine dies
+	// The machine dies once its worker wrote the build step back: what is
+	// tested is the takeover of a call in flight, not a kill racing the
+	// write-back (a loaded machine took longer than the 1.5 s once waited;
+	// the chaos test kills at any moment).
+	w.waitStored(id, 30*time.Second, func(steps map[string]string) bool { return steps["build"] != "" })
 	run := descendants(a.cmd.Process.Pid)
 	killed := time.Now()
 	// The worker's process group, as an operator's kill does: the run's

@@ -273,6 +273,17 @@ func Prepare(ctx context.Context, repo, dir, branch, base, pushed string, exclud
 	return start, nil
 }
 
+// Holds says whether the checkout in dir has commit among the history of
+// head: false as well when the commit is not in dir at all (made in
+// another machine's checkout and never pushed).
+func Holds(ctx context.Context, dir, head, commit string) bool {
+	if !commitPattern.MatchString(commit) {
+		return false
+	}
+	_, err := git(ctx, dir, "merge-base", "--is-ancestor", commit, head)
+	return err == nil
+}
+
 // fetchOrClone brings dir up to date with repo: a clone when dir is not a
 // checkout yet, else a fetch of origin (pointed at repo first).
 // An http(s) address's password (a token) is kept out of the checkout,
