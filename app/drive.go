@@ -163,7 +163,11 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 					ui.Screen.Line(screen.Yellow, "! "+err.Error())
 				}
 			}
+			// Before the interrupt: the cut call's result may come
+			// at once.
+			r.Interrupting(true)
 			if !rt.Interrupt(words) {
+				r.Interrupting(false)
 				ui.Screen.Line(screen.Yellow, ui.T("interruptWait"))
 				if words != "" {
 					ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("interruptKept"), clipRunes(words, 120)))

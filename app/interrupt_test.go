@@ -241,7 +241,7 @@ func TestCtrlCAtARealRunsQuestionCancelsItCleanly(t *testing.T) {
 			lang := flower.Lang(c.lang)
 			texts := demo.TextsFor(lang)
 			srv := wordsServer(t, ws, c.lang, nil, nil)
-			p := startPTYCols(t, c.cols, binEnv(t, srv), "-w", ws, "--lang", c.lang, "--rounds", "1", texts.Ask)
+			p := startPTYCols(t, c.cols, binEnv(t, srv), "-w", ws, "--lang", c.lang, "--rounds", "2", texts.Ask)
 			p.expect(t, "2) "+texts.Options[1])
 			p.tty.Write([]byte{3})
 			p.expect(t, fmt.Sprintf(text(lang, "cancelAskHint"), "q1"))

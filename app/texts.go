@@ -67,6 +67,7 @@ var texts = map[string][2]string{
 	"interruptAsk":       {"  要说什么?(直接回车 = 不说话,打断后立刻接着跑;再按一次 Ctrl+C = 退出)", "  What do you want to say? (Enter = no words: it resumes at once; Ctrl+C again = quit)"},
 	"done":               {"+ 完成 %d 轮 · %s · 用时 %s", "+ Done, %d turns · %s · %s"},
 	"failed":             {"x 失败 %s", "x Failed %s"},
+	"toolCut":            {"x 被打断,这个调用没有结果", "x cut by the interrupt: no result"},
 	"status":             {"- 上下文 %s tokens · 累计 %s · %s", "- context %s tokens · total %s · %s"},
 	"statusNoCtx":        {"- 累计 %s · %s", "- total %s · %s"},
 	"dispatch":           {"> 派人 %s %s", "> dispatch %s %s"},
