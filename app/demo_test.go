@@ -178,6 +178,12 @@ func TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords(t *testing.T) {
 			if strings.Contains(s, "fake:") || strings.Contains(s, "simulated human answered") || strings.Contains(s, "模拟的人回答了") {
 				t.Errorf("the fake's own words, or the simulated human over the person:\n%s", s)
 			}
+			// The Ctrl-C cut the coder's call: the screen says so in
+			// flower's words, never in the CLI's refusal to the model.
+			checkNoInterruptDebris(t, s, nil, nil)
+			if strings.Contains(s, "error_during_execution") {
+				t.Errorf("the interrupted round shows as failed:\n%s", s)
+			}
 			if data, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(data) != tc.answer+"\n" {
 				t.Errorf("hello.txt: %q %v, want the typed answer %q", data, err, tc.answer)
 			}
