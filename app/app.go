@@ -61,6 +61,10 @@ type UI struct {
 	// (a line, a Ctrl-C), in UnixNano; 0 before any. The demo's simulated
 	// human waits while the person is busy.
 	lastInput atomic.Int64
+	// heldQuestion: the person pressed Ctrl-C at a question and has not
+	// pressed Enter yet; the question is theirs to cancel, and the
+	// demo's simulated human does not answer it.
+	heldQuestion atomic.Bool
 	// request is the request the flow runs on, for the ending and the
 	// next wake (Drive takes cfg.Request; a flow that asked for it at
 	// the prompt sets it).

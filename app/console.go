@@ -32,7 +32,7 @@ import (
 // shown only after the words are on disk (the words journal).
 //
 // After a Ctrl-C (Interrupted) the next line is the words the round resumes
-// with.
+// with; after a Ctrl-C at a question, the words that go with its cancel.
 type Console struct {
 	ui        *UI
 	ch        *human.Channel
@@ -42,6 +42,12 @@ type Console struct {
 	mu           sync.Mutex
 	closed       bool // the input ended
 	interrupting bool
+	// atQuestion is the question on screen when Ctrl-C came: Enter
+	// cancels it instead of interrupting the round.
+	atQuestion string
+	// cancelled are the questions a Ctrl-C cancelled: the console said
+	// so, the renderer need not say "skipped" too.
+	cancelled map[string]bool
 }
 
 // NewConsole routes ui's lines to ch; oracle answers "?" lines (nil: none
@@ -81,21 +87,76 @@ func (c *Console) prompt() {
 
 // Interrupted is the first Ctrl-C: say what will happen and take the next
 // line as the words to resume with (an empty line interrupts too).
+//
+// At a question, Enter cancels that question instead: the model gets
+// flower's note that the person gave no answer (with their words, if
+// any) as the question's result, and the round goes on. Interrupting the
+// round there would cut the waiting ask call, and the CLI words a cut call
+// as a refusal ("The user doesn't want to proceed…") that flower then
+// showed, and that the model took for the answer once resumed.
 func (c *Console) Interrupted() {
 	c.ui.touched()
+	pending := c.ch.Pending()
 	c.mu.Lock()
-	c.interrupting = true
+	c.interrupting, c.atQuestion = true, ""
+	if len(pending) > 0 {
+		c.atQuestion = pending[0].ID
+	}
 	c.mu.Unlock()
-	// Nothing is interrupted yet: the round stops when the words are given
-	// (Enter), and the runtime's own line says when it resumes.
-	lines := []string{c.ui.T("interrupting"), c.ui.T("interruptAsk")}
-	if n := len(c.ch.Pending()); n > 0 {
-		lines = append(lines, fmt.Sprintf(c.ui.T("stillPending"), n))
+	var lines []string
+	if len(pending) > 0 {
+		// The simulated human of the demo leaves this question to the
+		// person from now on.
+		c.ui.heldQuestion.Store(true)
+		lines = []string{fmt.Sprintf(c.ui.T("cancelAskHint"), pending[0].ID), c.ui.T("cancelAskPrompt")}
+		if n := len(pending) - 1; n > 0 {
+			lines = append(lines, fmt.Sprintf(c.ui.T("stillPending"), n))
+		}
+	} else {
+		// Nothing is interrupted yet: the round stops when the words
+		// are given (Enter), and the runtime's own line says when it
+		// resumes.
+		lines = []string{c.ui.T("interrupting"), c.ui.T("interruptAsk")}
 	}
 	c.ui.Screen.Block(screen.Yellow, lines...)
 	if c.ui.Interactive {
 		c.ui.Screen.SetPrompt("> ")
 	}
+}
+
+// cancelQuestion settles question id as declined, with words as what the
+// person said instead of an answer, and says so; false when it no longer
+// waits (its timeout or `flower reply` settled it meanwhile).
+func (c *Console) cancelQuestion(id, words string) bool {
+	c.mu.Lock()
+	if c.cancelled == nil {
+		c.cancelled = map[string]bool{}
+	}
+	c.cancelled[id] = true
+	c.mu.Unlock()
+	if !c.ch.Decline(id, words) {
+		c.mu.Lock()
+		delete(c.cancelled, id)
+		c.mu.Unlock()
+		return false
+	}
+	key := "askCancelled"
+	if words != "" {
+		key = "askCancelledWords"
+	}
+	c.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(c.ui.T(key), id))
+	return true
+}
+
+// CancelledByInterrupt reports whether e settles a question a Ctrl-C
+// cancelled: the console has said so already.
+func (c *Console) CancelledByInterrupt(e event.Event) bool {
+	if e.Kind != event.Ask || e.Str("kind") == "mail" || human.State(e.Str("state")) != human.Declined {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cancelled[e.Str("id")]
 }
 
 // Run reads lines until ctx ends or the input does.
@@ -130,14 +191,19 @@ func (c *Console) inputEnded() {
 func (c *Console) Route(line string) {
 	text := strings.TrimSpace(line)
 	c.mu.Lock()
-	interrupting := c.interrupting
-	c.interrupting = false
+	interrupting, atQuestion := c.interrupting, c.atQuestion
+	c.interrupting, c.atQuestion = false, ""
 	c.mu.Unlock()
 	defer c.prompt()
 	if interrupting {
-		if c.interrupt != nil {
-			c.interrupt(text)
+		// A question that was settled meanwhile leaves a plain
+		// interrupt of the round.
+		if atQuestion == "" || !c.cancelQuestion(atQuestion, text) {
+			if c.interrupt != nil {
+				c.interrupt(text)
+			}
 		}
+		c.ui.heldQuestion.Store(false)
 		// The words are given: the next Ctrl-C is a first one again.
 		c.ui.hooks.rearm()
 		return

@@ -166,6 +166,11 @@ func answerAsDemo(ctx context.Context, ui *UI, ch *human.Channel, answer string,
 		}
 		for {
 			wait := time.Until(demoAnswerDue(a.AskedAt, ui.LastInput(), pause))
+			if wait <= 0 && ui.heldQuestion.Load() {
+				// The person pressed Ctrl-C at it: theirs to cancel at
+				// Enter; look again in a moment.
+				wait = time.Second
+			}
 			if wait <= 0 {
 				break
 			}

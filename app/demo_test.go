@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/demo"
@@ -177,6 +178,12 @@ func TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords(t *testing.T) {
 			if strings.Contains(s, "fake:") || strings.Contains(s, "simulated human answered") || strings.Contains(s, "模拟的人回答了") {
 				t.Errorf("the fake's own words, or the simulated human over the person:\n%s", s)
 			}
+			// The Ctrl-C cut the coder's call: the screen says so in
+			// flower's words, never in the CLI's refusal to the model.
+			checkNoInterruptDebris(t, s, nil, nil)
+			if strings.Contains(s, "error_during_execution") {
+				t.Errorf("the interrupted round shows as failed:\n%s", s)
+			}
 			if data, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(data) != tc.answer+"\n" {
 				t.Errorf("hello.txt: %q %v, want the typed answer %q", data, err, tc.answer)
 			}
@@ -270,5 +277,48 @@ func TestTheDemoJudgeFailsAFileThatSaysSomethingElse(t *testing.T) {
 	}
 	if reads != 2 {
 		t.Errorf("%d judge requests saw the file's real text, want one a round", reads)
+	}
+}
+
+// TestDemoCtrlCAtTheFirstQuestionCancelsItCleanly: Ctrl-C at the demo's
+// question and Enter (with words or none) cancel the question, visibly;
+// the demo ends achieved with the assumed "hello", and no refusal text or
+// interrupt placeholder is on the screen, in the brief or goal, or in any
+// file of the demo's folder and run folder (the CLI's own transcripts
+// included). Before: the CLI's refusal was shown, its placeholder became
+// the brief's answer, the goal and hello.txt, and the judge passed it.
+func TestDemoCtrlCAtTheFirstQuestionCancelsItCleanly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tag   string
+		cols  uint16
+		words string
+	}{{"en", 80, "use your judgement"}, {"zh", 160, ""}} {
+		t.Run(fmt.Sprintf("%s-%d", tc.tag, tc.cols), func(t *testing.T) {
+			t.Parallel()
+			lang, ws := flower.Lang(tc.tag), shortTempDir(t)
+			texts := demo.TextsFor(lang)
+			p := demoRun(t, tc.tag, tc.cols, t.TempDir(), "-w", ws)
+			p.expectWithin(t, "2) hello, world", demoLimit)
+			p.tty.Write([]byte{3})
+			p.expectWithin(t, fmt.Sprintf(text(lang, "cancelAskHint"), "q1"), demoLimit)
+			io.WriteString(p.tty, tc.words+"\r")
+			if code := p.exitWithin(t, 5*time.Minute); code != 0 {
+				t.Fatalf("exit %d:\n%s", code, p.screen())
+			}
+			s := p.screen()
+			cancelledAskScreen(t, lang, s, tc.words != "")
+			if !strings.Contains(s, demoScreens[tc.tag].achieved) {
+				t.Errorf("the demo did not end achieved:\n%s", s)
+			}
+			checkNoInterruptDebris(t, s, []string{ws}, nil)
+			if data, err := os.ReadFile(filepath.Join(ws, texts.File)); err != nil || string(data) != texts.Answer+"\n" {
+				t.Errorf("%s: %q %v, want the assumed %q", texts.File, data, err, texts.Answer)
+			}
+			brief, err := os.ReadFile(filepath.Join(ws, ".flower", "notes", flower.StarterNamesFor(lang).Brief))
+			if err != nil || !strings.Contains(string(brief), fmt.Sprintf(texts.Assumed, texts.Answer)) {
+				t.Errorf("the brief does not record the assumption: %v\n%s", err, brief)
+			}
+		})
 	}
 }

@@ -101,7 +101,11 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			ui.Screen.Line(screen.Cyan, StepRule(ui.Lang, e.Text, e.Int("index"), e.Int("total"), e.Bool("resumed"), e.Int("woke"), ui.Screen.Width()))
 			return
 		}
-		r.Event(e)
+		// A question cancelled by Ctrl-C: the console's line says so;
+		// the renderer's "skipped" would say it twice.
+		if console == nil || !console.CancelledByInterrupt(e) {
+			r.Event(e)
+		}
 		notifier.Event(e)
 		aside.Event(e)
 		if console != nil {
@@ -159,7 +163,11 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 					ui.Screen.Line(screen.Yellow, "! "+err.Error())
 				}
 			}
+			// Before the interrupt: the cut call's result may come
+			// at once.
+			r.Interrupting(true)
 			if !rt.Interrupt(words) {
+				r.Interrupting(false)
 				ui.Screen.Line(screen.Yellow, ui.T("interruptWait"))
 				if words != "" {
 					ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("interruptKept"), clipRunes(words, 120)))

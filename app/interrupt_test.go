@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/demo"
+	"github.com/flowerrun/flower/store"
 )
 
 // terminalCommand runs a Command in-process on a pty (so the console and
@@ -146,5 +149,115 @@ func TestCtrlCTwiceQuitsWith130AndTheStepRescued(t *testing.T) {
 	}
 	if errs := manifestErrors(t, filepath.Join(ws, "runs", "manifest.json")); len(errs) != 1 || errs[0] == "" {
 		t.Errorf("manifest: %q", errs)
+	}
+}
+
+// interruptDebris are texts that only a cut call leaves: the CLI's refusal
+// for a tool call it stopped, its "[Request interrupted" marker, and the
+// notes flower's store puts in place of a cut or missing result (both
+// languages). None of them is ever an answer or work.
+var interruptDebris = []string{
+	"doesn't want to proceed", "STOP what you are doing", "The tool use was rejected", "[Request interrupted",
+	"[The previous round was interrupted here", "[This step was interrupted", store.DefaultInterruptText, store.DefaultOrphanText,
+}
+
+// checkNoInterruptDebris fails when the screen, a file under one of dirs
+// (the workspace with its run folder and workbench; the CLI's own files
+// included) or a request to the model holds interrupt debris.
+func checkNoInterruptDebris(t *testing.T, screen string, dirs []string, srv *claudetest.Server) {
+	t.Helper()
+	for _, d := range interruptDebris {
+		if strings.Contains(screen, d) {
+			t.Errorf("the screen shows %q:\n%s", d, screen)
+		}
+	}
+	for _, dir := range dirs {
+		filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil // a socket or a lock: nothing written in it
+			}
+			for _, d := range interruptDebris {
+				if bytes.Contains(data, []byte(d)) {
+					t.Errorf("%s holds %q", path, d)
+				}
+			}
+			return nil
+		})
+	}
+	if srv == nil {
+		return
+	}
+	for i, r := range srv.Requests() {
+		for _, d := range interruptDebris {
+			if bytes.Contains(r.Body, []byte(d)) {
+				t.Errorf("request %d to the model holds %q", i, d)
+			}
+		}
+	}
+}
+
+// cancelledAskScreen checks what a Ctrl-C at question q1 and Enter showed
+// in lang: the cancel said before and after, no false note about
+// questions still waiting.
+func cancelledAskScreen(t *testing.T, lang flower.Lang, screen string, words bool) {
+	t.Helper()
+	key := "askCancelled"
+	if words {
+		key = "askCancelledWords"
+	}
+	for _, want := range []string{fmt.Sprintf(text(lang, "cancelAskHint"), "q1"), fmt.Sprintf(text(lang, key), "q1")} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the screen lacks %q:\n%s", want, screen)
+		}
+	}
+	for _, wrong := range []string{text(lang, "interrupting"), strings.SplitN(text(lang, "stillPending"), "%", 2)[0], text(lang, "skipped")} {
+		if strings.Contains(screen, wrong) {
+			t.Errorf("the screen says %q:\n%s", wrong, screen)
+		}
+	}
+}
+
+// TestCtrlCAtARealRunsQuestionCancelsItCleanly: Ctrl-C at the clarifier's
+// question of a real run (the real CLI, the demo's script served by
+// claudetest) and Enter, with and without words, cancel that question:
+// the screen says so, the run goes on to the end with the brief's own
+// assumption, and no refusal text or interrupt placeholder reaches the
+// screen, a file of the workspace or run folder, or any later request.
+// Before: the round was interrupted, the ask call cut, the CLI's refusal
+// shown, and its placeholder became the answer, the goal and hello.txt.
+func TestCtrlCAtARealRunsQuestionCancelsItCleanly(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		wordsCase
+		words string
+	}{{wordsCase{"en", 160}, ""}, {wordsCase{"zh", 80}, "你自己定"}} {
+		t.Run(c.name(), func(t *testing.T) {
+			t.Parallel()
+			ws := shortTempDir(t)
+			lang := flower.Lang(c.lang)
+			texts := demo.TextsFor(lang)
+			srv := wordsServer(t, ws, c.lang, nil, nil)
+			p := startPTYCols(t, c.cols, binEnv(t, srv), "-w", ws, "--lang", c.lang, "--rounds", "2", texts.Ask)
+			p.expect(t, "2) "+texts.Options[1])
+			p.tty.Write([]byte{3})
+			p.expect(t, fmt.Sprintf(text(lang, "cancelAskHint"), "q1"))
+			io.WriteString(p.tty, c.words+"\r")
+			if code := p.wait(t); code != ExitOK {
+				t.Fatalf("exit %d:\n%s", code, p.screen())
+			}
+			s := p.screen()
+			cancelledAskScreen(t, lang, s, c.words != "")
+			checkNoInterruptDebris(t, s, []string{ws}, srv)
+			if data, err := os.ReadFile(filepath.Join(ws, texts.File)); err != nil || string(data) != texts.Answer+"\n" {
+				t.Errorf("%s: %q %v, want the assumed %q", texts.File, data, err, texts.Answer)
+			}
+			if c.words != "" && !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(c.words) }) {
+				t.Errorf("the words %q typed after Ctrl-C reached no request", c.words)
+			}
+		})
 	}
 }

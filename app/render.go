@@ -23,6 +23,21 @@ type Renderer struct {
 	mu    sync.Mutex
 	total float64
 	ctx   int
+	// cutting: flower interrupted the round and its resume has not
+	// begun. A failed tool call then is one the interrupt cut, and the
+	// CLI words it as a refusal to the model ("The user doesn't want to
+	// proceed… STOP…"), and the round's result as a failure: neither is
+	// the person's to read.
+	cutting bool
+}
+
+// Interrupting says flower is interrupting the round (or not, when the
+// runtime did not take it): until the round resumes, its cut calls and
+// its end are shown as cut, not as the CLI words them.
+func (r *Renderer) Interrupting(on bool) {
+	r.mu.Lock()
+	r.cutting = on
+	r.mu.Unlock()
 }
 
 // NewRenderer starts the clock.
@@ -95,7 +110,9 @@ func (r *Renderer) Event(e event.Event) {
 		}
 		s.Line(screen.Plain, bar+"* "+e.Tool+" "+e.Text)
 	case event.ToolResult:
-		if e.Bool("is_error") {
+		if e.Bool("is_error") && r.cutting {
+			s.Line(screen.Yellow, bar+t("toolCut"))
+		} else if e.Bool("is_error") {
 			s.Line(screen.Red, bar+"x "+firstLine(e.Text))
 		} else if r.verbose && e.Text != "" {
 			s.Line(screen.Dim, bar+"  "+firstLine(e.Text))
@@ -106,15 +123,22 @@ func (r *Renderer) Event(e event.Event) {
 		}
 		cost := e.Float("cost_usd")
 		r.total += cost
-		if e.Bool("is_error") {
+		if e.Bool("is_error") && r.cutting {
+			// The interrupt ended the round: the runtime's next line
+			// says it resumes.
+		} else if e.Bool("is_error") {
 			s.Line(screen.Red, "  "+fmt.Sprintf(t("failed"), firstLine(firstNonEmpty(e.Str("result"), e.Text))))
 		} else {
+			r.cutting = false
 			s.Line(screen.Green, "  "+fmt.Sprintf(t("done"), e.Int("num_turns"), flower.USD(cost), r.Elapsed()))
 		}
 		r.status()
 	case event.Error:
 		s.Line(screen.Yellow, bar+"! "+firstLine(e.Text))
 	case event.Retry, event.Reset:
+		if e.Str("reason") == "interrupt" {
+			r.cutting = false
+		}
 		s.Line(screen.Dim, "  ~ "+firstLine(e.Text))
 	case event.Handoff:
 		s.Line(screen.Cyan, "# "+firstLine(e.Text))
