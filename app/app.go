@@ -69,6 +69,10 @@ type UI struct {
 	// next wake (Drive takes cfg.Request; a flow that asked for it at
 	// the prompt sets it).
 	request string
+	// langHinted: the line that says which language flower speaks and how
+	// to switch was shown; a process shows it once (a wake asks twice when
+	// the person types /new).
+	langHinted bool
 
 	in    *pollReader
 	lines *bufio.Reader

@@ -326,6 +326,9 @@ func (m *Command) checkWorkspace(ui *UI, g *globals, ws string) (bool, error) {
 	fi, err := os.Stat(ws)
 	switch {
 	case err == nil && fi.IsDir():
+		if err := canWriteIn(ws); err != nil {
+			return false, usageErrorf(ui.T("wsReadOnly"), ws, err)
+		}
 		return false, nil
 	case err == nil:
 		return false, usageErrorf("-w %s is a file, not a directory; give a directory", ws)
@@ -346,6 +349,24 @@ func (m *Command) checkWorkspace(ui *UI, g *globals, ws string) (bool, error) {
 		return false, &exitError{code: ExitFailure, err: errorText(ui.Lang, "cancelled")}
 	}
 	return false, usageErrorf(ui.T("wsMissing"), ws, hint)
+}
+
+// canWriteIn reports why flower cannot write in dir (a read-only file
+// system, no permission), nil when it can: the run directory and the
+// workbench go there, and a run that finds out only when it creates them
+// says "read-only file system" with no word of what to do. It writes one
+// empty file and removes it.
+func canWriteIn(dir string) error {
+	f, err := os.CreateTemp(dir, ".flower-write-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return pe.Err // the path is in the message already
+		}
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // makeWorkspace creates the workspace when checkWorkspace said so.

@@ -205,7 +205,7 @@ func wizard(ctx context.Context, ui *UI, reason string, check bool) error {
 	}
 	ui.Screen.Line(screen.Cyan, screen.Cut(ui.T("wizardHead")+strings.Repeat("=", 60), max(40, ui.Screen.Width())))
 	ui.Printf("%s", reason)
-	ui.Screen.Line(screen.Dim, ui.T("langHint"))
+	ui.languageHint()
 	ui.Printf(ui.T("wizardWhere"), path)
 	if now := configuredNow(ui.Lang, path); len(now) > 0 {
 		ui.Printf("%s", ui.T("setupNow"))

@@ -108,7 +108,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	m.quitHint = fmt.Sprintf(ui.T("demoQuit"), m.name(), shellQuote(cfg.Workspace))
 	ui.Screen.Line(screen.Yellow, ui.T("demoSimulated"))
 	ui.Screen.Line(screen.Dim, protectionLine(ui))
-	ui.Screen.Line(screen.Dim, ui.T("langHint"))
+	ui.languageHint()
 	ui.Printf(ui.T("demoWhere"), cfg.Workspace, texts.Ask)
 	if ui.Interactive {
 		ui.Screen.Line(screen.Dim, ui.T("demoTry"))

@@ -108,7 +108,7 @@ func (r *Renderer) Event(e event.Event) {
 			s.Line(screen.Cyan, bar+fmt.Sprintf(t("dispatch"), typ, clipRunes(desc, 60)))
 			return
 		}
-		s.Line(screen.Plain, bar+"* "+e.Tool+" "+e.Text)
+		s.Block(screen.Plain, toolCallLines(bar, e.Tool, toolCallText(e), s.Width())...)
 	case event.ToolResult:
 		if e.Bool("is_error") && r.cutting {
 			s.Line(screen.Yellow, bar+t("toolCut"))
@@ -130,7 +130,7 @@ func (r *Renderer) Event(e event.Event) {
 			s.Line(screen.Red, "  "+fmt.Sprintf(t("failed"), firstLine(firstNonEmpty(e.Str("result"), e.Text))))
 		} else {
 			r.cutting = false
-			s.Line(screen.Green, "  "+fmt.Sprintf(t("done"), e.Int("num_turns"), flower.USD(cost), r.Elapsed()))
+			s.Line(screen.Green, "  "+doneLine(t, e.Int("num_turns"), flower.USD(cost), r.Elapsed()))
 		}
 		r.status()
 	case event.Error:
@@ -156,6 +156,59 @@ func (r *Renderer) Event(e event.Event) {
 	case event.Verdict:
 		r.verdict(e)
 	}
+}
+
+// toolCallShownLines is how many lines of a tool call's text (a Bash
+// script) the screen shows; the rest is said to be there by "...".
+const toolCallShownLines = 6
+
+// toolCallText is what a tool call shows: a Bash call's whole command
+// (the event's text is cut to a summary), else the event's text.
+func toolCallText(e event.Event) string {
+	if in, ok := e.Payload["input"].(map[string]any); ok && e.Tool == "Bash" {
+		if c, ok := in["command"].(string); ok && c != "" {
+			return c
+		}
+	}
+	return e.Text
+}
+
+// toolCallLines are a tool call's screen lines: "* Tool" and the first line
+// of its text, the next lines indented under the text (so a multi-line
+// script still reads as this call's), each cut at cols (0: no cut) with
+// an ellipsis, at most toolCallShownLines of them.
+func toolCallLines(bar, tool, text string, cols int) []string {
+	head := bar + "* " + tool + " "
+	under := bar + strings.Repeat(" ", screen.Columns("* "+tool+" "))
+	if screen.Columns(under) > cols/2 && cols > 0 {
+		under = bar + "  "
+	}
+	src := strings.Split(strings.TrimRight(strings.ReplaceAll(text, "\r\n", "\n"), "\n"), "\n")
+	var lines []string
+	for i, l := range src {
+		if i == toolCallShownLines {
+			lines = append(lines, under+"...")
+			break
+		}
+		prefix := under
+		if i == 0 {
+			prefix = head
+		}
+		line := prefix + screen.Sanitize(l)
+		if cols > 0 {
+			line = screen.Cut(line, cols)
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// doneLine is a step's closing line: "Done, 1 turn", "Done, 2 turns".
+func doneLine(t func(string) string, turns int, cost, elapsed string) string {
+	if turns == 1 {
+		return fmt.Sprintf(t("done1"), cost, elapsed)
+	}
+	return fmt.Sprintf(t("done"), turns, cost, elapsed)
 }
 
 // verdict is the goal guard's ruling, labelled with its round.
@@ -218,7 +271,7 @@ func (r *Renderer) ask(e event.Event) {
 	}
 	switch human.State(e.Str("state")) {
 	case human.Asked:
-		lines := []string{"  ? " + e.Text}
+		lines := questionLines(e.Text)
 		if opts, ok := e.Payload["options"].([]any); ok {
 			for i, o := range opts {
 				lines = append(lines, fmt.Sprintf("     %d) %v", i+1, o))
@@ -241,6 +294,34 @@ func (r *Renderer) ask(e event.Event) {
 	case human.Declined:
 		s.Line(screen.Dim, "  "+t("skipped"))
 	}
+}
+
+// questionLines are a question's screen lines: "? " and its first line,
+// the next lines indented under it, each as a person reads it (markdown's
+// emphasis, code marks and heading signs taken away: the question is
+// written for flower reply's file and a model alike, the terminal shows
+// the words).
+func questionLines(text string) []string {
+	src := strings.Split(strings.TrimSpace(strings.ReplaceAll(text, "\r\n", "\n")), "\n")
+	lines := make([]string, 0, len(src))
+	for i, l := range src {
+		prefix := "    "
+		if i == 0 {
+			prefix = "  ? "
+		}
+		lines = append(lines, prefix+markdownAsText(l))
+	}
+	return lines
+}
+
+// markdownAsText is one line of markdown as plain words: **bold**,
+// __bold__ and `code` lose their marks, a heading its #s.
+func markdownAsText(l string) string {
+	l = strings.NewReplacer("**", "", "__", "", "`", "").Replace(l)
+	if t := strings.TrimLeft(l, "#"); t != l && strings.HasPrefix(t, " ") {
+		l = strings.TrimSpace(t)
+	}
+	return l
 }
 
 // Total is the cost of this process's rounds so far.

@@ -271,7 +271,7 @@ type box struct {
 
 // layoutIDs are the elements whose place the page tests check.
 var layoutIDs = []string{"summary", "request", "outcome", "outcome-reason", "fig-duration", "fig-tokens", "fig-cost", "drivers",
-	"context-chart", "timeline-chart"}
+	"context-chart", "timeline-chart", "verdicts", "questions", "tools", "workbench"}
 
 // frame is a page to measure at a window width.
 type frame struct {
@@ -280,8 +280,9 @@ type frame struct {
 }
 
 // layout loads each page in headless chromium at its width and returns
-// where its elements are, and under "sections" the ids of its sections
-// (in Text, comma-separated). The page allows no script, so each is loaded
+// where its elements are, under "sections" the ids of its sections (in
+// Text, comma-separated) and under "page" the page's width with its
+// content (Right: the document's scrollWidth) and its rendered text. The page allows no script, so each is loaded
 // in a frame of a page that measures them (file: pages may read each
 // other with --allow-file-access-from-files): the report is measured as it
 // is. A frame is tall enough to need no scrollbar, so it lays the page out
@@ -312,6 +313,7 @@ function measure() {
         out[id] = {Top: r.top, Bottom: r.bottom, Left: r.left, Right: r.right, Text: e.textContent, Items: e.querySelectorAll('li').length};
       });
       out.sections = {Text: Array.prototype.map.call(d.querySelectorAll('section'), function (s) { return s.id; }).join(',')};
+      out.page = {Right: d.documentElement.scrollWidth, Text: d.documentElement.innerText};
     } catch (err) { out = {error: {Text: String(err)}}; }
     all.push(out);
   });
@@ -474,6 +476,60 @@ func TestReportPutsTheOutcomeAndTheTopCostDriversAboveTheFirstChart(t *testing.T
 		v := views[i]
 		t.Run(fmt.Sprintf("%s at %d pixels", v.lang, v.width), func(t *testing.T) {
 			checkSummaryFirst(t, boxes, 900, v.outcome)
+		})
+	}
+}
+
+// hostileText is what a model, a tool or a file name may put in a run's
+// record to mislead the person who reads the report: colour and hyperlink
+// escapes, C0 and C1 controls, a right-to-left override that would make
+// TXT.EXE read EXE.TXT, the other bidi controls, and one long word that
+// would widen the page. It fits in a file name (under 255 bytes, no
+// slash).
+var hostileText = "\x1b[31mred\x1b[0m \x1b]8;;http://evil.example\x07link\x1b]8;;\x07 bell\x07 back\x08 del\x7f c1\u0085\u009b2J " +
+	"\u202eTXT.EXE\u202c \u2066iso\u2069 \u200emarks\u200f \u061calm " + strings.Repeat("MW", 60)
+
+// The report page shows what came from outside without its control and
+// bidi characters (a verdict's reason, a question, a tool call, a file
+// name) and fits a 1200-pixel window, long words and all.
+func TestTheReportShowsNoControlTextAndFitsTheWindow(t *testing.T) {
+	browser := chromiumPath(t)
+	if len(hostileText) > 250 {
+		t.Fatalf("the payload is %d bytes: too long for a file name", len(hostileText))
+	}
+	var frames []frame
+	langs := []string{"en", "zh"}
+	for _, lang := range langs {
+		run := reporttest.LongRun(t, reporttest.Long{Lang: lang, Rounds: 3, TurnsPerRound: 6, Untrusted: hostileText})
+		page := filepath.Join(t.TempDir(), "report.html")
+		if out, err := exec.Command(flowerBin, "report", "-o", page, run.RunDir).CombinedOutput(); err != nil {
+			t.Fatalf("flower report: %v\n%s", err, out)
+		}
+		frames = append(frames, frame{page, 1200})
+	}
+	for i, boxes := range layout(t, browser, frames...) {
+		t.Run(langs[i], func(t *testing.T) {
+			p := boxes["page"]
+			for _, r := range p.Text {
+				if (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) || (r >= 0x202a && r <= 0x202e) ||
+					(r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c {
+					t.Errorf("the page shows the control character %U", r)
+				}
+			}
+			for _, left := range []string{"[31m", "]8;;", "2J"} {
+				if strings.Contains(p.Text, left) {
+					t.Errorf("the page shows what is left of an escape sequence: %q", left)
+				}
+			}
+			// Each place the payload was put shows its words, in order.
+			for _, id := range []string{"verdicts", "questions", "tools", "workbench"} {
+				if !strings.Contains(boxes[id].Text, "TXT.EXE") || !strings.Contains(boxes[id].Text, "red link") {
+					t.Errorf("section %s does not show the words of the payload: %.300q", id, boxes[id].Text)
+				}
+			}
+			if p.Right > 1200 {
+				t.Errorf("the page is %.0f pixels wide in a 1200-pixel window", p.Right)
+			}
 		})
 	}
 }

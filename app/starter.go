@@ -66,6 +66,9 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		// another request (§13 #12).
 		return nil, fmt.Errorf(ui.T("clarified"), wake.Brief)
 	}
+	if !cfg.NoGoal && !cfg.ClarifyOnly && !inGitWorkTree(ctx, cfg.Workspace) {
+		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("noGitJudge"), cfg.Workspace))
+	}
 	last, ended := LoadEnding(wake.RunDir)
 	finished := ended && (last.Outcome == OutcomeAchieved || last.Outcome == OutcomeDone)
 	if waking {
@@ -123,6 +126,13 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace, cfg.Database), wake.Woke+1))
 	}
 	return flower.StarterFlow(ask, o)
+}
+
+// inGitWorkTree says whether dir is in a git work tree: the judge's
+// change report (what the round changed, from git) needs one.
+func inGitWorkTree(ctx context.Context, dir string) bool {
+	out, err := git(ctx, dir, "rev-parse", "--is-inside-work-tree")
+	return err == nil && strings.TrimSpace(out) == "true"
 }
 
 // LastRun is what a wake shows before it asks: the request, how the last

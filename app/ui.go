@@ -179,12 +179,22 @@ func (ui *UI) AskRequest(ctx context.Context, waking bool) (Request, error) {
 	return ui.askRequest(ctx, askStart)
 }
 
+// languageHint says, the first time only, which language flower speaks
+// and how to switch.
+func (ui *UI) languageHint() {
+	if ui.langHinted {
+		return
+	}
+	ui.langHinted = true
+	ui.Screen.Line(screen.Dim, ui.T("langHint"))
+}
+
 func (ui *UI) askRequest(ctx context.Context, mode askMode) (Request, error) {
 	var text string
 	if ui.Interactive {
 		head := map[askMode]string{askStart: "start", askWake: "wake", askAfterAchieved: "wakeAchieved"}[mode]
 		ui.Screen.Line(screen.Plain, ui.T(head))
-		ui.Screen.Line(screen.Dim, ui.T("langHint"))
+		ui.languageHint()
 		ui.Screen.SetPrompt("> ")
 		line, err := ui.readTyped(ctx)
 		ui.Screen.SetPrompt("")

@@ -52,8 +52,10 @@ var Sections = []string{"summary", "problems", "context", "timeline", "cost", "t
 
 // Render writes the page for r to w, in the run's language. pageDir is
 // the folder the page will be in: the links to the documents are relative
-// to it.
+// to it. Every text of r is shown without its control and bidirectional
+// characters (see forPage).
 func Render(w io.Writer, r *Report, pageDir string) error {
+	r = forPage(r)
 	l := pageLang(r.Language)
 	docs := make([]Document, len(r.Documents))
 	anyDoc := false

@@ -475,3 +475,17 @@ func TestALongRunStaysReadable(t *testing.T) {
 	}
 	t.Logf("%d turns, %d handoffs, page %d bytes", len(r.Context), run.Handoffs, len(page))
 }
+
+// The page drops the control characters of what it shows, but the report
+// it was given (which --json prints) keeps the data as read.
+func TestRenderLeavesTheReportAsItWas(t *testing.T) {
+	const odd = "reason \x1b[31mred\u202eTXT.EXE"
+	r := &Report{Language: "en", Verdicts: []Verdict{{Step: "work", State: "not_yet", Reason: odd, Failed: []string{odd}}}}
+	page := render(t, r)
+	if strings.Contains(page, "\x1b") || strings.Contains(page, "\u202e") || !strings.Contains(page, "reason redTXT.EXE") {
+		t.Errorf("the page shows %q", section(page, "verdicts"))
+	}
+	if r.Verdicts[0].Reason != odd || r.Verdicts[0].Failed[0] != odd {
+		t.Errorf("Render changed the report: %q %q", r.Verdicts[0].Reason, r.Verdicts[0].Failed)
+	}
+}

@@ -214,6 +214,7 @@ func TestSanitize(t *testing.T) {
 		{"cr\rlf\nnul\x00del\x7f", "crlfnuldel"},
 		{"c1 \u0085\u009b2Jx", "c1 x"},
 		{"bidi \u202eevil\u202c", "bidi evil"},
+		{"isolates \u2066a\u2069 marks \u200eb\u200f\u061cc", "isolates a marks bc"},
 		{"bad \xff utf8", "bad \ufffd utf8"},
 		{"trailing esc \x1b", "trailing esc "},
 	} {

@@ -45,7 +45,8 @@ func Sanitize(s string) string {
 // SanitizeLines is Sanitize for text of several lines: each line is made
 // safe and the newlines between them are kept. Every byte a command
 // writes to a terminal without a Screen (an error on stderr, a reply's
-// outcome, a report's problems) goes through it.
+// outcome, a report's problems) goes through it, and so does every text
+// of the HTML report.
 func SanitizeLines(s string) string {
 	if isClean(strings.ReplaceAll(s, "\n", "")) {
 		return s
@@ -67,7 +68,7 @@ func isClean(s string) bool {
 }
 
 func isBidiControl(r rune) bool {
-	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f
+	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
 }
 
 // escapeLen is the length of the escape sequence at the start of s (s[0] is

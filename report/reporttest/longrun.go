@@ -38,7 +38,8 @@ type Long struct {
 	Request string
 	// Untrusted, when set, is put wherever the run's text comes from
 	// outside: the request, a question, an answer, the interrupt words, a
-	// verdict's reason, a step's error note.
+	// verdict's reason, a step's error note, a refused Bash command and a
+	// workbench script's file name (without its slashes).
 	Untrusted string
 }
 
@@ -138,7 +139,7 @@ func LongRun(t testing.TB, o Long) Run {
 				w.turns(session, "subagents/agent-"+id, 2, 6_000, "claude-haiku")
 			}
 			if round == 3 && turn == 4 {
-				w.ev(w.clock, label, "tool_call", "go test ./...", "Bash", map[string]any{"id": "t-denied"})
+				w.ev(w.clock, label, "tool_call", "go test ./..."+o.Untrusted, "Bash", map[string]any{"id": "t-denied"})
 				w.ev(w.clock.Add(time.Second), label, "tool_result", "The coordinator does not use Bash itself. Dispatch a subagent with the Agent tool: state the goal", "",
 					map[string]any{"tool_use_id": "t-denied", "is_error": true})
 			}
@@ -194,6 +195,9 @@ func LongRun(t testing.TB, o Long) Run {
 	write(t, filepath.Join(wb, "notes", names.Log), qa)
 	write(t, filepath.Join(wb, "notes", names.Brief), "## Goal\nport\n")
 	write(t, filepath.Join(wb, "scripts", "check.sh"), "#!/bin/sh\n")
+	if o.Untrusted != "" {
+		write(t, filepath.Join(wb, "scripts", "check"+strings.ReplaceAll(o.Untrusted, "/", "")+".sh"), "#!/bin/sh\n")
+	}
 	for i := range 3 {
 		write(t, filepath.Join(wb, "spill", fmt.Sprintf("out-%d.txt", i)), strings.Repeat("x", 5000))
 	}
