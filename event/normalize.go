@@ -69,6 +69,9 @@ func normalize(m claude.Message, l labels) []Event {
 		if m.Model != "" {
 			meta["model"] = m.Model
 		}
+		if req := requestOf(m.Raw); req != nil {
+			meta["request"] = req
+		}
 		return blockEvents(m.Content, Text, meta, m.Raw)
 	case *claude.UserMessage:
 		meta := threadMeta(m.ParentToolUseID)
@@ -110,6 +113,26 @@ func threadMeta(parent string) map[string]any {
 		meta["parent_tool_use_id"] = parent
 	}
 	return meta
+}
+
+// requestOf is the model request an assistant message records, for a
+// consumer that follows requests (a trace, metrics) and may only have
+// events.jsonl, which drops Raw: its message id (the CLI writes one
+// message's blocks as several messages sharing it, so count a request once
+// per id), its token counts and what it cost as the CLI counts it. nil when
+// the message carries no id or no usage.
+func requestOf(raw json.RawMessage) map[string]any {
+	r, ok := claude.ReadTranscriptRequest(raw)
+	if !ok {
+		return nil
+	}
+	cost, _ := claude.RequestCost(r.Model, r.Usage)
+	u := r.Usage
+	return map[string]any{
+		"id": r.MessageID, "input": u.InputTokens, "output": u.OutputTokens,
+		"cache_read": u.CacheReadInputTokens, "cache_creation": u.CacheCreationInputTokens,
+		"cost_usd": cost,
+	}
 }
 
 func syntheticError(m *claude.AssistantMessage) Event {
