@@ -119,19 +119,20 @@ func threadMeta(parent string) map[string]any {
 // consumer that follows requests (a trace, metrics) and may only have
 // events.jsonl, which drops Raw: its message id (the CLI writes one
 // message's blocks as several messages sharing it, so count a request once
-// per id), its token counts and what it cost as the CLI counts it. nil when
-// the message carries no id or no usage.
+// per id) and its token counts as the stream reported them. The CLI sends
+// a block before the request has ended, so its output count may fall
+// short of the final one (no cost is derived from it): a turn's Result
+// holds the turn's true totals. nil when the message carries no id or no
+// usage.
 func requestOf(raw json.RawMessage) map[string]any {
 	r, ok := claude.ReadTranscriptRequest(raw)
 	if !ok {
 		return nil
 	}
-	cost, _ := claude.RequestCost(r.Model, r.Usage)
 	u := r.Usage
 	return map[string]any{
 		"id": r.MessageID, "input": u.InputTokens, "output": u.OutputTokens,
 		"cache_read": u.CacheReadInputTokens, "cache_creation": u.CacheCreationInputTokens,
-		"cost_usd": cost,
 	}
 }
 

@@ -85,7 +85,8 @@ type request struct {
 //   - each model request (an assistant message's id, once however many
 //     blocks it was sent as) is a "chat {model}" span under its round (or,
 //     for a subagent, under the Agent tool call that started it), from the
-//     thread's previous event to its last block, with its tokens and cost;
+//     thread's previous event to its last block, with its tokens as the
+//     stream reported them (the output count may be short: no cost);
 //   - each tool call is an "execute_tool {tool}" span from the call to its
 //     result;
 //   - a turn's result adds its tokens and cost to its round, the round's to
@@ -288,16 +289,21 @@ func (r *Recorder) modelRequest(thread string, parent context.Context, e event.E
 	}
 	model := e.Str("model")
 	ev := event.Event{Payload: req}
-	u := usage{input: ev.Int("input") + ev.Int("cache_read") + ev.Int("cache_creation"), output: ev.Int("output"),
-		cacheRead: ev.Int("cache_read"), cacheCreation: ev.Int("cache_creation"), cost: ev.Float("cost_usd")}
-	attrs := append([]attribute.KeyValue{
+	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.provider.name", "anthropic"),
 		attribute.String("gen_ai.request.model", model),
 		attribute.String("gen_ai.response.model", model),
 		attribute.String("gen_ai.response.id", id),
 		attribute.Bool("flower.subagent", thread != ""),
-	}, u.attrs()...)
+		// As the stream reported them: the output count may be short
+		// of the final one, so no cost is made of it; the round's
+		// totals come from the turns' results.
+		attribute.Int("gen_ai.usage.input_tokens", ev.Int("input")+ev.Int("cache_read")+ev.Int("cache_creation")),
+		attribute.Int("gen_ai.usage.output_tokens", ev.Int("output")),
+		attribute.Int(AttrCacheRead, ev.Int("cache_read")),
+		attribute.Int(AttrCacheCreation, ev.Int("cache_creation")),
+	}
 	_, span := r.tracer.Start(parent, strings.TrimSpace("chat "+model), trace.WithTimestamp(start),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	r.pending[thread] = &request{id: id, span: span, last: e.Time}
