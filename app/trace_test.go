@@ -324,7 +324,7 @@ func TestACollectorThatDoesNotAnswerCostsOneLine(t *testing.T) {
 		warning, ended     string
 	}{
 		{"refused, English, 80 columns", "en", "en_US.UTF-8", 80, closedPort, "traces: the OTLP endpoint", "== How it ended"},
-		{"silent, Chinese, 160 columns", "zh", "zh_CN.UTF-8", 160, silentCollector, "追踪:OTLP 端点", "== 结局"},
+		{"silent, Chinese, 160 columns", "zh", "zh_CN.UTF-8", 160, silentCollector, "追踪:OTLP 端点", "== 结果"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
