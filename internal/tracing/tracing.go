@@ -5,8 +5,21 @@
 //
 // The spans are made from the event stream (Recorder), not from calls
 // sprinkled through the library: the library keeps emitting events only,
-// and the same Recorder serves the flower command (its event sink) and a
-// team's worker (the run's events.jsonl it follows).
+// and the same Recorder can serve the flower command (its event sink) and a
+// team's worker (the run's events.jsonl it follows, whose lines carry the
+// round's label and each model request's id and tokens).
+//
+// Who exports: the process that holds the operator's settings. The
+// exporter's variables (OTEL_EXPORTER_OTLP_*, whose headers carry a
+// collector's token and whose endpoint takes writes) never reach a run's
+// processes: the CLI does not inherit them (flower's withoutDatabase), and
+// a team's worker does not pass them to the run's `flower go` (teamOnlyEnv),
+// so a team run's process exports nothing; its spans are for the worker to
+// make from the events it follows, under its attempt's span.
+//
+// The exporter is OTLP over HTTP/protobuf only; a failed batch is dropped
+// (no retry), the first failure is said once through Options.Warn, and
+// Shutdown is bounded by ShutdownTimeout.
 package tracing
 
 import (
