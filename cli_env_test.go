@@ -32,3 +32,25 @@ func TestTheCLIInheritsNoDatabaseCredential(t *testing.T) {
 		}
 	}
 }
+
+// The trace exporter's settings are flower's: their headers carry the
+// collector's token and their endpoint takes writes, so neither reaches
+// the CLI or a tool the model runs.
+func TestTheCLIInheritsNoTraceExporterSetting(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector.example:4318")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer s3cret")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-token=s3cret")
+	t.Setenv("OTEL_SERVICE_NAME", "kept")
+	o, err := BuildOptions(AgentSpec{Name: "coder", Instructions: "x"}, BuildConfig{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range o.BaseEnv {
+		if strings.HasPrefix(kv, "OTEL_EXPORTER_OTLP_") {
+			t.Errorf("the CLI's environment holds %s", kv)
+		}
+	}
+	if !slices.Contains(o.BaseEnv, "OTEL_SERVICE_NAME=kept") {
+		t.Error("the CLI's environment lost OTEL_SERVICE_NAME")
+	}
+}

@@ -423,7 +423,8 @@ func cliConfigDir() string {
 // withoutDatabase is environ without what reaches a database: its URL
 // ($FLOWER_DATABASE_URL, $DATABASE_URL), libpq's settings (PGPASSWORD,
 // PGPASSFILE, PGSERVICE...) and any variable holding a PostgreSQL URL
-// with a password. The CLI and every tool it runs get it: what a run's
+// with a password; and the OTLP exporter's settings (OTEL_EXPORTER_OTLP_*).
+// The CLI and every tool it runs get it: what a run's
 // Bash can read, it can use (DESIGN.md, "Who may write what").
 func withoutDatabase(environ []string) []string {
 	out := make([]string, 0, len(environ))
@@ -433,6 +434,10 @@ func withoutDatabase(environ []string) []string {
 		case k == DatabaseEnv || k == LeaseEnv || k == "DATABASE_URL" || strings.HasPrefix(k, "PG"):
 			continue
 		case holdsDatabasePassword(v):
+			continue
+		case strings.HasPrefix(k, "OTEL_EXPORTER_OTLP_"):
+			// flower's trace exporter's: its headers carry the
+			// collector's token, its endpoint takes writes.
 			continue
 		}
 		out = append(out, kv)

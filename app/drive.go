@@ -94,8 +94,10 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	})
 	defer notifier.Close()
 	aside := NewAside(ctx, ui, cfg, rt.Workbench())
+	trace := startTracing(ctx, ui, rt)
 	var console *Console
 	sink := func(e event.Event) {
+		trace.Event(e)
 		status.Event(e)
 		if e.Kind == event.Step {
 			ui.Screen.Line(screen.Cyan, StepRule(ui.Lang, e.Text, e.Int("index"), e.Int("total"), e.Bool("resumed"), e.Int("woke"), ui.Screen.Width()))
@@ -238,6 +240,10 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	end.Started, end.Ended, end.CostUSD = start, time.Now(), rt.TotalCost()
 	end.TokensIn, end.TokensOut = status.Tokens()
 	end.changes = started.since(context.WithoutCancel(ctx), cfg.Workspace)
+	// The last spans leave before the ending is shown, so that a warning
+	// about them is not the screen's last line; bounded by
+	// tracing.ShutdownTimeout.
+	trace.End(ctx, end)
 	showEnding(ui, end, endingPlace{runDir: cfg.RunDir, workspace: cfg.Workspace, name: "flower", manifest: rt.ManifestPath(), demo: ui.answerer})
 	if err != nil {
 		return err

@@ -132,8 +132,11 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 		defer close(shown)
 		status.Show(sctx, ui.Screen)
 	}()
+	trace := startTracing(ctx, ui, rt)
 	status.Event(event.New(event.Step, spec.Name, nil))
+	trace.Event(event.New(event.Step, spec.Name, nil))
 	res, err := rt.Run(ctx, spec, o.prompt, flower.RunOptions{Resume: o.resume, Fork: o.fork, OnEvent: func(e event.Event) {
+		trace.Event(e)
 		status.Event(e)
 		r.Event(e)
 	}})
@@ -148,6 +151,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	}
 	end.TokensIn, end.TokensOut = status.Tokens()
 	end.changes = started.since(context.WithoutCancel(ctx), ws)
+	trace.End(ctx, end)
 	showEnding(ui, end, endingPlace{runDir: runDir, workspace: ws, name: m.name(), once: true, manifest: rt.ManifestPath()})
 	if err != nil {
 		var se *flower.StepError

@@ -19,7 +19,10 @@ type Kind string
 // goal guard and the goal step.
 const (
 	// Text is the model's prose. Payload: subagent, parent_tool_use_id (for
-	// a subagent), context (when the message reported usage), model.
+	// a subagent), context (when the message reported usage), model, and
+	// request (when the message has an id and usage: the model request's
+	// id, input, output, cache_read and cache_creation tokens as the stream
+	// reported them; one request's blocks share it).
 	Text Kind = "text"
 	// Thinking is the model's thinking. Payload as for Text.
 	Thinking Kind = "thinking"

@@ -40,9 +40,10 @@ func TestNormalizeFollowsTheEventTable(t *testing.T) {
 		want []Event
 	}{
 		{
-			name: "main-thread text carries its context and model",
+			name: "main-thread text carries its context, model and request",
 			line: `{"type":"assistant","message":{"id":"msg_1","model":"claude-opus-5-5","content":[{"type":"text","text":"FINAL: touch turn done."}],"stop_reason":null,"usage":{"input_tokens":3,"output_tokens":9,"cache_read_input_tokens":28000,"cache_creation_input_tokens":700}},"parent_tool_use_id":null,"session_id":"s1","uuid":"u1"}`,
-			want: []Event{{Kind: Text, Text: "FINAL: touch turn done.", Payload: map[string]any{"subagent": false, "context": 28703, "model": "claude-opus-5-5"}}},
+			want: []Event{{Kind: Text, Text: "FINAL: touch turn done.", Payload: map[string]any{"subagent": false, "context": 28703, "model": "claude-opus-5-5",
+				"request": map[string]any{"id": "msg_1", "input": 3, "output": 9, "cache_read": 28000, "cache_creation": 700}}}},
 		},
 		{
 			name: "subagent text names the Agent call",

@@ -69,6 +69,9 @@ func normalize(m claude.Message, l labels) []Event {
 		if m.Model != "" {
 			meta["model"] = m.Model
 		}
+		if req := requestOf(m.Raw); req != nil {
+			meta["request"] = req
+		}
 		return blockEvents(m.Content, Text, meta, m.Raw)
 	case *claude.UserMessage:
 		meta := threadMeta(m.ParentToolUseID)
@@ -110,6 +113,27 @@ func threadMeta(parent string) map[string]any {
 		meta["parent_tool_use_id"] = parent
 	}
 	return meta
+}
+
+// requestOf is the model request an assistant message records, for a
+// consumer that follows requests (a trace, metrics) and may only have
+// events.jsonl, which drops Raw: its message id (the CLI writes one
+// message's blocks as several messages sharing it, so count a request once
+// per id) and its token counts as the stream reported them. The CLI sends
+// a block before the request has ended, so its output count may fall
+// short of the final one (no cost is derived from it): a turn's Result
+// holds the turn's true totals. nil when the message carries no id or no
+// usage.
+func requestOf(raw json.RawMessage) map[string]any {
+	r, ok := claude.ReadTranscriptRequest(raw)
+	if !ok {
+		return nil
+	}
+	u := r.Usage
+	return map[string]any{
+		"id": r.MessageID, "input": u.InputTokens, "output": u.OutputTokens,
+		"cache_read": u.CacheReadInputTokens, "cache_creation": u.CacheCreationInputTokens,
+	}
 }
 
 func syntheticError(m *claude.AssistantMessage) Event {

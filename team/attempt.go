@@ -436,14 +436,16 @@ func childEnv(base []string, set map[string]string, secrets ...string) []string 
 }
 
 // teamOnlyEnv says the variable k is the worker's, never a run's: the
-// database's URL, how a run is named and leased in it, and libpq's
-// settings (PGPASSWORD, PGPASSFILE, PGSERVICE...).
+// database's URL, how a run is named and leased in it, libpq's settings
+// (PGPASSWORD, PGPASSFILE, PGSERVICE...) and the trace exporter's
+// (OTEL_EXPORTER_OTLP_*: a collector's token in its headers, an endpoint
+// that takes writes). A run's process is the run's: it exports no trace.
 func teamOnlyEnv(k string) bool {
 	switch k {
 	case flower.DatabaseEnv, flower.RunNameEnv, flower.LeaseEnv, "DATABASE_URL", "FLOWER_ENV":
 		return true
 	}
-	return strings.HasPrefix(k, "PG")
+	return strings.HasPrefix(k, "PG") || strings.HasPrefix(k, "OTEL_EXPORTER_OTLP_")
 }
 
 // stopChild lets the tool calls in flight finish and the model answer
