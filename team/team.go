@@ -161,7 +161,8 @@ create table team_workers (
 	fenceMigration,
 	// The commit a push is of, said before the push: a push whose record
 	// was lost is still the run's.
-	`alter table team_runs add column pushing text not null default '';`}}
+	`alter table team_runs add column pushing text not null default '';`,
+	workersMigration}}
 
 // Run is one run of the queue.
 type Run struct {
