@@ -210,7 +210,7 @@ var texts = map[string][2]string{
 	"teamWorkerState_silent":   {"失联", "silent"},
 	"teamWorkerState_gone":     {"已离开", "gone"},
 	"teamWorkerState_broken":   {"坏了", "broken"},
-	"teamWorkerDrainedTag":     {"(按要求收尾)", " (drained)"},
+	"teamWorkerState_drained":  {"已收尾离开", "drained"},
 	"teamWorkerBrokenNote":     {"! %s 接不了运行:%s", "! %s takes no run: %s"},
 	"teamWorkerSilentNote":     {"! %s 已经 %s 没有消息(超过它的接管时限 %s):机器停了、被暂停或断网了;它的运行交给别的 worker", "! %s has not been heard from for %s (past its rescue interval of %s): its machine is down, paused or cut off; its runs go to other workers"},
 	"teamClockAhead":           {"! %s 的时钟比数据库快 %s:时长和失联都按数据库的时钟算,不受影响;请校准那台机器的时钟(NTP)", "! the clock of %s is %s ahead of the database's: ages and silence are judged by the database's clock, so nothing is misjudged; set that machine's clock (NTP)"},

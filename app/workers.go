@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,7 +52,7 @@ func (m *Command) runWorkers(ctx context.Context, args []string) error {
 	for _, w := range workers {
 		state := text(lang, "teamWorkerState_"+w.State)
 		if w.State == team.WorkerGone && !w.DrainRequested.IsZero() {
-			state += text(lang, "teamWorkerDrainedTag")
+			state = text(lang, "teamWorkerState_drained")
 		}
 		held := strconv.Itoa(len(w.Runs))
 		if w.Concurrency > 0 {
@@ -82,20 +83,57 @@ func (m *Command) runWorkers(ctx context.Context, args []string) error {
 		}
 	}
 	width := m.stdoutWidth()
-	lines, _ := table(rows, width)
-	for _, line := range lines {
+	if whole, _ := table(slices.Clone(rows), 0); width > 0 && widest(whole) > width {
+		// Too narrow for every column: the version goes first (it is
+		// the same on most workers), the rest is cut to fit.
+		for i := range rows {
+			rows[i] = rows[i][:len(rows[i])-1]
+		}
+	}
+	for _, line := range fitTable(rows, width) {
 		m.say("%s", line)
 	}
 	for _, n := range notes {
 		// A note may hold what a worker's environment said: sanitized,
-		// and on one line within the terminal.
-		n = screen.Sanitize(n)
-		if width > 0 {
-			n = screen.Cut(n, width)
+		// and wrapped within the terminal, its further lines indented.
+		for i, line := range screen.Wrap(screen.Sanitize(n), max(width-2, 0)) {
+			if i > 0 {
+				line = "  " + line
+			}
+			m.say("%s", line)
 		}
-		m.say("%s", n)
 	}
 	return nil
+}
+
+// fitTable is table with the first column (the workers' names, which
+// table keeps whole) cut too when the rest cannot make the lines fit
+// width, down to a name still told apart from others most of the time.
+func fitTable(rows [][]string, width int) []string {
+	lines, _ := table(rows, width)
+	if width <= 0 {
+		return lines
+	}
+	first := 0
+	for _, r := range rows {
+		first = max(first, screen.Columns(r[0]))
+	}
+	if over := widest(lines) - width; over > 0 && first > 14 {
+		for _, r := range rows {
+			r[0] = screen.Cut(r[0], max(first-over, 14))
+		}
+		lines, _ = table(rows, width)
+	}
+	return lines
+}
+
+// widest is the display width of the widest line.
+func widest(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		n = max(n, screen.Columns(l))
+	}
+	return n
 }
 
 // drainWorker is `flower worker --drain NAME`.
