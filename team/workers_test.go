@@ -137,6 +137,8 @@ func (w *world) runRows(id int64) map[string]int {
 
 func TestWorkersShowsASilentAndADrainedWorkerWhoseRunAnotherFinishes(t *testing.T) {
 	w := newWorld(t)
+	// r2's slow call (checkPrune) outlasts the prune's checks, not the test.
+	w.model.sleep = "sleep 40"
 	tm := w.open()
 	const rescue = 8 * time.Second
 	id := w.submit("task-1 pause")
@@ -326,8 +328,52 @@ func checkPrune(t *testing.T, w *world, tm *team.Team, ended int64) {
 	if err != nil || len(runs) != 2 || runs[0].State != team.Queued || runs[1].State != team.Running || runs[1].Host != "machine-b" {
 		t.Errorf("after the prune the runs are %+v (err %v), want r3 queued and r2 running on machine-b", runs, err)
 	}
-	// The slow call is not waited for.
+	// Its slow call is not waited for.
 	if _, err := tm.Cancel(context.Background(), running); err != nil {
 		t.Error(err)
+	}
+}
+
+// A failed (parked) run's folder stays on its worker for --keep-failed,
+// through the worker's quarter rounds, and goes at the first round after.
+func TestAFailedRunsFolderIsKeptForKeepFailedThenRemoved(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	home := t.TempDir()
+	m := w.workerIn(home, "machine-a", "--db-file", w.dbFile, "--rescue", "8s", "--keep-failed", "1h")
+	// A repository inside the worker's own --dir is parked before it is
+	// cloned, its folder made.
+	id := w.submitTo(filepath.Join(m.dir, "r9"), "task-1", "--no-check")
+	r := runOf(t, tm, id, 3*time.Minute, "parked", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Failed {
+		t.Fatalf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+	}
+	folder := filepath.Join(m.dir, r.Name())
+	// Two heartbeats after the end: a round looked at the folder between.
+	var last time.Time
+	for beats := 0; beats < 2; {
+		ws := waitWorkers(t, tm, time.Minute, "heard from again", func(ws map[string]team.WorkerInfo) bool {
+			return ws["machine-a"].Heartbeat.After(last) && ws["machine-a"].Heartbeat.After(r.Ended)
+		})
+		last = ws["machine-a"].Heartbeat
+		beats++
+	}
+	if _, err := os.Stat(folder); err != nil {
+		t.Fatalf("the failed run's folder went before --keep-failed: %v", err)
+	}
+	// Ended two hours ago, by the database's clock.
+	w.sql("update team_runs set ended_at = now() - interval '2 hours' where id = $1", id)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(folder); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the folder of a run failed longer ago than --keep-failed is still there after a minute:\n%s", m.out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(m.out.String(), "removed the folder of an ended run") {
+		t.Errorf("the worker does not say it removed the folder:\n%s", m.out)
 	}
 }
