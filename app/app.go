@@ -140,7 +140,7 @@ func (m *Command) name() string {
 
 // subcommands is the one list the dispatcher and the rewrite read (the
 // original's rewrite had its own list and forgot setup).
-var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "runs", "cancel", "retry", "help"}
+var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "workers", "runs", "cancel", "retry", "help"}
 
 func isSubcommand(s string) bool {
 	for _, c := range subcommands {
@@ -206,6 +206,8 @@ func (m *Command) dispatch(ctx context.Context, args []string) error {
 		err = m.runSubmit(ctx, args[1:])
 	case "worker":
 		err = m.runWorker(ctx, args[1:])
+	case "workers":
+		err = m.runWorkers(ctx, args[1:])
 	case "runs":
 		err = m.runRuns(ctx, args[1:])
 	case "cancel":

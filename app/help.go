@@ -73,6 +73,9 @@ A team's queue on one PostgreSQL (see flower submit --help):
   flower submit --repo REPO "request"   queue a run for any free worker
   flower worker             work queued runs on this machine, each on its own branch
   flower runs [RUN]         the runs: state, host, step, cost, age (--state, --limit)
+  flower workers            the workers: state, runs held, last heard from
+  flower worker --drain NAME  ask a worker to finish and leave
+  flower runs prune --ended-before 30d   remove old ended runs' rows
   flower reply RUN "answer"   answer a run's question from any machine
   flower cancel RUN         stop a run cleanly
   flower retry RUN          put a failed (parked) run back in the queue
@@ -361,6 +364,10 @@ Flags:
   --lang en|zh        the runs' language
   --unconfined        run the runs without bubblewrap (they can then read what
                       this user can: other runs, this HOME); refused otherwise
+  --keep-failed D     keep a failed (parked) run's folder under DIR this long
+                      (default 72h); an ended run's other folders go at its end
+  --drain NAME        do not work: ask the worker NAME to drain as on SIGTERM
+                      (it sees this within a quarter of its --rescue)
 
 The CLI and credentials are found as for flower go (FLOWER_CLAUDE, flower
 setup, the environment). A run never gets them: it reaches the model through
@@ -368,6 +375,36 @@ this worker's proxy on 127.0.0.1 with a token of its own, revoked when it
 ends, and it never sees the database. bubblewrap confines each run to its own
 checkout, HOME and folders: the rest of DIR, this HOME, /tmp and other
 processes are hidden from it.
+
+`+teamFlags+"\n"+exitCodes, "flower", m.name())
+}
+
+func (m *Command) workersUsage() string {
+	return strings.ReplaceAll(`Usage: flower workers [--db-file FILE]
+
+Every worker that ever joined the team: its state, the runs it holds out of
+how many it works at once, when it was last heard from, how long it has run,
+its host and flower version. States: working (holds runs), idle, draining
+(finishing its tool calls, then releasing its runs), silent (not heard from for
+longer than its --rescue: down, paused or cut off; its runs go to others), gone
+(stopped cleanly), broken (its own environment is; the line below says why).
+Ages are the database's clock: a worker whose clock is off is named below.
+
+To make a worker finish and leave: flower worker --drain NAME.
+
+`+teamFlags+"\n"+exitCodes, "flower", m.name())
+}
+
+func (m *Command) pruneUsage() string {
+	return strings.ReplaceAll(`Usage: flower runs prune [--db-file FILE] --ended-before AGE
+       flower runs prune [--db-file FILE] RUN...
+
+Removes from the database every row of the runs that ended (achieved, stopped,
+failed, cancelled) before AGE, or of the runs named: their events, replies,
+jobs, state files and transcripts, and the runs themselves. A queued, running
+or waiting run is never removed (naming one is refused). Their branches stay
+in the repository. AGE is an age (30d, 12h, 90m) or a date (2026-01-31,
+2026-01-31T15:04).
 
 `+teamFlags+"\n"+exitCodes, "flower", m.name())
 }
@@ -384,6 +421,8 @@ Flags:
   --state S[,S]   only the runs in these states (e.g. --state failed,queued)
   --limit N       at most N runs (default 50; 0: all); a last line says how
                   many more there are
+
+flower runs prune --ended-before 30d removes ended runs' rows (see its --help).
 
 `+teamFlags+"\n"+exitCodes, "flower", m.name())
 }

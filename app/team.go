@@ -123,7 +123,11 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	var concurrency, maxFailures int
 	var teamBudget float64
 	var unconfined bool
+	var drain string
+	var keepFailed time.Duration
 	fs := newFlagSet("worker")
+	fs.StringVar(&drain, "drain", "", "")
+	fs.DurationVar(&keepFailed, "keep-failed", team.DefaultKeepFailed, "")
 	fs.BoolVar(&unconfined, "unconfined", false, "")
 	g.register(fs)
 	db.register(fs)
@@ -137,7 +141,12 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 		return err
 	}
 	lang := m.language(&g, "")
+	if isSet(fs, "drain") {
+		return m.drainWorker(ctx, db, drain, lang)
+	}
 	switch {
+	case keepFailed <= 0:
+		return usageErrorf(text(lang, "teamKeepFailed"), keepFailed)
 	case concurrency < 1:
 		return usageErrorf("--concurrency %d: give how many runs this worker works at once, at least 1", concurrency)
 	case maxFailures < 1:
@@ -171,7 +180,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	}
 	w, err := t.NewWorker(url, team.WorkerOptions{
 		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: budgetGiven,
-		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Lang: lang,
+		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Lang: lang, KeepFailed: keepFailed,
 	})
 	if short := (*team.RescueTooShortError)(nil); errors.As(err, &short) {
 		return usageErrorf(text(lang, "teamRescueShort"), short.Rescue, team.MinRescue)
@@ -194,12 +203,21 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	if taken := (*team.NameTakenError)(nil); errors.As(err, &taken) {
 		return fmt.Errorf(text(lang, "teamNameTaken"), taken.Name, taken.Host, taken.PID, taken.Heartbeat.Local().Format("15:04:05"))
 	}
-	m.say(text(lang, "teamWorkerStopped"), w.Name())
+	if w.Drained() {
+		m.say(text(lang, "teamWorkerDrained"), w.Name())
+	} else {
+		m.say(text(lang, "teamWorkerStopped"), w.Name())
+	}
 	return err
 }
 
-// runRuns is `flower runs [RUN]`.
+// runRuns is `flower runs [RUN]` and `flower runs prune ...`.
 func (m *Command) runRuns(ctx context.Context, args []string) error {
+	// "prune" is no run's name (runs are r1, r2, ...): wherever it is
+	// among the flags, the command is the prune.
+	if i := slices.Index(args, "prune"); i >= 0 {
+		return m.runPrune(ctx, append(slices.Clone(args[:i]), args[i+1:]...))
+	}
 	var g globals
 	var db dbFlags
 	var states string
@@ -402,8 +420,10 @@ func costText(r team.Run) string {
 	return flower.USD(r.Cost)
 }
 
-func age(t time.Time) string {
-	d := time.Since(t)
+func age(t time.Time) string { return span(time.Since(t)) }
+
+// span is d in its largest whole unit: 12s, 5m, 3h, 4d.
+func span(d time.Duration) string {
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))

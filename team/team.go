@@ -166,7 +166,8 @@ create table team_workers (
 	// reached the branch is waited for a while (its worker may be
 	// paused), then given up with where the work may be.
 	`alter table team_runs add column pushing_at timestamptz;
-alter table team_runs add column pushing_by text not null default '';`}}
+alter table team_runs add column pushing_by text not null default '';`,
+	workersMigration}}
 
 // Run is one run of the queue.
 type Run struct {

@@ -88,7 +88,18 @@ type WorkerOptions struct {
 	// Lang is the language of what the worker says about itself (a broken
 	// environment): English or Chinese.
 	Lang flower.Lang
+	// KeepFailed is how long the folder of a run that failed (parked) is
+	// kept under Dir for a person to look into (default DefaultKeepFailed);
+	// a run that ended otherwise has its folder removed when it ends.
+	KeepFailed time.Duration
+	// Clock is the worker's clock (default time.Now). Nothing the worker
+	// decides reads it against the database's: its heartbeat records only
+	// how far off it is, for `flower workers` to show.
+	Clock func() time.Time
 }
+
+// DefaultKeepFailed is how long a failed run's folder stays on its worker.
+const DefaultKeepFailed = 72 * time.Hour
 
 // StateProtocol is the version of what a run's state in the database
 // means (its files, its rows, how a worker lays them out and continues
@@ -126,6 +137,10 @@ type Worker struct {
 	confine confinement   // how runs are fenced in
 	drain   chan struct{} // closed when the worker stops: runs in flight are released
 	drained sync.Once
+	// drainRequest is closed when a person asks the worker to drain
+	// (Team.Drain): it then stops as on SIGTERM.
+	drainRequest chan struct{}
+	asked        sync.Once
 
 	// secrets are what no push of a run may carry: the model's keys this
 	// worker hands its runs, the database's password (see pushSecrets).
@@ -150,7 +165,7 @@ var errCancelled = fmt.Errorf("a person cancelled the run: %w", river.ErrJobCanc
 // NewWorker prepares a worker on the team's database at url (the URL the
 // Team was opened with: the runs get it unmasked).
 func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
-	if o.Concurrency < 0 || o.Rescue < 0 || (o.TeamBudget != nil && *o.TeamBudget < 0) || o.MaxFailures < 0 || o.Protocol < 0 {
+	if o.Concurrency < 0 || o.Rescue < 0 || o.KeepFailed < 0 || (o.TeamBudget != nil && *o.TeamBudget < 0) || o.MaxFailures < 0 || o.Protocol < 0 {
 		return nil, errors.New("team: worker options cannot be negative")
 	}
 	o.Concurrency = cmp.Or(o.Concurrency, 1)
@@ -161,6 +176,10 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	o.Protocol = cmp.Or(o.Protocol, StateProtocol)
 	o.MaxFailures = cmp.Or(o.MaxFailures, DefaultMaxFailures)
 	o.Version = cmp.Or(o.Version, BuildVersion())
+	o.KeepFailed = cmp.Or(o.KeepFailed, DefaultKeepFailed)
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
 	if o.Name == "" {
 		host, _ := os.Hostname()
 		o.Name = cmp.Or(host, "host") + "-" + strconv.Itoa(os.Getpid())
@@ -186,7 +205,7 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	password := t.pool.Config().ConnConfig.Password
-	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), attempts: map[int64]*attempt{},
+	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), drainRequest: make(chan struct{}), attempts: map[int64]*attempt{},
 		cancels: map[int64]context.CancelCauseFunc{},
 		secrets: pushSecrets(o.Env, url, password)}
 	w.retry = backoff{first: min(10*time.Second, o.Rescue), most: max(10*o.Rescue, 2*time.Minute)}
@@ -287,8 +306,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	ticking := make(chan struct{})
 	go func() { defer close(ticking); w.everyQuarter(lctx) }()
-	<-ctx.Done()
+	// A signal (the context) and a person's request (flower worker
+	// --drain) drain alike.
+	select {
+	case <-ctx.Done():
+	case <-w.drainRequest:
+	}
 	w.drained.Do(func() { close(w.drain) })
+	w.markRow(ctx, "draining")
 	sctx, cancel := context.WithTimeout(context.Background(), stopGrace+30*time.Second)
 	defer cancel()
 	err = w.client.Stop(sctx)
@@ -326,7 +351,7 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "listen "+replyChannel+"; listen "+cancelChannel); err != nil {
+	if _, err := conn.Exec(ctx, "listen "+replyChannel+"; listen "+cancelChannel+"; listen "+drainChannel); err != nil {
 		conn.Conn().Close(context.Background())
 		return err
 	}
@@ -338,6 +363,12 @@ func (w *Worker) listenOnce(ctx context.Context) error {
 		if err != nil {
 			conn.Conn().Close(context.Background()) // a LISTENing connection is not given back
 			return err
+		}
+		if n.Channel == drainChannel {
+			if n.Payload == w.o.Name && w.drainAsked(ctx) {
+				w.askDrain()
+			}
+			continue
 		}
 		id, _ := strconv.ParseInt(n.Payload, 10, 64)
 		w.mu.Lock()
@@ -404,6 +435,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 	a := &attempt{w: w, run: r, job: job.JobRow, replies: make(chan struct{}, 1)}
 	rctx, cancel := context.WithCancelCause(detach(ctx))
 	defer cancel(nil)
+	// Once the attempt is over (the deferred calls below first): the
+	// run's folder goes if the run ended for good.
+	defer w.sweepFolders(context.WithoutCancel(ctx), id)
 	w.mu.Lock()
 	w.attempts[id], w.cancels[id] = a, cancel
 	w.mu.Unlock()
@@ -510,6 +544,7 @@ func (w *Worker) everyQuarter(ctx context.Context) {
 	every := w.o.Rescue / 4
 	for {
 		w.rescueSilent(ctx)
+		w.sweepFolders(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -529,9 +564,16 @@ func (w *Worker) everyQuarter(ctx context.Context) {
 func (w *Worker) heartbeat(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, w.o.Rescue/4)
 	defer cancel()
-	if _, err := w.t.pool.Exec(ctx, "update team_workers set heartbeat = now() where name = $1 and host = $2 and pid = $3",
-		w.o.Name, w.host, os.Getpid()); err != nil && ctx.Err() == nil {
+	// The database's clock stamps the heartbeat (silence is judged by it
+	// alone); the worker's own reading only says how far off it is.
+	var asked bool
+	if err := w.t.pool.QueryRow(ctx, `update team_workers set heartbeat = now(), clock_skew_seconds = extract(epoch from $4::timestamptz - now())
+		where name = $1 and host = $2 and pid = $3 returning drain_requested_at is not null`,
+		w.o.Name, w.host, os.Getpid(), w.o.Clock()).Scan(&asked); err != nil && ctx.Err() == nil {
 		w.log.Warn("flower worker: its heartbeat did not reach the database", "err", err)
+	}
+	if asked {
+		w.askDrain()
 	}
 	w.checkCancels(ctx)
 	if err := w.t.settleCancelled(ctx); err != nil && ctx.Err() == nil {
@@ -570,10 +612,14 @@ func (w *Worker) register(ctx context.Context) error {
 			other.Name = w.o.Name
 			return &other
 		}
-		_, err = tx.Exec(ctx, `insert into team_workers (name, host, pid, version, rescue_seconds) values ($1, $2, $3, $4, $5)
+		// A drain asked of an earlier worker of this name was that
+		// worker's: this one starts afresh.
+		_, err = tx.Exec(ctx, `insert into team_workers (name, host, pid, version, rescue_seconds, concurrency, clock_skew_seconds)
+			values ($1, $2, $3, $4, $5, $6, extract(epoch from $7::timestamptz - now()))
 			on conflict (name) do update set host = excluded.host, pid = excluded.pid, version = excluded.version,
-			rescue_seconds = excluded.rescue_seconds, started = now(), heartbeat = now(), state = 'working'`,
-			w.o.Name, w.host, os.Getpid(), w.o.Version, w.o.Rescue.Seconds())
+			rescue_seconds = excluded.rescue_seconds, concurrency = excluded.concurrency, clock_skew_seconds = excluded.clock_skew_seconds,
+			started = now(), heartbeat = now(), state = 'working', drain_requested_at = null`,
+			w.o.Name, w.host, os.Getpid(), w.o.Version, w.o.Rescue.Seconds(), w.o.Concurrency, w.o.Clock())
 		return err
 	})
 }
