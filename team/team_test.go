@@ -676,11 +676,24 @@ func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *te
 	a := w.worker("machine-a", "--rescue", rescue.String())
 	w.waitMarker(markerName, 3*time.Minute)
 	b := w.worker("machine-b", "--rescue", rescue.String())
-	// The machine dies once its worker wrote the build step back: what is
-	// tested is the takeover of a call in flight, not a kill racing the
-	// write-back (a loaded machine took longer than the 1.5 s once waited;
-	// the chaos test kills at any moment).
+	// The machine dies once its worker wrote the build step back: its
+	// session in the lineage, and the call in flight in its transcript
+	// (which the CLI writes only once it answers, after the lineage names
+	// the session). What is tested is the takeover of a call in flight,
+	// not a kill racing the write-back: a loaded machine took longer than
+	// the 1.5 s once waited; the chaos test kills at any moment.
 	w.waitStored(id, 30*time.Second, func(steps map[string]string) bool { return steps["build"] != "" })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		err := tm.Pool().QueryRow(context.Background(), `select count(*) from session_entries where store_key like 'run:%' and position($1::bytea in payload) > 0`,
+			[]byte(w.model.sleep)).Scan(&n)
+		if err == nil && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed call never reached the database's transcripts (err %v)", err)
+		}
+	}
 	run := descendants(a.cmd.Process.Pid)
 	killed := time.Now()
 	// The worker's process group, as an operator's kill does: the run's
