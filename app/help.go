@@ -361,6 +361,13 @@ Flags:
   --lang en|zh        the runs' language
   --unconfined        run the runs without bubblewrap (they can then read what
                       this user can: other runs, this HOME); refused otherwise
+  --log-format F      text (default) or json: the worker's log on stderr, one
+                      line per record with its run, attempt, worker and step;
+                      passwords and keys masked
+  --metrics ADDR      serve Prometheus metrics on http://ADDR/metrics and
+                      /healthz (200 while the database and DIR are usable,
+                      503 and why otherwise); default none. It binds where
+                      told: 127.0.0.1:9100 for this machine alone
 
 The CLI and credentials are found as for flower go (FLOWER_CLAUDE, flower
 setup, the environment). A run never gets them: it reaches the model through
