@@ -165,6 +165,14 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	if logFormat == "json" {
 		say = func(format string, a ...any) { logger.Info(fmt.Sprintf(format, a...)) }
 	}
+	// Once the worker has its name, its lines carry it as its library's
+	// lines do.
+	named := func(name string) {
+		if logFormat == "json" {
+			l := logger.With("worker", name)
+			say = func(format string, a ...any) { l.Info(fmt.Sprintf(format, a...)) }
+		}
+	}
 	// Listened on before anything else: a worker whose metrics cannot be
 	// served does not start, rather than run unwatched.
 	var metrics net.Listener
@@ -209,6 +217,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	named(w.Name())
 	// SIGTERM, SIGHUP and Ctrl-C stop taking runs and release those in
 	// flight (each records its step as resumable and pushes its work).
 	wctx, stop := context.WithCancel(ctx)

@@ -93,6 +93,7 @@ func newMetrics(t *Team) *metrics {
 	for _, o := range []string{Achieved, Stopped, Failed, Cancelled, Queued, "lost"} {
 		m.attempts.WithLabelValues(o)
 	}
+	m.refused.WithLabelValues("Bash") // the glances refused
 	return m
 }
 
