@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/pgtest"
 	"github.com/flowerrun/flower/team"
 )
 
@@ -104,7 +105,15 @@ func freeAddr(t *testing.T) string {
 // database's password or the model's key; and an address in use keeps a
 // worker from starting.
 func TestAWorkersMetricsHealthAndLogsAgreeWithAFinishedRun(t *testing.T) {
-	w := pricedWorld(t, varied())
+	// A cluster of the test's own: it is stopped and started again.
+	srv := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	db, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pricedWorldOn(t, db, varied())
 	tm := w.open()
 	password, _ := dbPassword(t, w.db)
 
@@ -236,6 +245,39 @@ func TestAWorkersMetricsHealthAndLogsAgreeWithAFinishedRun(t *testing.T) {
 	}
 	if code, body := get(t, "http://"+addr+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz once the --dir is back: %d %s", code, body)
+	}
+
+	// The database stopped: 503 with the reason; the worker's own
+	// counters are still served, the runs' count (the database's) is
+	// not; once it is back, 200 again.
+	before := scrape(t, addr)
+	if err := srv.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	code, body = get(t, "http://"+addr+"/healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "the database cannot be reached") || strings.Contains(body, password) {
+		t.Errorf("/healthz with the database stopped: %d, want 503 with the reason, no password:\n%s", code, body)
+	}
+	t.Logf("/healthz with the database stopped: %d %s", code, body)
+	if down := scrape(t, addr); sum(down, "flower_tokens_total") != sum(before, "flower_tokens_total") || down["flower_runs"] != nil {
+		t.Errorf("/metrics with the database stopped: tokens %v (were %v), runs by state %v (want none)",
+			sum(down, "flower_tokens_total"), sum(before, "flower_tokens_total"), down["flower_runs"])
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		code, body := get(t, "http://"+addr+"/healthz")
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz a minute after the database came back: %d %s", code, body)
+		}
+	}
+	if after := scrape(t, addr); sum(after, "flower_database_errors_total") < 1 || sum(after, "flower_runs", "state", "achieved") != 1 {
+		t.Errorf("after the outage: %v database errors (want some), %v runs achieved (want 1)",
+			sum(after, "flower_database_errors_total"), sum(after, "flower_runs", "state", "achieved"))
 	}
 
 	// The json log: every line a record.
