@@ -47,4 +47,15 @@ func TestTheLogHandlerMasksSecretsAndFoldsLinesInEveryAttribute(t *testing.T) {
 	if rec["db"] != "postgres://flower:xxxxx@db:5432/team" || !strings.Contains(rec["msg"].(string), "then | second line xxxxx") {
 		t.Errorf("what the reader needs is gone: db %v, msg %v", rec["db"], rec["msg"])
 	}
+
+	// The text format: one line too, as masked.
+	var text bytes.Buffer
+	th, err := NewLogHandler(&text, "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slog.New(th).Error("River said:\n  dial postgres://u:dbsecret1@h/db\n  again", "err", multi)
+	if got := text.String(); strings.Count(got, "\n") != 1 || strings.Contains(got, "dbsecret1") || !strings.Contains(got, "River said: | dial postgres://u:xxxxx@h/db | again") {
+		t.Errorf("the text line is not one masked line:\n%s", got)
+	}
 }
