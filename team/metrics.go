@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/flowerrun/flower/claude"
+	"github.com/flowerrun/flower/internal/gitwork"
 )
 
 // A worker's metrics are its own: a registry of the worker's (never
@@ -147,10 +148,17 @@ func (m *metrics) dbFailed(err error) {
 	}
 }
 
+// gitFailed counts err as a git error unless it is none, the worker's
+// own stop, or a refusal of what the run holds rather than a failure (a
+// branch that is not the run's, a missing base, a secret in the work):
+// the counter is for what an operator repairs (the remote, the network,
+// the disk).
 func (m *metrics) gitFailed(err error) {
-	if m != nil && err != nil && !errors.Is(err, errLost) && !errors.Is(err, context.Canceled) {
-		m.gitErrors.Inc()
+	if m == nil || err == nil || errors.Is(err, errLost) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, gitwork.ErrForeignBranch) || errors.Is(err, gitwork.ErrNoBase) || errors.Is(err, gitwork.ErrSecret) {
+		return
 	}
+	m.gitErrors.Inc()
 }
 
 // outcomeOf is flower_attempts_total's outcome of an attempt that
