@@ -18,6 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/internal/pgtest"
 	"github.com/flowerrun/flower/team"
 )
@@ -132,9 +134,18 @@ func TestAWorkersMetricsHealthAndLogsAgreeWithAFinishedRun(t *testing.T) {
 		t.Errorf("the refused worker registered (%d rows, %v)", n, err)
 	}
 
+	// A build judged once (the judge finds it done): a round to time.
+	w.model.judge = func(r *claudetest.Request) (claudetest.Reply, bool) {
+		if !r.HasText("Judge this round") {
+			return claudetest.Reply{}, false
+		}
+		return claudetest.StructuredOutput(map[string]any{
+			"items":      []map[string]string{{"id": "c1", "status": "passed", "evidence": "cat task-1.txt: task-1", "reason": "written"}},
+			"conclusion": "achieved", "reason": "the task file is written"}), true
+	}
 	addr := freeAddr(t)
 	m := w.worker("machine-a", "--metrics", addr, "--log-format", "json")
-	id := w.submit("task-1")
+	id := w.submit("task-1 judged")
 	r := waitRun(t, tm, id, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
 	if r.State != team.Achieved {
 		t.Fatalf("%s ended %s: %s", r.Name(), r.State, r.Reason)
@@ -176,6 +187,17 @@ func TestAWorkersMetricsHealthAndLogsAgreeWithAFinishedRun(t *testing.T) {
 		t.Fatalf("the report's data: %v\n%s", err, data)
 	}
 
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := 0
+	for _, e := range evs {
+		if e.Kind == event.Verdict {
+			verdicts++
+		}
+	}
+
 	got := scrape(t, addr)
 	for _, c := range []struct {
 		what      string
@@ -196,6 +218,7 @@ func TestAWorkersMetricsHealthAndLogsAgreeWithAFinishedRun(t *testing.T) {
 		{"runs queued in the database", sum(got, "flower_runs", "state", "queued"), 0},
 		{"queue waits", sum(got, "flower_queue_wait_seconds"), 1},
 		{"steps (plan, build)", sum(got, "flower_step_seconds"), 2},
+		{"judged rounds", sum(got, "flower_round_seconds", "step", "build"), float64(verdicts)},
 		{"database errors", sum(got, "flower_database_errors_total"), 0},
 		{"git errors", sum(got, "flower_git_errors_total"), 0},
 	} {
@@ -203,8 +226,8 @@ func TestAWorkersMetricsHealthAndLogsAgreeWithAFinishedRun(t *testing.T) {
 			t.Errorf("%s: the metric says %v, the run's records %v", c.what, c.got, c.want)
 		}
 	}
-	if sum(got, "flower_tokens_total", "kind", "cache_read") == 0 || sum(got, "flower_model_requests_total") == 0 || cost == 0 {
-		t.Errorf("a run that asked the model shows no requests, tokens or cost: %v", got["flower_tokens_total"])
+	if sum(got, "flower_tokens_total", "kind", "cache_read") == 0 || sum(got, "flower_model_requests_total") == 0 || cost == 0 || verdicts == 0 {
+		t.Errorf("a judged run that asked the model shows no requests, tokens, cost or verdict (%d): %v", verdicts, got["flower_tokens_total"])
 	}
 	t.Logf("metrics of %s: $%.6f, %v requests, %v tool calls", r.Name(), cost, sum(got, "flower_model_requests_total"), sum(got, "flower_tool_calls_total"))
 
