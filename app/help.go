@@ -368,6 +368,13 @@ Flags:
                       (default 72h); an ended run's other folders go at its end
   --drain NAME        do not work: ask the worker NAME to drain as on SIGTERM
                       (it sees this within a quarter of its --rescue)
+  --log-format F      text (default) or json: the worker's log on stderr, one
+                      line per record with its run, attempt, worker and step;
+                      passwords and keys masked
+  --metrics ADDR      serve Prometheus metrics on http://ADDR/metrics and
+                      /healthz (200 while the database and DIR are usable,
+                      503 and why otherwise); default none. It binds where
+                      told: 127.0.0.1:9100 for this machine alone
 
 The CLI and credentials are found as for flower go (FLOWER_CLAUDE, flower
 setup, the environment). A run never gets them: it reaches the model through

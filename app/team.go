@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -125,9 +128,12 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	var unconfined bool
 	var drain string
 	var keepFailed time.Duration
+	var logFormat, metricsAddr string
 	fs := newFlagSet("worker")
 	fs.StringVar(&drain, "drain", "", "")
 	fs.DurationVar(&keepFailed, "keep-failed", team.DefaultKeepFailed, "")
+	fs.StringVar(&logFormat, "log-format", "text", "")
+	fs.StringVar(&metricsAddr, "metrics", "", "")
 	fs.BoolVar(&unconfined, "unconfined", false, "")
 	g.register(fs)
 	db.register(fs)
@@ -154,6 +160,37 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	case rescue < team.MinRescue:
 		return usageErrorf(text(lang, "teamRescueShort"), rescue, team.MinRescue)
 	}
+	// One line per record, on stderr, folded and masked by the handler
+	// itself; the library's own lines go through it too. In json every
+	// line the worker writes is a record: a collector reads its output
+	// whole.
+	handler, err := team.NewLogHandler(m.Stderr, logFormat)
+	if err != nil {
+		return usageErrorf(text(lang, "teamLogFormat"), logFormat)
+	}
+	logger := slog.New(handler)
+	slog.SetDefault(logger)
+	say := m.say
+	if logFormat == "json" {
+		say = func(format string, a ...any) { logger.Info(fmt.Sprintf(format, a...)) }
+	}
+	// Once the worker has its name, its lines carry it as its library's
+	// lines do.
+	named := func(name string) {
+		if logFormat == "json" {
+			l := logger.With("worker", name)
+			say = func(format string, a ...any) { l.Info(fmt.Sprintf(format, a...)) }
+		}
+	}
+	// Listened on before anything else: a worker whose metrics cannot be
+	// served does not start, rather than run unwatched.
+	var metrics net.Listener
+	if metricsAddr != "" {
+		if metrics, err = listenMetrics(metricsAddr, lang); err != nil {
+			return err
+		}
+		defer metrics.Close()
+	}
 	url, err := m.teamDB(db, "worker", lang)
 	if err != nil {
 		return err
@@ -167,7 +204,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	// setup's file): the worker reads it, the runs never do.
 	rep, _ := flower.Environment{Lang: lang}.LoadDotenv()
 	for _, w := range rep.Warnings {
-		m.say("! %s", w)
+		say("! %s", w)
 	}
 	var runArgs []string
 	if g.lang != "" {
@@ -181,6 +218,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	w, err := t.NewWorker(url, team.WorkerOptions{
 		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: budgetGiven,
 		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Lang: lang, KeepFailed: keepFailed,
+		Log: logger, Metrics: metrics,
 	})
 	if short := (*team.RescueTooShortError)(nil); errors.As(err, &short) {
 		return usageErrorf(text(lang, "teamRescueShort"), short.Rescue, team.MinRescue)
@@ -188,6 +226,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	named(w.Name())
 	// SIGTERM, SIGHUP and Ctrl-C stop taking runs and release those in
 	// flight (each records its step as resumable and pushes its work).
 	wctx, stop := context.WithCancel(ctx)
@@ -195,20 +234,39 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	m.hooks.mu.Lock()
 	m.hooks.stop = stop
 	m.hooks.mu.Unlock()
-	m.say(text(lang, "teamWorking"), w.Name(), t.URL(), concurrency, w.Dir())
+	say(text(lang, "teamWorking"), w.Name(), t.URL(), concurrency, w.Dir())
+	if metrics != nil {
+		say(text(lang, "teamMetricsServing"), metrics.Addr(), metrics.Addr())
+	}
 	if budgetGiven != nil && *budgetGiven == 0 {
-		m.say("%s", text(lang, "teamBudgetLifted"))
+		say("%s", text(lang, "teamBudgetLifted"))
 	}
 	err = w.Run(wctx)
 	if taken := (*team.NameTakenError)(nil); errors.As(err, &taken) {
 		return fmt.Errorf(text(lang, "teamNameTaken"), taken.Name, taken.Host, taken.PID, taken.Heartbeat.Local().Format("15:04:05"))
 	}
 	if w.Drained() {
-		m.say(text(lang, "teamWorkerDrained"), w.Name())
+		say(text(lang, "teamWorkerDrained"), w.Name())
 	} else {
-		m.say(text(lang, "teamWorkerStopped"), w.Name())
+		say(text(lang, "teamWorkerStopped"), w.Name())
 	}
 	return err
+}
+
+// listenMetrics listens on addr for the worker's metrics: an address in
+// use or one this machine does not have is said with what to give.
+func listenMetrics(addr string, lang flower.Lang) (net.Listener, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, usageErrorf(text(lang, "teamMetricsAddr"), addr, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf(text(lang, "teamMetricsInUse"), addr)
+	case err != nil:
+		return nil, fmt.Errorf(text(lang, "teamMetricsAddr"), addr, err)
+	}
+	return ln, nil
 }
 
 // runRuns is `flower runs [RUN]` and `flower runs prune ...`.

@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -243,6 +244,39 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 	}
 }
 
+// A worker's log format it does not know, and a metrics address another
+// program holds, are refused before the worker starts (no database is
+// needed to say so), each with what to give, in the person's language.
+func TestWorkerRefusesABadLogFormatAndAMetricsAddressInUse(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	addr := busy.Addr().String()
+	for _, l := range locales {
+		for _, cols := range []uint16{80, 160} {
+			t.Run(fmt.Sprintf("%s/%d", l.name, cols), func(t *testing.T) {
+				t1 := func(k string) string { return texts[k][map[bool]int{false: 0, true: 1}[l.english]] }
+				env := hermeticEnv(t, l.locale)
+				p := startPTYCols(t, cols, env, "worker", "--log-format", "yaml")
+				if code := p.wait(t); code != ExitUsage {
+					t.Errorf("--log-format yaml: exit %d, want %d\n%s", code, ExitUsage, p.screen())
+				}
+				p.expectFlat(t, fmt.Sprintf(t1("teamLogFormat"), "yaml"))
+				checkLanguage(t, l.english, p.screen())
+
+				p = startPTYCols(t, cols, env, "worker", "--metrics", addr)
+				if code := p.wait(t); code != ExitFailure {
+					t.Errorf("--metrics %s in use: exit %d, want %d\n%s", addr, code, ExitFailure, p.screen())
+				}
+				p.expectFlat(t, fmt.Sprintf(t1("teamMetricsInUse"), addr))
+				checkLanguage(t, l.english, p.screen())
+			})
+		}
+	}
+}
+
 // The help names the team's commands and each command's flags, in either
 // locale and width.
 func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
@@ -255,7 +289,7 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 		{[]string{"submit", "--help"}, []string{"Usage: flower submit [--db-file FILE] --repo REPO", "--branch B", "--budget USD", "--no-check",
 			"$FLOWER_DATABASE_URL", "mode 0600", "~/.pgpass", "a password in --db is refused"}},
 		{[]string{"worker", "--help"}, []string{"Usage: flower worker [--db-file FILE]", "--concurrency N", "--dir DIR", "--name NAME", "--rescue D",
-			"--team-budget USD", "--max-failures N", "--unconfined", "$FLOWER_DATABASE_URL"}},
+			"--team-budget USD", "--max-failures N", "--unconfined", "--log-format F", "--metrics ADDR", "default none", "$FLOWER_DATABASE_URL"}},
 		{[]string{"runs", "--help"}, []string{"Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]"}},
 		{[]string{"retry", "--help"}, []string{"Usage: flower retry [--db-file FILE] RUN"}},
 		{[]string{"cancel", "--help"}, []string{"Usage: flower cancel [--db-file FILE] RUN"}},

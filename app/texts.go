@@ -280,6 +280,10 @@ var texts = map[string][2]string{
 	"teamRescueShort":          {"--rescue %s 太短:至少给 %s(另一个 worker 多快接手一个死掉的 worker 的运行;这个 worker 每隔四分之一确认一次)", "--rescue %s is too short: give at least %s (how soon another worker takes over the runs of a worker that died; this worker confirms every quarter of it)"},
 	"teamNameTaken":            {"已经有一个叫 %s 的 worker 在干活(主机 %s,pid %d,%s 还有消息):用 --name 名字给这个 worker 换个名字", "a worker named %s is already working (on host %s, pid %d, heard from at %s): give this one another name with --name NAME"},
 	"teamBudgetLifted":         {"+ 团队预算已取消:worker 不再因团队花费停止接活", "+ the team budget is lifted: workers take runs whatever the team has spent"},
+	"teamLogFormat":            {"--log-format %s:没有这种格式;给 text 或 json", "--log-format %s: no such format; give text or json"},
+	"teamMetricsInUse":         {"--metrics %s 已经有程序在监听(另一个 worker?):换一个 主机:端口,或者先停掉那个程序;这个 worker 没有启动", "--metrics %s is in use (another worker?): give another HOST:PORT or stop what listens there; this worker did not start"},
+	"teamMetricsAddr":          {"--metrics %s 监听不了(%v):给这台机器上的 主机:端口,比如 127.0.0.1:9100", "--metrics %s cannot be listened on (%v): give HOST:PORT of this machine, e.g. 127.0.0.1:9100"},
+	"teamMetricsServing":       {"+ 指标在 http://%s/metrics,健康检查在 http://%s/healthz", "+ metrics at http://%s/metrics, health at http://%s/healthz"},
 
 	// The last write-back of a run in a database failed (see closeDatabase).
 	"databaseNotWritten": {"x 运行 %s 最后的文件没能写进数据库 %s(%v),它们只在这台机器上:\n%s\n  文件都还在。在这台机器、这个工作目录里再跑一次 flower,它会先把这些文件写回去;在那之前别到别的机器上接着跑这个运行,那边看不到它们。",

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"os/exec"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
+	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/gitwork"
 	"github.com/flowerrun/flower/runstate"
@@ -88,6 +90,17 @@ type attempt struct {
 	laidOutEvents int64
 	// questions is what the run's row shows of its waiting questions.
 	questions questionWatch
+
+	// What the worker's metrics were told of this attempt (metrics.go):
+	// the run's cost counted so far (from the run's cost when the attempt
+	// began), when the step and the round that run began (zero when they
+	// began before this attempt), the tool of each call, and the state
+	// the attempt last gave the run.
+	costCounted float64
+	stepSince   time.Time
+	roundSince  time.Time
+	calls       map[string]string
+	outcome     string
 }
 
 func (a *attempt) kickReplies() {
@@ -99,6 +112,19 @@ func (a *attempt) kickReplies() {
 
 func (a *attempt) name() string { return a.run.Name() }
 
+// log is the worker's log with the run, the attempt and, once known, the
+// step and round: what an operator filters one run's lines by.
+func (a *attempt) log() *slog.Logger {
+	l := a.w.log.With("run", a.name(), "attempt", a.job.Attempt)
+	a.mu.Lock()
+	step, round := a.step, a.round
+	a.mu.Unlock()
+	if step != "" {
+		l = l.With("step", step, "round", max(round, 1))
+	}
+	return l
+}
+
 // work runs the run to its end, or until it is lost, cancelled or the
 // worker stops.
 func (a *attempt) work(ctx context.Context) error {
@@ -107,7 +133,8 @@ func (a *attempt) work(ctx context.Context) error {
 	a.checkout, a.home = filepath.Join(base, "work"), filepath.Join(base, "home")
 	a.runDir = filepath.Join(a.checkout, runDirName)
 	a.state = filepath.Join(base, "state")
-	a.base, a.costs, a.inFlight = a.run.Cost, map[string]float64{}, map[string]bool{}
+	a.base, a.costs, a.inFlight, a.calls = a.run.Cost, map[string]float64{}, map[string]bool{}, map[string]string{}
+	a.costCounted = a.run.Cost
 	if err := a.nameAttempt(ctx); err != nil {
 		return err
 	}
@@ -162,6 +189,7 @@ func (a *attempt) work(ctx context.Context) error {
 			})
 		}
 	}
+	w.m.gitFailed(err)
 	switch {
 	case errors.Is(err, gitwork.ErrForeignBranch), errors.Is(err, gitwork.ErrNoBase):
 		return a.park(ctx, err.Error())
@@ -171,7 +199,7 @@ func (a *attempt) work(ctx context.Context) error {
 	if err := a.lostWork(ctx, head); err != nil {
 		return err
 	}
-	a.w.log.Info("flower worker: working", "run", a.name(), "attempt", a.job.Attempt, "head", head)
+	a.log().Info("flower worker: working", "head", head)
 
 	state, err := a.openState(ctx)
 	if err != nil {
@@ -241,7 +269,7 @@ func (a *attempt) work(ctx context.Context) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	stopSync := state.keep(actx, a.stillOurs, func(err error) {
-		a.w.log.Warn("flower worker: the run's state was not written back yet", "run", a.name(), "err", err)
+		a.log().Warn("flower worker: the run's state was not written back yet", "err", err)
 	})
 	defer stopSync()
 
@@ -276,6 +304,7 @@ loop:
 		}
 	}
 	a.follow(context.WithoutCancel(ctx), tail)
+	a.stepEnded(time.Now())
 	stopSync()
 	ctx = context.WithoutCancel(ctx)
 	if !a.stillOurs(ctx) {
@@ -534,7 +563,7 @@ func (a *attempt) stillOurs(ctx context.Context) bool {
 // lost ends an attempt that is not ours any more. Its result names it
 // (nameAttempt), so River does not write it over the new holder's job.
 func (a *attempt) lost() error {
-	a.w.log.Warn("flower worker: the run was taken over; this worker wrote nothing more", "run", a.name())
+	a.log().Warn("flower worker: the run was taken over; this worker wrote nothing more")
 	return errLost
 }
 
@@ -605,6 +634,7 @@ func (a *attempt) save(ctx context.Context, what string) error {
 	}
 	head, changed, err := gitwork.Commit(ctx, a.checkout, msg)
 	if err != nil {
+		a.w.m.gitFailed(err)
 		return err
 	}
 	r, err := a.w.t.Run(ctx, a.run.ID)
@@ -623,6 +653,7 @@ func (a *attempt) save(ctx context.Context, what string) error {
 		return err
 	}
 	if err := gitwork.Push(ctx, a.checkout, a.run.Branch, r.Pushed, a.w.secrets); err != nil {
+		a.w.m.gitFailed(err)
 		if errors.Is(err, gitwork.ErrSecret) {
 			// Nowhere else either: the work stays in this checkout.
 			return fmt.Errorf("%w; the work stays on worker %s in %s: take the secret out of that commit there", err, a.w.o.Name, a.checkout)
@@ -662,7 +693,7 @@ func (a *attempt) saveWithin(ctx context.Context, what string, bound time.Durati
 			}
 			return err
 		}
-		a.w.log.Warn("flower worker: the work was not pushed yet; trying again", "run", a.name(), "in", pause, "err", err)
+		a.log().Warn("flower worker: the work was not pushed yet; trying again", "in", pause, "err", err)
 		select {
 		case <-ctx.Done():
 			return err
@@ -747,6 +778,10 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 		if json.Unmarshal(line, &e) != nil {
 			continue
 		}
+		at := cmp.Or(e.Time, time.Now())
+		if e.Kind == event.Step {
+			a.stepEnded(at) // the step before it
+		}
 		a.mu.Lock()
 		switch e.Kind {
 		case event.Step:
@@ -756,9 +791,14 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 			// "rounds" is how many the step may take; a step starts at
 			// its first (or the round it says it resumes at).
 			a.step, a.round = e.Step, max(e.Int("round"), 1)
+			a.stepSince, a.roundSince = at, at
 		case event.Verdict:
 			a.round = e.Int("round")
 			save = "round " + strconv.Itoa(a.round) + " judged"
+			if !a.roundSince.IsZero() {
+				a.w.m.roundSeconds.WithLabelValues(stepLabel(a.step)).Observe(at.Sub(a.roundSince).Seconds())
+			}
+			a.roundSince = at
 		case event.Handoff:
 			if e.Str("phase") == "done" {
 				save = "handoff"
@@ -773,9 +813,16 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 		case event.ToolCall:
 			if id := e.Str("id"); id != "" {
 				a.inFlight[id] = true
+				a.calls[id] = e.Tool
 			}
+			a.w.m.toolCalls.WithLabelValues(cmp.Or(e.Tool, "?")).Inc()
 		case event.ToolResult:
-			delete(a.inFlight, e.Str("tool_use_id"))
+			id := e.Str("tool_use_id")
+			delete(a.inFlight, id)
+			if e.Bool("is_error") && !e.Subagent() && guard.Refused(e.Text) {
+				a.w.m.refused.WithLabelValues(cmp.Or(a.calls[id], "?")).Inc()
+			}
+			delete(a.calls, id)
 		}
 		if !e.Subagent() {
 			a.lastKind = e.Kind
@@ -792,6 +839,12 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 		}
 		e.Payload = trimPayload(e.Payload)
 		evs = append(evs, e.Event)
+		switch e.Kind {
+		case event.Step:
+			a.log().Info("flower worker: step started")
+		case event.Verdict:
+			a.log().Info("flower worker: round judged", "verdict", e.Str("state"), "reason", e.Text)
+		}
 	}
 	_ = a.fenced(ctx, func(tx pgx.Tx) error {
 		for _, e := range evs {
@@ -812,9 +865,9 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 		}
 		switch {
 		case errors.Is(err, errRecordBehind):
-			a.w.log.Warn("flower worker: the work was pushed; the run's record of it waits for the next push", "run", a.name(), "err", err)
+			a.log().Warn("flower worker: the work was pushed; the run's record of it waits for the next push", "err", err)
 		case err != nil && !errors.Is(err, errLost):
-			a.w.log.Warn("flower worker: the work was not pushed", "run", a.name(), "err", err)
+			a.log().Warn("flower worker: the work was not pushed", "err", err)
 		}
 	}
 }
@@ -834,6 +887,12 @@ func (a *attempt) storeProgress(ctx context.Context) {
 	step, round := a.step, a.round
 	a.mu.Unlock()
 	cost = max(cost, a.transcriptsSpent()) // never below what the transcripts show (spend.go)
+	a.mu.Lock()
+	if cost > a.costCounted {
+		a.w.m.cost.Add(cost - a.costCounted)
+		a.costCounted = cost
+	}
+	a.mu.Unlock()
 	_ = a.fenced(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `update team_runs set cost_usd = $2, step = coalesce(nullif($3, ''), step), round = greatest($4, 0), updated_at = now()
 			where id = $1`, a.run.ID, cost, step, round)
@@ -934,15 +993,37 @@ func readEnding(runDir string, started time.Time) (ending, bool) {
 // fenced runs fn in a transaction that found the run's job still this
 // attempt's (holds): after a takeover this attempt writes no row.
 func (a *attempt) fenced(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, a.w.t.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, a.w.t.pool, func(tx pgx.Tx) error {
 		if err := a.holds(ctx, tx); err != nil {
 			return err
 		}
 		return fn(tx)
 	})
+	a.w.m.dbFailed(err)
+	return err
+}
+
+// stepEnded observes the step in flight as ended at (when this attempt
+// saw it begin).
+func (a *attempt) stepEnded(at time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.stepSince.IsZero() {
+		a.w.m.stepSeconds.WithLabelValues(stepLabel(a.step)).Observe(max(at.Sub(a.stepSince), 0).Seconds())
+	}
+	a.stepSince, a.roundSince = time.Time{}, time.Time{}
 }
 
 // setState is Team.setState, fenced.
 func (a *attempt) setState(ctx context.Context, state, reason string, end bool) error {
-	return a.fenced(ctx, func(tx pgx.Tx) error { return setStateTx(ctx, tx, a.run.ID, state, a.w.o.Name, reason, end) })
+	err := a.fenced(ctx, func(tx pgx.Tx) error { return setStateTx(ctx, tx, a.run.ID, state, a.w.o.Name, reason, end) })
+	if err == nil {
+		a.mu.Lock()
+		a.outcome = state
+		a.mu.Unlock()
+		if end {
+			a.log().Info("flower worker: the run ended", "state", state, "reason", reason)
+		}
+	}
+	return err
 }

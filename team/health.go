@@ -85,6 +85,7 @@ var healthTexts = map[string][2]string{
 		"set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the worker's environment or its .env (flower setup) and restart this worker"},
 	"broken": {"flower worker %s 接不了运行:%s。解决:%s。在那之前它一个运行也不接(运行留在队列里给别的 worker),每 %s 再查一次。",
 		"flower worker %s cannot take runs: %s. To fix: %s. Until then it takes no run (runs stay queued for other workers) and checks again every %s."},
+	"dbDown":  {"连不上数据库(%s)", "the database cannot be reached (%s)"},
 	"runNote": {"worker %s 接不了运行:%s", "worker %s cannot take runs: %s"},
 	"healed":  {"flower worker %s 又接运行了:它的环境好了", "flower worker %s takes runs again: its environment is whole"},
 }

@@ -90,8 +90,10 @@ func (w *Worker) rescueSilent(ctx context.Context) {
 	n, err := w.t.rescueSilent(cctx, w.o.Rescue)
 	switch {
 	case err != nil && ctx.Err() == nil:
+		w.m.dbFailed(err)
 		w.log.Debug("flower worker: looking for silent workers' runs", "err", err)
 	case n > 0:
+		w.m.takeovers.Add(float64(n))
 		w.log.Info("flower worker: runs of a silent worker given back to the queue", "runs", n)
 	}
 }

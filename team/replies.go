@@ -264,18 +264,18 @@ func (a *attempt) deliver(ctx context.Context) {
 			continue // not asked yet (or not shown waiting yet): kept for it
 		}
 		if _, err := human.WriteReply(dir, hr); err != nil {
-			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
+			a.log().Warn("flower worker: a reply was not delivered", "err", err)
 			continue
 		}
 		if err := a.w.confine.handOver(dir); err != nil {
-			a.w.log.Warn("flower worker: a reply was not delivered", "run", a.name(), "err", err)
+			a.log().Warn("flower worker: a reply was not delivered", "err", err)
 			continue
 		}
 		_ = a.fenced(ctx, func(tx pgx.Tx) error {
 			_, err := tx.Exec(ctx, "update team_replies set delivered_at = now() where id = $1", r.id)
 			return err
 		})
-		a.w.log.Info("flower worker: reply delivered", "run", a.name(), "question", hr.ID)
+		a.log().Info("flower worker: reply delivered", "question", hr.ID)
 	}
 }
 

@@ -26,6 +26,9 @@ type sessionMirror struct {
 	// spent prices every transcript line known to be in the remote (see
 	// spend.go).
 	spent *spendLedger
+	// usage counts the requests this attempt wrote back in the worker's
+	// metrics; nil counts none.
+	usage *usageMeter
 }
 
 func openSessionMirror(path, checkout string, remote store.OneProject) (*sessionMirror, error) {
@@ -79,6 +82,7 @@ func (m *sessionMirror) pull(ctx context.Context) error {
 			return err
 		}
 		m.spent.add(remote)
+		m.usage.add(remote, false) // earlier attempts': their workers counted them
 		if len(remote) > len(local) {
 			if err := m.local.Append(ctx, lk, remote[len(local):]); err != nil {
 				return err
@@ -116,6 +120,7 @@ func (m *sessionMirror) push(ctx context.Context) error {
 				return err
 			}
 			m.spent.add(local[n:])
+			m.usage.add(local[n:], true)
 			n = len(local)
 		}
 		m.sent[k] = n

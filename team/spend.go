@@ -114,6 +114,8 @@ func (a *attempt) countEarlierSpend(ctx context.Context) (done bool, err error) 
 	}
 	a.run.Cost = max(a.run.Cost, spent)
 	cost := a.run.Cost
+	// Earlier attempts' spend: their workers' metrics counted it.
+	a.costCounted = max(a.costCounted, cost)
 	a.mu.Unlock()
 	err = a.fenced(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "update team_runs set cost_usd = greatest(cost_usd, $2), updated_at = now() where id = $1", a.run.ID, cost)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/pgtest"
 	"github.com/flowerrun/flower/team"
 )
 
@@ -19,7 +20,12 @@ import (
 // every answer (priced decides it for each reply), so the test can price
 // every request the API answered.
 func pricedWorld(t *testing.T, priced func(r *claudetest.Request, reply claudetest.Reply) claudetest.Usage) *world {
-	w := newWorld(t)
+	return pricedWorldOn(t, pgtest.Database(t), priced)
+}
+
+// pricedWorldOn is pricedWorld on the database db.
+func pricedWorldOn(t *testing.T, db string, priced func(r *claudetest.Request, reply claudetest.Reply) claudetest.Usage) *world {
+	w := newWorldOn(t, db)
 	w.srv = claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 		reply := w.model.reply(ctx, r)
 		if reply.Fault == nil {

@@ -93,6 +93,7 @@ func (a *attempt) openState(ctx context.Context) (*runState, error) {
 	}
 	sm, err := openSessionMirror(local, a.checkout, remote)
 	if err == nil {
+		sm.usage = newUsageMeter(a.w.m)
 		if err = sm.pull(ctx); err != nil {
 			sm.Close()
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	neturl "net/url"
 	"os"
 	"path/filepath"
@@ -96,6 +97,11 @@ type WorkerOptions struct {
 	// decides reads it against the database's: its heartbeat records only
 	// how far off it is, for `flower workers` to show.
 	Clock func() time.Time
+	// Metrics, when given, is where the worker serves its Prometheus
+	// metrics (/metrics) and its health (/healthz) while it runs; nil
+	// serves none. The caller listens (an address in use is its error,
+	// before the worker starts); Run closes it.
+	Metrics net.Listener
 }
 
 // DefaultKeepFailed is how long a failed run's folder stays on its worker.
@@ -151,6 +157,8 @@ type Worker struct {
 
 	// health is what the worker knows of its own environment (health.go).
 	health healthState
+	// m counts what the worker does and sees (metrics.go).
+	m *metrics
 
 	mu       sync.Mutex
 	attempts map[int64]*attempt
@@ -205,9 +213,12 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	password := t.pool.Config().ConnConfig.Password
-	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, log: cmp.Or(o.Log, slog.Default()), drain: make(chan struct{}), drainRequest: make(chan struct{}), attempts: map[int64]*attempt{},
+	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, drain: make(chan struct{}), drainRequest: make(chan struct{}), attempts: map[int64]*attempt{},
 		cancels: map[int64]context.CancelCauseFunc{},
-		secrets: pushSecrets(o.Env, url, password)}
+		secrets: pushSecrets(o.Env, url, password), m: newMetrics(t)}
+	// Every line names the worker and shows none of its secrets, whatever
+	// handler the caller gave: the masking is the handler's own.
+	w.log = slog.New(withSecrets(cmp.Or(o.Log, slog.Default()).Handler(), w.secretValues())).With("worker", o.Name)
 	w.retry = backoff{first: min(10*time.Second, o.Rescue), most: max(10*o.Rescue, 2*time.Minute)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(w.work))
@@ -225,8 +236,10 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 		JobTimeout:  -1,
 		RetryPolicy: w.retry,
 		// River's own lines (job counts every few seconds) only when
-		// they warn: the worker says what it does itself.
-		Logger: slog.New(warnOnly{w.log.Handler()}),
+		// they warn: the worker says what it does itself. They go
+		// through the worker's handler: folded on one line, masked,
+		// marked as River's.
+		Logger: slog.New(warnOnly{w.log.Handler()}).With("component", "river"),
 	})
 	if err != nil {
 		return nil, err
@@ -270,6 +283,11 @@ func (b backoff) NextRetry(j *rivertype.JobRow) time.Time {
 // works (each writes its state back and pushes its work) and releases
 // them to other workers, within stopGrace.
 func (w *Worker) Run(ctx context.Context) error {
+	if w.o.Metrics != nil {
+		// Served from the start, so that a supervisor sees a worker that
+		// cannot register (its database away) as unhealthy.
+		defer w.serveMetrics(w.o.Metrics).stop()
+	}
 	if err := w.register(ctx); err != nil {
 		return err
 	}
@@ -330,6 +348,7 @@ func (w *Worker) listen(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		w.m.dbFailed(err)
 		w.log.Warn("flower worker: listening for replies", "err", err)
 		select {
 		case <-ctx.Done():
@@ -433,6 +452,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 		return err
 	}
 	a := &attempt{w: w, run: r, job: job.JobRow, replies: make(chan struct{}, 1)}
+	if !job.ScheduledAt.IsZero() && !job.AttemptedAt.IsZero() {
+		w.m.queueWait.Observe(max(job.AttemptedAt.Sub(job.ScheduledAt), 0).Seconds())
+	}
 	rctx, cancel := context.WithCancelCause(detach(ctx))
 	defer cancel(nil)
 	// Once the attempt is over (the deferred calls below first): the
@@ -450,6 +472,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 	// A cancel asked between the read above and now.
 	w.checkCancels(ctx)
 	err = a.work(rctx)
+	defer func() { w.m.attempts.WithLabelValues(a.outcomeOf(err)).Inc() }()
 	if errors.Is(err, errLost) {
 		return a.lost()
 	}
@@ -570,6 +593,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	if err := w.t.pool.QueryRow(ctx, `update team_workers set heartbeat = now(), clock_skew_seconds = extract(epoch from $4::timestamptz - now())
 		where name = $1 and host = $2 and pid = $3 returning drain_requested_at is not null`,
 		w.o.Name, w.host, os.Getpid(), w.o.Clock()).Scan(&asked); err != nil && ctx.Err() == nil {
+		w.m.dbFailed(err)
 		w.log.Warn("flower worker: its heartbeat did not reach the database", "err", err)
 	}
 	if asked {
@@ -577,6 +601,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	}
 	w.checkCancels(ctx)
 	if err := w.t.settleCancelled(ctx); err != nil && ctx.Err() == nil {
+		w.m.dbFailed(err)
 		w.log.Warn("flower worker: settling cancelled runs", "err", err)
 	}
 }
@@ -678,6 +703,17 @@ func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 func (h warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{h.Handler.WithAttrs(as)} }
 
 func (h warnOnly) WithGroup(name string) slog.Handler { return warnOnly{h.Handler.WithGroup(name)} }
+
+// secretValues are the values no log line of the worker shows: what its
+// runs' pushes may not carry (the model's keys, the database's password)
+// and the database's URL with its password.
+func (w *Worker) secretValues() []string {
+	out := []string{w.url}
+	for _, s := range w.secrets {
+		out = append(out, s.Value)
+	}
+	return out
+}
 
 // envSecrets are the values a run's environment must not hold: the
 // database's URL and its password and the model's key (which an operator
