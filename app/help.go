@@ -244,8 +244,8 @@ Examples:
   flower --notify 'curl -s -d "$FLOWER_QUESTION" ntfy.sh/my-flower' "build X"
 
 `+globalFlags+`
-`+exitCodes+`
-`+filesWritten, "flower", m.name())
+`+filesWritten+`
+`+exitCodes, "flower", m.name())
 }
 
 func (m *Command) onceUsage() string {
@@ -682,9 +682,16 @@ func wrapHanging(line string, cols, hang int) []string {
 	return out
 }
 
+// A Chinese line neither starts with closing punctuation nor ends with
+// opening punctuation.
+const (
+	closingPunct = "，。、；：！？）」』】》,;:!?)"
+	openingPunct = "（「『【《("
+)
+
 // wrapWords breaks s into lines of at most cols display columns at the last
-// blank that fits (a word longer than a line is cut), or between two
-// Chinese characters, which need no blank; below 10 columns it leaves s
+// blank that fits (a word longer than a line is cut), or beside a Chinese
+// character, which needs no blank (but not before its closing punctuation); below 10 columns it leaves s
 // whole. Unlike screen.Wrap it never cuts a word that a blank could keep
 // whole: a help line keeps its paths and flags intact.
 func wrapWords(s string, cols int) []string {
@@ -694,10 +701,11 @@ func wrapWords(s string, cols int) []string {
 	var out []string
 	for screen.Columns(s) > cols {
 		n, cut, brk := 0, 0, -1 // brk: the byte offset of the last break that fits
-		prevWide := false
+		var prev rune
 		for i, r := range s {
 			w := screen.RuneWidth(r)
-			if i > 0 && (r == ' ' || w == 2 || prevWide) {
+			wide := w == 2 || screen.RuneWidth(prev) == 2
+			if i > 0 && (r == ' ' || wide && !strings.ContainsRune(closingPunct, r) && !strings.ContainsRune(openingPunct, prev)) {
 				brk = i
 			}
 			if n+w > cols {
@@ -705,7 +713,7 @@ func wrapWords(s string, cols int) []string {
 			}
 			n += w
 			cut = i + utf8.RuneLen(r)
-			prevWide = w == 2
+			prev = r
 		}
 		if brk > 0 {
 			cut = brk
