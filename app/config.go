@@ -242,6 +242,11 @@ func (m *Command) parse(fs *flag.FlagSet, usage string, args []string) ([]string
 func flagError(fs *flag.FlagSet, prog string, l flower.Lang, err error) error {
 	cmd, msg := fs.Name(), err.Error()
 	if rest, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		// The flag package names every flag with one dash; the help
+		// writes a long one with two, and so does the person.
+		if name := strings.TrimLeft(rest, "-"); len([]rune(name)) > 1 {
+			rest = "--" + name
+		}
 		hint := ""
 		if near := nearestFlag(fs, rest, l); near != "" {
 			hint = fmt.Sprintf(text(l, "flagHint"), near)

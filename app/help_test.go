@@ -277,3 +277,36 @@ func TestEveryHelpFitsTheTerminal(t *testing.T) {
 		}
 	}
 }
+
+// fitHelp reflows paragraphs and item descriptions to the width, keeps
+// code and example lines as they are while they fit, never cuts a word a
+// blank could keep whole, and measures Chinese in display columns.
+func TestFitHelpReflowsToTheWidth(t *testing.T) {
+	help := "Usage: x\n\nA paragraph that is long enough to wrap at a narrow width and to\njoin at a wide one.\n\nFlags:\n" +
+		"  --output FILE   where the page goes (default $TMPDIR/flower-report-<id>.html,\n" +
+		"                  one per run directory)\n" +
+		"  --中文 X        一段很长的中文说明,要在窄的终端上换行,而且不能让行首出现逗号或者句号。\n" +
+		"    code(kept) // as it is\n"
+	for _, cols := range []int{30, 50, 80, 160} {
+		out := fitHelp(help, cols)
+		for _, line := range strings.Split(out, "\n") {
+			if screen.Columns(line) > cols {
+				t.Errorf("%d: %q is %d columns wide", cols, line, screen.Columns(line))
+			}
+			if strings.HasPrefix(strings.TrimLeft(line, " "), ",") || strings.HasPrefix(strings.TrimLeft(line, " "), "。") {
+				t.Errorf("%d: a line starts with closing punctuation: %q", cols, line)
+			}
+		}
+		// A word longer than the room is cut; one that fits never is.
+		if flat := strings.Join(strings.Fields(out), " "); cols >= 50 && !strings.Contains(flat, "$TMPDIR/flower-report-<id>.html,") {
+			t.Errorf("%d: the path was cut:\n%s", cols, out)
+		}
+		if !strings.Contains(out, "    code(kept) // as it is\n") {
+			t.Errorf("%d: the kept line changed:\n%s", cols, out)
+		}
+	}
+	if out := fitHelp(help, 160); !strings.Contains(out, "to join at a wide one.") || !strings.Contains(out, "directory)\n") ||
+		strings.Contains(out, "\n                  one per run") {
+		t.Errorf("at 160 the paragraph and the description are not joined:\n%s", out)
+	}
+}
