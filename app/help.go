@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/flowerrun/flower"
@@ -103,6 +104,31 @@ A run in PostgreSQL, so any machine of a team can continue it:
                         machine died (a live run beats every third of it)
 `
 
+const filesWrittenZh = `写下的文件:
+  <run-dir>/sessions.db、manifest.json、lineage.json、events.jsonl
+                        运行的记录
+  <run-dir>/aside/      顺便问的问题(? 开头的行),单独放
+  ${XDG_STATE_HOME:-~/.local/state}/flower/runs/<run-dir key>/
+                        人这一侧的东西,放在工作区外面,所以没有 agent 会写它:
+                        pending.json、replies/(flower reply)、words/(每句打的
+                        话,直到某次运行送达)
+  <workspace>/.flower/  工作台:INDEX.md scripts/ artifacts/ notes/ spill/
+  ${XDG_CONFIG_HOME:-~/.config}/flower/.env
+                        凭据(flower setup 写,权限 0600)
+  ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/
+                        flower 固定版本的 Claude Code CLI(npm 装的)
+
+运行放在 PostgreSQL 里,团队里哪台机器都能接着跑:
+  FLOWER_DATABASE_URL=postgres://user:password@host:5432/db
+                        把运行的会话和文件(运行目录、人这一侧、工作台)放进数据库;
+                        每台机器用自己的 checkout 和 HOME,同一时间只有一台在跑
+  FLOWER_RUN=NAME       运行在库里的名字(默认由仓库的第一个提交、工作区在仓库里的路径
+                        和运行目录组成:每个克隆都一样)
+  FLOWER_DATABASE_LEASE=30s
+                        跑这个运行的机器死了以后,多久另一台机器可以接手(活着的运行
+                        每过三分之一就报一次平安)
+`
+
 // usage is the top-level help: what flower does, the three commands a
 // newcomer runs first, then the rest.
 func (m *Command) usage(l flower.Lang) string {
@@ -133,7 +159,7 @@ func (m *Command) usage(l flower.Lang) string {
   flower report RUN         从数据库生成某个运行的报告
   数据库:$FLOWER_DATABASE_URL、--db-file F,或 --db URL(不带密码)
 
-flower <命令> --help 讲这个命令的参数(英文);flower go --help 还讲运行写哪些文件。
+flower go --help 讲运行的参数和它写哪些文件;flower <命令> --help 讲其他命令的参数(目前是英文)。
 
 例子:
   flower "给 CLI 加一个 --json 参数" --rounds 2
@@ -202,7 +228,50 @@ range of versions flower is tested with. It starts nothing and exits 0.
 `), "flower", m.name())
 }
 
-func (m *Command) goUsage() string {
+// goUsage is the run's help, in l.
+func (m *Command) goUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower [go] [参数] ["请求"]
+
+先把请求澄清成一份需求确认书(需要时问你),定下带检查清单的目标,然后一轮轮地干,直到评审
+认定目标达成。在同一目录再跑一次就接着做;运行中直接打字 = 补充请求,以 ?(或 ?)开头 =
+顺便问一句。
+
+参数:
+  --asks N          提问额度:0 = 不问,-1 = 不限(默认 -1)
+  --rounds N        一共干几轮,至少 1(默认 3)
+  --no-goal         不设目标、不评审:只干一轮
+  --judge-can-run   两个评审(目标和每轮)都可以跑 Bash 来核实
+  --check-network   每次评审前 flower 自己跑检查清单里的命令时可以联网(默认不行;
+                    这些命令在沙箱里跑,写下的东西会被丢掉)
+  --timeout SEC     一个提问等多久(默认 1800 秒);0 = 每个提问立刻结算(无人值守
+                    时用);forever = 一直等到有人回答
+  --isolate         worker 用 git worktree(需要 git 仓库)
+  --window N        上下文窗口有多少 token(默认按模型名算)
+  --no-handoff      让 CLI 自己压缩上下文,不交接给新会话
+  --new             把上一份需求、目标和 lineage 归档,重新开始
+  --continue        目标达成之后,把这次的请求加进去,而不是另起一件事
+  --clarify-only    出了需求确认书就停
+  --resume-run      不问就把这个目录的运行从停下的地方接着做:REQUEST 是它开始时的
+                    请求(只在需求确认书还没有时用),不会加进确认书(团队的 worker
+                    会传它)
+  --budget USD      整个运行花到这么多钱就干净地停下
+  --notify CMD      每当有提问开始等待就跑 CMD(sh -c);也可以在环境变量或 .env
+                    里设 FLOWER_NOTIFY。CMD 能看到 FLOWER_QUESTION、
+                    FLOWER_QUESTION_ID、FLOWER_CHOICES(一行一个)、FLOWER_WORKSPACE、
+                    FLOWER_RUN_DIR。最多跑 30 秒;失败只报一次,从不停下运行。
+  --no-bequest      跳过运行结束时的交接
+
+例子:
+  flower "做一个 CSV 导入器" --asks 3 --rounds 2
+  flower --timeout 0 "升级依赖" < /dev/null
+  flower --notify 'notify-send "flower 在问" "$FLOWER_QUESTION"' "做一个 X"
+  flower --notify 'curl -s -d "$FLOWER_QUESTION" ntfy.sh/my-flower' "做一个 X"
+
+`+globalFlagsZh+`
+`+filesWrittenZh+`
+`+exitCodesZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower [go] [flags] ["request"]
 
 Clarifies the request into a brief (asking you when it must), sets a goal with a
@@ -620,14 +689,16 @@ func parseHelp(help string) []helpEntry {
 }
 
 // joinWords joins two pieces of one sentence: with a space, except
-// between two Chinese pieces, which have none.
+// between two Chinese pieces or beside Chinese punctuation, which have
+// none.
 func joinWords(a, b string) string {
 	if a == "" {
 		return b
 	}
 	last, _ := utf8.DecodeLastRuneInString(a)
 	first, _ := utf8.DecodeRuneInString(b)
-	if screen.RuneWidth(last) == 2 && screen.RuneWidth(first) == 2 {
+	wide := func(r rune) bool { return screen.RuneWidth(r) == 2 }
+	if wide(last) && wide(first) || wide(last) && unicode.IsPunct(last) || wide(first) && unicode.IsPunct(first) {
 		return a + b
 	}
 	return a + " " + b

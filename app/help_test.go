@@ -270,7 +270,11 @@ func TestEveryHelpFitsTheTerminal(t *testing.T) {
 								t.Errorf("the help's first lines do not lead with %s:\n%s", first, top)
 							}
 						}
-						checkLanguage(t, l.english, p.screen())
+					}
+					if c == "" || c == "help" || c == "go" || c == "version" {
+						// The run's help names the full-width ？ a Chinese
+						// keyboard types: no Chinese text.
+						checkLanguage(t, l.english, strings.ReplaceAll(p.screen(), "？", ""))
 					}
 				})
 			}
