@@ -140,7 +140,7 @@ func (m *Command) name() string {
 
 // subcommands is the one list the dispatcher and the rewrite read (the
 // original's rewrite had its own list and forgot setup).
-var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "workers", "runs", "cancel", "retry", "help"}
+var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "workers", "runs", "cancel", "retry", "version", "help"}
 
 func isSubcommand(s string) bool {
 	for _, c := range subcommands {
@@ -156,14 +156,6 @@ func isSubcommand(s string) bool {
 func (m *Command) Run(ctx context.Context, args []string) int {
 	m.typedGo = nextNonGlobal(args) == "go"
 	args = rewrite(args)
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		if len(args) > 1 && isSubcommand(args[1]) && args[1] != "help" {
-			args = []string{args[1], "--help"}
-		} else {
-			fmt.Fprint(m.Stdout, m.usage())
-			return ExitOK
-		}
-	}
 	if m.Signals {
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
@@ -188,6 +180,15 @@ func (m *Command) Run(ctx context.Context, args []string) int {
 func (m *Command) dispatch(ctx context.Context, args []string) error {
 	var err error
 	switch args[0] {
+	case "help":
+		// flower help CMD is flower CMD --help; the typo guard's "did you
+		// mean `flower help`?" lands here too.
+		if len(args) > 1 && isSubcommand(args[1]) && args[1] != "help" {
+			return m.dispatch(ctx, []string{args[1], "--help"})
+		}
+		m.printHelp(m.usage(m.argLang(args[1:])))
+	case "version":
+		err = m.runVersion(ctx, args[1:])
 	case "go":
 		err = m.runGo(ctx, args[1:])
 	case "once":
@@ -215,7 +216,7 @@ func (m *Command) dispatch(ctx context.Context, args []string) error {
 	case "retry":
 		err = m.runRetry(ctx, args[1:])
 	default:
-		err = usageErrorf("unknown command %q; `%s --help` lists the commands", args[0], m.name())
+		err = usageErrorf(text(m.argLang(args), "unknownCommand"), args[0], m.name())
 	}
 	return err
 }
@@ -264,12 +265,17 @@ var errHelp = errors.New("")
 // to right (a valued one takes the next token unless written --x=v); if the
 // first other token is no subcommand, `go` goes before it; with none at all,
 // `go` is appended, unless help was asked for. `flower go run` asks for "run".
+// --version and -V before any subcommand are `version`.
 func rewrite(args []string) []string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if a == "--version" || a == "-V" {
+			return append(append([]string{"version"}, args[:i]...), args[i+1:]...)
+		}
 		if a == "-h" || a == "--help" {
 			if i == len(args)-1 || !isSubcommand(nextNonGlobal(args[i+1:])) {
-				return append([]string{"help"}, args[i+1:]...)
+				// The flags before it stay: --lang zh -h is help in Chinese.
+				return append(append([]string{"help"}, args[i+1:]...), args[:i]...)
 			}
 			continue
 		}

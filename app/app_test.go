@@ -76,7 +76,10 @@ func TestRewriteInsertsGoUnlessASubcommandComesFirst(t *testing.T) {
 		{"go run", "go run"},
 		{"run", "run"},
 		{"--help", "help"},
-		{"-w /p -h", "help"},
+		{"-w /p -h", "help -w /p"},
+		{"--version", "version"},
+		{"-w /p -V", "version -w /p"},
+		{"verison", "go verison"},
 		{"once --help", "once --help"},
 	} {
 		got := strings.Join(rewrite(strings.Fields(c.in)), " ")
@@ -172,11 +175,14 @@ func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
 func TestHelpTeachesExamplesExitCodesAndFiles(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"go", "--help"}, {"-h"}} {
 		code, out, _ := runCmd(t, "", args...)
-		for _, want := range []string{"Examples:", "Exit codes:", "130", "Files written:", "-W, --workbench", "--lang"} {
+		for _, want := range []string{"Examples:", "Exit codes of a run:", "130", "-W, --workbench", "--lang"} {
 			if code != 0 || !strings.Contains(out, want) {
 				t.Errorf("%q: exit %d, help lacks %q", args, code, want)
 			}
 		}
+	}
+	if _, out, _ := runCmd(t, "", "go", "--help"); !strings.Contains(out, "Files written:") {
+		t.Errorf("go --help does not say which files a run writes")
 	}
 	_, out, _ := runCmd(t, "", "go", "--help")
 	for _, f := range []string{"--asks", "--rounds", "--no-goal", "--judge-can-run", "--check-network", "--timeout", "--isolate", "--window",

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/internal/cliinstall"
+	"github.com/flowerrun/flower/internal/lang"
 	"github.com/flowerrun/flower/internal/screen"
+	"github.com/flowerrun/flower/team"
 )
 
 // findCLI is the one lookup of the Claude Code CLI that go, run, once and
@@ -55,3 +59,73 @@ func isYes(line string) bool {
 
 // isExplicitYes reads an answer to a yes/no question whose default is no.
 func isExplicitYes(line string) bool { return strings.TrimSpace(line) != "" && isYes(line) }
+
+// runVersion is `flower version` (and --version, -V): flower's build, the
+// Claude Code CLI a run would use, found as a run finds it (its
+// `--version` is read; nothing is installed, no session starts), and the
+// range flower is tested with. It always exits 0: a missing CLI is an
+// answer, not a failure.
+func (m *Command) runVersion(ctx context.Context, args []string) error {
+	var g globals
+	fs := newFlagSet("version")
+	g.register(fs)
+	l := m.argLang(args)
+	pos, err := m.parse(fs, m.versionUsage(l), args)
+	if err != nil {
+		return err
+	}
+	if err := g.checkLang(); err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf(text(l, "versionArgs"), m.name(), strings.Join(pos, " "))
+	}
+	out := m.name() + " " + team.BuildVersion() + "\n"
+	env := cliinstall.Env{Getenv: m.getenv}
+	f, err := env.Find(ctx)
+	var none *cliinstall.NotFoundError
+	switch {
+	case errors.As(err, &none):
+		out += fmt.Sprintf(text(l, "versionNoCLI"), none.Dir, cliinstall.Version) + "\n"
+	case err != nil:
+		out += fmt.Sprintf(text(l, "versionCLIError"), err) + "\n"
+	default:
+		v := f.Version
+		if v == "" {
+			v = text(l, "versionUnknown")
+		}
+		from := f.From
+		if from == cliinstall.FromCache {
+			from = text(l, "versionPinned")
+		}
+		line := fmt.Sprintf(text(l, "versionCLI"), v, f.Path, from)
+		if f.Untested {
+			line += text(l, "versionUntested")
+		}
+		out += line + "\n"
+	}
+	out += fmt.Sprintf(text(l, "versionTested"), claude.OldestTestedCLIVersion, claude.NewestTestedCLIVersion, cliinstall.Version) + "\n"
+	_, err = io.WriteString(m.Stdout, screen.SanitizeLines(out))
+	return err
+}
+
+// argLang is the language of a command line's own words before its flags
+// are parsed (help, a flag error): a valid --lang in args, else the
+// locale's.
+func (m *Command) argLang(args []string) flower.Lang {
+	for i, a := range args {
+		v, ok := "", false
+		switch {
+		case a == "--lang" || a == "-lang":
+			if i+1 < len(args) {
+				v, ok = args[i+1], true
+			}
+		case strings.HasPrefix(a, "--lang="), strings.HasPrefix(a, "-lang="):
+			_, v, ok = strings.Cut(a, "=")
+		}
+		if ok && lang.Check(flower.Lang(v)) == nil {
+			return flower.Lang(v).Canonical()
+		}
+	}
+	return lang.FromLocale(m.getenv)
+}

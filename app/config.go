@@ -223,36 +223,75 @@ func newFlagSet(name string) *flag.FlagSet {
 }
 
 // parse parses a subcommand's args: -h prints usage to stdout (exit 0),
-// an error becomes a usage error that names the fix.
+// an error becomes a usage error that names the fix, in the language of
+// the command line (its --lang, else the locale).
 func (m *Command) parse(fs *flag.FlagSet, usage string, args []string) ([]string, error) {
 	pos, err := parseInterspersed(fs, args)
 	if err == flag.ErrHelp {
-		fmt.Fprint(m.Stdout, usage)
+		m.printHelp(usage)
 		return nil, errHelp
 	}
 	if err != nil {
-		return nil, flagError(fs.Name(), m.name(), err)
+		return nil, flagError(fs, m.name(), m.argLang(args), err)
 	}
 	return pos, nil
 }
 
-// flagError turns a FlagSet error into a usage error that says the fix.
-func flagError(cmd, prog string, err error) error {
-	msg := err.Error()
+// flagError turns a FlagSet error into a usage error that says the fix:
+// an unknown flag names the nearest one the command has.
+func flagError(fs *flag.FlagSet, prog string, l flower.Lang, err error) error {
+	cmd, msg := fs.Name(), err.Error()
 	if rest, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-		return usageErrorf("%s %s: unknown flag %s; `%s %s --help` lists the flags%s", prog, cmd, rest, prog, cmd, didYouMean(rest))
+		// The flag package names every flag with one dash; the help
+		// writes a long one with two, and so does the person.
+		if name := strings.TrimLeft(rest, "-"); len([]rune(name)) > 1 {
+			rest = "--" + name
+		}
+		hint := ""
+		if near := nearestFlag(fs, rest, l); near != "" {
+			hint = fmt.Sprintf(text(l, "flagHint"), near)
+		}
+		return usageErrorf(text(l, "unknownFlag"), prog, cmd, rest, prog, cmd, hint)
 	}
-	return usageErrorf("%s %s: %s; `%s %s --help` shows the flags", prog, cmd, msg, prog, cmd)
+	return usageErrorf(text(l, "badFlag"), prog, cmd, msg, prog, cmd)
 }
 
-func didYouMean(flagText string) string {
-	known := map[string]string{"round": "--rounds", "ask": "--asks", "workdir": "-w", "dir": "-w",
-		"runs": "-r", "no-goals": "--no-goal", "windows": "--window", "budget-usd": "--budget",
-		"language": "--lang", "model": "ANTHROPIC_MODEL (set it, or run `flower setup`)"}
-	if s, ok := known[strings.TrimLeft(flagText, "-")]; ok {
-		return " (did you mean " + s + "?)"
+// knownSlips are flags people type from other tools or from memory, with
+// what flower calls them: too far for the edit distance to find.
+var knownSlips = map[string]string{"workdir": "-w", "dir": "-w", "runs": "-r",
+	"budget-usd": "--budget", "language": "--lang"}
+
+// nearestFlag is the flag of fs (or -h/--help, and --version for the run,
+// which every command line takes) nearest to the unknown typed, written
+// as it is typed (-x, --name), or "" when none is a typo away.
+func nearestFlag(fs *flag.FlagSet, typed string, l flower.Lang) string {
+	name := strings.TrimLeft(typed, "-")
+	name, _, _ = strings.Cut(name, "=")
+	if name == "model" {
+		return text(l, "flagModel")
 	}
-	return ""
+	if s, ok := knownSlips[name]; ok {
+		return s
+	}
+	names := []string{"help"}
+	if fs.Name() == "go" {
+		names = append(names, "version")
+	}
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	best, bestD := "", 0
+	for _, n := range names {
+		d := editDistance(strings.ToLower(name), n)
+		if d > 0 && d <= typoDistance(n) && d < len([]rune(n)) && (best == "" || d < bestD) {
+			best, bestD = n, d
+		}
+	}
+	switch {
+	case best == "":
+		return ""
+	case len(best) == 1:
+		return "-" + best
+	}
+	return "--" + best
 }
 
 // timeoutValue is --timeout: seconds (0 = settle at once) or "forever".
@@ -435,13 +474,25 @@ func editDistance(a, b string) int {
 	return d[len(ra)][len(rb)]
 }
 
-// typoOf is the subcommand word is a typo of, or "": a one-word request
-// within typoDistance of a subcommand's name.
+// typoOf is what a one-word request was most likely meant as, or "": a
+// subcommand within typoDistance of it (verison, hepl), or, for a word
+// that starts with dashes the flag parser does not read as one (the
+// em dash a phone or a word processor turns -- into: —help), the flag
+// --help or --version it is, or is a typo away from.
 func typoOf(request string) string {
 	if request == "" || strings.ContainsFunc(request, unicode.IsSpace) {
 		return ""
 	}
 	word := strings.ToLower(request)
+	bare := strings.TrimLeft(word, "-‐‑–—−")
+	if bare != word {
+		for _, f := range []string{"help", "version"} {
+			if d := editDistance(bare, f); d <= typoDistance(f) && d < len(f) {
+				return "--" + f
+			}
+		}
+		return ""
+	}
 	best, bestD := "", 0
 	for _, c := range subcommands {
 		if d := editDistance(word, c); d > 0 && d <= typoDistance(c) && d < len([]rune(c)) && (best == "" || d < bestD) {

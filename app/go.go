@@ -133,7 +133,7 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	fs.Var(budgetValue{&cfg.BudgetUSD}, "budget", "")
 	fs.StringVar(&cfg.Notify, "notify", "", "")
 	fs.BoolVar(&cfg.NoBequest, "no-bequest", false, "")
-	pos, err := m.parse(fs, m.goUsage(), args)
+	pos, err := m.parse(fs, m.goUsage(m.argLang(args)), args)
 	if err != nil {
 		return cfg, err
 	}

@@ -1,86 +1,208 @@
 package app
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
-const exitCodes = `Exit codes:
-  0    done
-  1    stopped on purpose, message on stderr: cancelled, empty request, missing
-       or rejected credentials, a failed step, a directory that cannot be
-       written
-  2    a command-line error: unknown command or flag, bad flag value
-  130  Ctrl-C twice: stopped, everything resumable (run flower again to go on)
-  128+N killed by signal N (SIGTERM, SIGHUP) after the in-flight step was
-       recorded
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/internal/screen"
+)
+
+// exitCodes are a run's: the top-level help (flower "build X" is a run),
+// go, once, run and demo end with them. setup and report have their own;
+// reply, version and the team's commands say inline what fails.
+const exitCodes = `Exit codes of a run:
+  0      done
+  1      stopped on purpose, message on stderr: cancelled, empty request, missing
+         or rejected credentials, a failed step, a directory that cannot be written
+  2      a command-line error: unknown command or flag, bad flag value
+  130    Ctrl-C twice: stopped, everything resumable (run flower again to go on)
+  128+N  killed by signal N (SIGTERM, SIGHUP) after the in-flight step was
+         recorded
+`
+
+const exitCodesZh = `运行的退出码:
+  0      完成
+  1      有意停下,原因在 stderr:取消、请求为空、没有凭据或凭据被拒、某一步失败、
+         目录写不进去
+  2      命令行错误:没有这个命令或参数,参数值不对
+  130    连按两次 Ctrl-C:停下,一切都能接着做(再跑一次 flower)
+  128+N  被信号 N(SIGTERM、SIGHUP)杀掉,正在跑的那一步已经记下
 `
 
 const globalFlags = `Global flags (before or after the command):
-  -w, --workspace DIR   the repository to work in (default .); a DIR that does not
-      --create          exist is refused (on a terminal: asked) unless --create
-  -r, --run-dir DIR     run records (default <workspace>/runs; a relative DIR is from here)
-  -v, --verbose         also subagent prose, tool output, prompts, the credentials in use
-  -W, --workbench       run/once: a workbench in <run-dir>/workbench (go always has one)
-  -T, --trim            trim old tool results when a session resumes (default on for go,
-      --no-trim         off for run and once)
-      --lang en|zh      flower's language (default: the run directory's, else the
-                        locale's: LC_ALL, LC_MESSAGES, LANG; zh* is Chinese, else English)
-      --yes             install the pinned Claude Code CLI with npm without asking
+  -w, --workspace DIR   the repository to work in (default .); one that does not
+                        exist is refused (on a terminal: asked) unless --create
+  -r, --run-dir DIR     run records (default <workspace>/runs; a relative DIR is
+                        from here)
+  -v, --verbose         also subagent prose, tool output, prompts, the
+                        credentials in use
+  -W, --workbench       run/once: a workbench in <run-dir>/workbench (go always
+                        has one)
+  -T, --trim            trim old tool results when a session resumes (default
+                        on for go, off for run and once); --no-trim: off
+  --lang en|zh          flower's language (default: the run directory's, else
+                        the locale's: LC_ALL, LC_MESSAGES, LANG; zh* is Chinese)
+  --yes                 install the pinned Claude Code CLI with npm without
+                        asking
 
 The Claude Code CLI: FLOWER_CLAUDE=/path/to/claude, else flower's pinned copy in
-${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/<version>, else claude on PATH (with a
-warning outside the tested versions); with none, go, run, once and demo install the
-pinned version there with npm (one question on a terminal; --yes for scripts).
-A one-word request a typo away from a command is asked about ("did you mean …?");
-off a terminal it is refused (exit 2): flower go WORD sends it anyway.
+${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/<version>, else claude on PATH (a
+warning outside the tested versions, which flower version shows); with none, go,
+run, once and demo install the pinned version there with npm (one question on a
+terminal; --yes for scripts). A one-word request a typo away from a command or
+flag is asked about ("did you mean …?"); off a terminal it is refused (exit 2):
+flower go WORD sends it anyway.
+`
+
+const globalFlagsZh = `全局参数(写在命令前后都行):
+  -w, --workspace DIR   在哪个仓库里干活(默认 .);不存在的目录会被拒绝(在终端上
+                        会问一句),除非加 --create
+  -r, --run-dir DIR     运行记录放哪(默认 <workspace>/runs;相对路径从当前目录算)
+  -v, --verbose         也显示 subagent 的话、工具输出、提示词和正在用的凭据
+  -W, --workbench       run/once:在 <run-dir>/workbench 建工作台(go 总是有)
+  -T, --trim            续接会话时修剪旧的工具结果(go 默认开,run 和 once 默认关);
+                        --no-trim 关掉
+  --lang en|zh          flower 说哪种语言(默认:运行目录记下的,否则看 locale:
+                        LC_ALL、LC_MESSAGES、LANG;zh* 是中文)
+  --yes                 不问就用 npm 装 flower 固定版本的 Claude Code CLI
+
+Claude Code CLI 从这里找:FLOWER_CLAUDE=/path/to/claude,否则 flower 在
+${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/<version> 的固定版本,否则 PATH 上的
+claude(不在测过的版本范围里会提醒,范围见 flower version);一个都没有时,go、run、
+once 和 demo 用 npm 把固定版本装到那里(在终端上先问一句;脚本里加 --yes)。一个词的
+请求要是离某个命令或参数只差一个笔误,会先问"是不是想跑……?";不在终端上就拒绝(退出码
+2):真要当请求就写 flower go 这个词。
 `
 
 const filesWritten = `Files written:
-  <run-dir>/sessions.db, manifest.json, lineage.json, events.jsonl   the run's records
-  <run-dir>/aside/                 side questions (? lines), kept apart
+  <run-dir>/sessions.db, manifest.json, lineage.json, events.jsonl
+                        the run's records
+  <run-dir>/aside/      side questions (? lines), kept apart
   ${XDG_STATE_HOME:-~/.local/state}/flower/runs/<run-dir key>/
-                                   the human's side, outside the workspace so no agent
-                                   writes it: pending.json, replies/ (flower reply),
-                                   words/ (every typed word until a run delivered it)
-  <workspace>/.flower/             the workbench: INDEX.md scripts/ artifacts/ notes/ spill/
-  ${XDG_CONFIG_HOME:-~/.config}/flower/.env   credentials (flower setup, mode 0600)
-  ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/   the pinned Claude Code CLI (npm)
+                        the human's side, outside the workspace so no agent
+                        writes it: pending.json, replies/ (flower reply), words/
+                        (every typed word until a run delivered it)
+  <workspace>/.flower/  the workbench: INDEX.md scripts/ artifacts/ notes/ spill/
+  ${XDG_CONFIG_HOME:-~/.config}/flower/.env
+                        credentials (flower setup, mode 0600)
+  ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/
+                        the pinned Claude Code CLI (npm)
 
 A run in PostgreSQL, so any machine of a team can continue it:
   FLOWER_DATABASE_URL=postgres://user:password@host:5432/db
                         keeps the run's sessions and files (run dir, the human's
-                        side, the workbench) in the database; each machine works in
-                        its own checkout and HOME, one machine at a time
+                        side, the workbench) in the database; each machine works
+                        in its own checkout and HOME, one machine at a time
   FLOWER_RUN=NAME       the run's name there (default: the repository's first
-                        commit, the workspace's path in it and the run dir's: the
-                        same on every clone)
-  FLOWER_DATABASE_LEASE=30s   how soon another machine may take over a run whose
+                        commit, the workspace's path in it and the run dir's:
+                        the same on every clone)
+  FLOWER_DATABASE_LEASE=30s
+                        how soon another machine may take over a run whose
                         machine died (a live run beats every third of it)
 `
 
-func (m *Command) usage() string {
-	return strings.ReplaceAll(`flower runs a coding agent for hours without losing the thread.
+const filesWrittenZh = `写下的文件:
+  <run-dir>/sessions.db、manifest.json、lineage.json、events.jsonl
+                        运行的记录
+  <run-dir>/aside/      顺便问的问题(? 开头的行),单独放
+  ${XDG_STATE_HOME:-~/.local/state}/flower/runs/<run-dir key>/
+                        人这一侧的东西,放在工作区外面,所以没有 agent 会写它:
+                        pending.json、replies/(flower reply)、words/(每句打的
+                        话,直到某次运行送达)
+  <workspace>/.flower/  工作台:INDEX.md scripts/ artifacts/ notes/ spill/
+  ${XDG_CONFIG_HOME:-~/.config}/flower/.env
+                        凭据(flower setup 写,权限 0600)
+  ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/
+                        flower 固定版本的 Claude Code CLI(npm 装的)
 
-Usage:
-  flower "build X"          start (or continue) work on a request in this directory
-  flower                    ask for the request, or offer to continue the last one
+运行放在 PostgreSQL 里,团队里哪台机器都能接着跑:
+  FLOWER_DATABASE_URL=postgres://user:password@host:5432/db
+                        把运行的会话和文件(运行目录、人这一侧、工作台)放进数据库;
+                        每台机器用自己的 checkout 和 HOME,同一时间只有一台在跑
+  FLOWER_RUN=NAME       运行在库里的名字(默认由仓库的第一个提交、工作区在仓库里的路径
+                        和运行目录组成:每个克隆都一样)
+  FLOWER_DATABASE_LEASE=30s
+                        跑这个运行的机器死了以后,多久另一台机器可以接手(活着的运行
+                        每过三分之一就报一次平安)
+`
+
+// usage is the top-level help: what flower does, the three commands a
+// newcomer runs first, then the rest.
+func (m *Command) usage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`flower 让一个写代码的 agent 连干几个小时也不跑偏:先问清你要什么,定下目标,一轮轮
+地干,直到评审认定目标达成;下次再跑,从停下的地方接着做。
+
+先跑这三个:
+  flower demo               离线看一次完整的运行,模型是模拟的:不花钱,不要 key
+  flower setup              配好 API key(或网关的 token)和模型
+  flower "做一个 X"         在当前目录开始(或接着做)一件事
+
+还有:
+  flower                    接着做上次的事,或者输入一件新的
+  flower reply "回答"       回答这个目录里正在等的提问
+  flower report [run_dir]   一次运行的 HTML 报告:花费、上下文、评审结论、时间线
+  flower once "提示"        临时 agent 的一步,不走流程
+  flower run                跑你自己写的流程程序
+  flower version            flower 和 Claude Code CLI 的版本
+
+团队队列,放在一个 PostgreSQL 里(详见 flower submit --help):
+  flower submit --repo REPO "请求"   排进队列,哪个 worker 空着就谁做
+  flower worker             在这台机器上做队列里的运行,每个在自己的分支上
+  flower runs [RUN]         各个运行:状态、机器、步骤、花费、时长(--state、--limit)
+  flower reply RUN "回答"   在任何机器上回答某个运行的提问
+  flower cancel RUN         干净地停下一个运行
+  flower retry RUN          把失败(搁置)的运行放回队列
+  flower report RUN         从数据库生成某个运行的报告
+  数据库:$FLOWER_DATABASE_URL、--db-file F,或 --db URL(不带密码)
+
+flower go --help 讲运行的参数和它写哪些文件;flower <命令> --help 讲其他命令的参数(目前是英文)。
+
+例子:
+  flower "给 CLI 加一个 --json 参数" --rounds 2
+  flower -w ~/src/app --timeout 0 "修好失败的测试" < /dev/null
+  flower once -t Read,Grep "配置是在哪解析的?"
+  flower reply 2
+  flower report --open
+
+`+globalFlagsZh+`
+`+exitCodesZh, "flower", m.name())
+	}
+	return strings.ReplaceAll(`flower runs a coding agent for hours without losing the thread: it asks what
+you mean, sets a goal, works in rounds until a judge finds the goal met, and
+goes on where it stopped when you run it again.
+
+Start here:
+  flower demo               a whole run offline, on a simulated model: no key
+  flower setup              your API key (or a gateway's) and the model
+  flower "build X"          start (or continue) work on a request in this folder
+
+More:
+  flower                    continue the last request, or type a new one
+  flower reply "words"      answer a waiting question of a run in this folder
+  flower report [run_dir]   a run on one HTML page: cost, context, verdicts
   flower once "prompt"      one step of an ad-hoc agent, no workflow
-  flower setup              configure the API key, gateway and model
-  flower reply "words"      answer a waiting question of a run in this directory
-  flower run                run a workflow program of your own (see flower run --help)
-  flower demo               the whole flow offline on a simulated model: no credentials
-  flower report [run_dir]   one HTML page of a run: cost, context, verdicts, timeline
+  flower run                run a workflow program of your own
+  flower version            flower's version and the Claude Code CLI's
 
 A team's queue on one PostgreSQL (see flower submit --help):
   flower submit --repo REPO "request"   queue a run for any free worker
-  flower worker             work queued runs on this machine, each on its own branch
-  flower runs [RUN]         the runs: state, host, step, cost, age (--state, --limit)
+  flower worker             work queued runs here, each on its own branch
+  flower runs [RUN]         the runs: state, host, step, cost, age
   flower workers            the workers: state, runs held, last heard from
-  flower worker --drain NAME  ask a worker to finish and leave
-  flower runs prune --ended-before 30d   remove old ended runs' rows
+  flower worker --drain NAME            ask a worker to finish and leave
+  flower runs prune --ended-before 30d  remove old ended runs' rows
   flower reply RUN "answer"   answer a run's question from any machine
   flower cancel RUN         stop a run cleanly
   flower retry RUN          put a failed (parked) run back in the queue
   flower report RUN         the report page of a run, from the database
-  (the database: $FLOWER_DATABASE_URL, --db-file F, or --db URL without its password)
+  The database: $FLOWER_DATABASE_URL, --db-file F, or --db URL without its password.
+
+flower <command> --help shows a command's flags; flower go --help also the files
+a run writes.
 
 Examples:
   flower "add a --json flag to the CLI" --rounds 2
@@ -90,13 +212,69 @@ Examples:
   flower report --open
 
 `+globalFlags+`
-`+exitCodes+`
-`+filesWritten+`
-flower <command> --help shows each command's flags.
-`, "flower", m.name())
+`+exitCodes, "flower", m.name())
 }
 
-func (m *Command) goUsage() string {
+// versionUsage is flower version's help.
+func (m *Command) versionUsage(l flower.Lang) string {
+	return strings.ReplaceAll(l.Pick(`用法:flower version(也可以写 flower --version、flower -V)
+
+打印 flower 的版本(模块版本或提交号)、一次运行会用的 Claude Code CLI 及其版本(跟运行一样
+去找:FLOWER_CLAUDE、flower 的固定版本、PATH;什么也不装,不启动会话),以及测过的版本范围。
+什么也不启动,退出码总是 0。
+`, `Usage: flower version (also flower --version, flower -V)
+
+Prints flower's version (its module version or commit), the Claude Code CLI a
+run would use with its version (found as a run finds it: FLOWER_CLAUDE,
+flower's pinned copy, PATH; nothing is installed, no session starts) and the
+range of versions flower is tested with. It starts nothing and exits 0.
+`), "flower", m.name())
+}
+
+// goUsage is the run's help, in l.
+func (m *Command) goUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower [go] [参数] ["请求"]
+
+先把请求澄清成一份需求确认书(需要时问你),定下带检查清单的目标,然后一轮轮地干,直到评审
+认定目标达成。在同一目录再跑一次就接着做;运行中直接打字 = 补充请求,以 ?(或 ?)开头 =
+顺便问一句。
+
+参数:
+  --asks N          提问额度:0 = 不问,-1 = 不限(默认 -1)
+  --rounds N        一共干几轮,至少 1(默认 3)
+  --no-goal         不设目标、不评审:只干一轮
+  --judge-can-run   两个评审(目标和每轮)都可以跑 Bash 来核实
+  --check-network   每次评审前 flower 自己跑检查清单里的命令时可以联网(默认不行;
+                    这些命令在沙箱里跑,写下的东西会被丢掉)
+  --timeout SEC     一个提问等多久(默认 1800 秒);0 = 每个提问立刻结算(无人值守
+                    时用);forever = 一直等到有人回答
+  --isolate         worker 用 git worktree(需要 git 仓库)
+  --window N        上下文窗口有多少 token(默认按模型名算)
+  --no-handoff      让 CLI 自己压缩上下文,不交接给新会话
+  --new             把上一份需求、目标和 lineage 归档,重新开始
+  --continue        目标达成之后,把这次的请求加进去,而不是另起一件事
+  --clarify-only    出了需求确认书就停
+  --resume-run      不问就把这个目录的运行从停下的地方接着做:REQUEST 是它开始时的
+                    请求(只在需求确认书还没有时用),不会加进确认书(团队的 worker
+                    会传它)
+  --budget USD      整个运行花到这么多钱就干净地停下
+  --notify CMD      每当有提问开始等待就跑 CMD(sh -c);也可以在环境变量或 .env
+                    里设 FLOWER_NOTIFY。CMD 能看到 FLOWER_QUESTION、
+                    FLOWER_QUESTION_ID、FLOWER_CHOICES(一行一个)、FLOWER_WORKSPACE、
+                    FLOWER_RUN_DIR。最多跑 30 秒;失败只报一次,从不停下运行。
+  --no-bequest      跳过运行结束时的交接
+
+例子:
+  flower "做一个 CSV 导入器" --asks 3 --rounds 2
+  flower --timeout 0 "升级依赖" < /dev/null
+  flower --notify 'notify-send "flower 在问" "$FLOWER_QUESTION"' "做一个 X"
+  flower --notify 'curl -s -d "$FLOWER_QUESTION" ntfy.sh/my-flower' "做一个 X"
+
+`+globalFlagsZh+`
+`+filesWrittenZh+`
+`+exitCodesZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower [go] [flags] ["request"]
 
 Clarifies the request into a brief (asking you when it must), sets a goal with a
@@ -138,8 +316,8 @@ Examples:
   flower --notify 'curl -s -d "$FLOWER_QUESTION" ntfy.sh/my-flower' "build X"
 
 `+globalFlags+`
-`+exitCodes+`
-`+filesWritten, "flower", m.name())
+`+filesWritten+`
+`+exitCodes, "flower", m.name())
 }
 
 func (m *Command) onceUsage() string {
@@ -199,9 +377,9 @@ only when you answer y. Ctrl-C at any point leaves at once and writes nothing (e
 130). Needs a terminal.
 
 Without a terminal, write the file yourself or export the variables:
-  ANTHROPIC_API_KEY=sk-ant-…     (or ANTHROPIC_AUTH_TOKEN=… for a gateway)
-  ANTHROPIC_BASE_URL=https://…   (a gateway; default Anthropic)
-  ANTHROPIC_MODEL=…
+  ANTHROPIC_API_KEY=sk-ant-…     or ANTHROPIC_AUTH_TOKEN=… for a gateway
+  ANTHROPIC_BASE_URL=https://…   a gateway (default: Anthropic's API)
+  ANTHROPIC_MODEL=…              the model
 
 Where a run finds them, the first value found winning: the environment, $FLOWER_ENV,
 ./.env, this file, the .env beside the flower binary, the env block of
@@ -215,7 +393,13 @@ which claude runs or what command runs. Put the gateway address in this file.
 setup also says what protects the coordinator's glances: a bubblewrap sandbox
 (read-only, no network, no key; Linux, package bubblewrap) or the parser alone.
 
-`+exitCodes, "flower", m.name())
+Exit codes:
+  0      saved
+  1      nothing saved: the gateway rejected the credentials, a probe got no
+         answer and you did not answer y, or there is no terminal
+  2      a command-line error: unknown flag, an argument
+  130    Ctrl-C: left at once, nothing written
+`, "flower", m.name())
 }
 
 func (m *Command) replyUsage() string {
@@ -226,32 +410,35 @@ when none waits, leaves the words in its inbox. A number picks that choice. It w
 for the run to take the reply (up to --wait) and says what became of it.
 
 Flags:
-  --question Q answer question Q (default: the oldest waiting); --id Q is the same
-  --skip       decline the question: it judges for itself
-  --mail       leave a message for the inbox even when a question waits
-  --wait D     how long to wait for the run (default 10s; 0 = do not wait)
-  --db-file F  a run of the team's queue instead (its database's URL in file F, or
-  --db URL     without its password, or $FLOWER_DATABASE_URL with a run such as r12):
-               flower reply r12 "answer" reaches the worker running it at once
+  --question Q   answer question Q (default: the oldest waiting); --id Q is the
+                 same
+  --skip         decline the question: it judges for itself
+  --mail         leave a message for the inbox even when a question waits
+  --wait D       how long to wait for the run (default 10s; 0 = do not wait)
+  --db-file F    a run of the team's queue instead, its database's URL in file
+                 F (or --db URL without its password, or $FLOWER_DATABASE_URL):
+                 flower reply r12 "answer" reaches the worker running r12 at
+                 once
 
 A question's id is the one the run gives it: its questions and the messages it
 is sent share one counter (q1, m2, q3…), and flower runs r12 lists each question
 with its id ("q1 asked: …"). For a run of the team's queue:
-  flower reply r12 "answer"            answers the question waiting now; refused
-                                       when none waits (nothing is kept)
-  flower reply r12 --question q3 "…"   answers q3: at once if it waits, else kept
-                                       until the run asks q3 (and given to q3 only)
+  flower reply r12 "answer"   answers the question waiting now; refused when
+                              none waits (nothing is kept)
+  flower reply r12 --question q3 "…"
+                              answers q3: at once if it waits, else kept until
+                              the run asks q3 (and given to q3 only)
+
 A question answered, declined or timed out already, one the run is past and never
-asked, an id not of the form qN, or a run that ended: the reply is refused, and
-nothing is kept.
+asked, an id not of the form qN, or a run that ended: the reply is refused (exit
+1), and nothing is kept.
 
 Examples:
   flower reply "use PostgreSQL"
   flower reply 2
   flower -w ~/src/app reply --mail "also keep the old API"
   flower reply r12 --question q1 "call it zed"
-
-`+exitCodes, "flower", m.name())
+`, "flower", m.name())
 }
 
 func (m *Command) runUsage() string {
@@ -263,7 +450,7 @@ credentials, screen, Ctrl-C, exit codes):
 
 `+runExample+`
 
-`, "flower", m.name())
+`+exitCodes, "flower", m.name())
 }
 
 func (m *Command) reportUsage() string {
@@ -318,7 +505,7 @@ state and transcripts), in the first of:
 `
 
 func (m *Command) submitUsage() string {
-	return strings.ReplaceAll(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] [--budget USD] "request"
+	return strings.ReplaceAll(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] "request"
 
 Queues a run of the request against a git repository. A free worker takes it,
 clones REPO, works on the run's own branch flower/rN (made from B) and pushes its
@@ -331,10 +518,12 @@ Flags:
   --no-check      do not check from this machine that REPO and B exist
 
 Examples:
-  flower submit --db-file ~/.config/flower/team-db --repo git@host:app.git "add a --json flag"
-  flower submit --db postgres://flower@db:5432/flower --repo /srv/git/app.git --branch develop --budget 5 "fix the flaky tests"
+  flower submit --repo git@host:app.git "add a --json flag"
+  flower submit --db-file ~/team-db --repo /srv/app.git --budget 5 "fix it"
+  flower submit --db postgres://flower@db/flower --repo /srv/app.git \
+      --branch develop "fix the flaky tests"
 
-`+teamFlags+"\n"+exitCodes, "flower", m.name())
+`+teamFlags, "flower", m.name())
 }
 
 func (m *Command) workerUsage() string {
@@ -383,7 +572,7 @@ ends, and it never sees the database. bubblewrap confines each run to its own
 checkout, HOME and folders: the rest of DIR, this HOME, /tmp and other
 processes are hidden from it.
 
-`+teamFlags+"\n"+exitCodes, "flower", m.name())
+`+teamFlags, "flower", m.name())
 }
 
 func (m *Command) workersUsage() string {
@@ -399,7 +588,7 @@ Ages are the database's clock: a worker whose clock is off is named below.
 
 To make a worker finish and leave: flower worker --drain NAME.
 
-`+teamFlags+"\n"+exitCodes, "flower", m.name())
+`+teamFlags, "flower", m.name())
 }
 
 func (m *Command) pruneUsage() string {
@@ -413,7 +602,7 @@ or waiting run is never removed (naming one is refused). Their branches stay
 in the repository. AGE is an age (30d, 12h, 90m) or a date (2026-01-31,
 2026-01-31T15:04).
 
-`+teamFlags+"\n"+exitCodes, "flower", m.name())
+`+teamFlags, "flower", m.name())
 }
 
 func (m *Command) runsUsage() string {
@@ -431,7 +620,7 @@ Flags:
 
 flower runs prune --ended-before 30d removes ended runs' rows (see its --help).
 
-`+teamFlags+"\n"+exitCodes, "flower", m.name())
+`+teamFlags, "flower", m.name())
 }
 
 func (m *Command) retryUsage() string {
@@ -442,7 +631,7 @@ its pushed branch and its state in the database, as after a takeover. Its
 earlier failures stay in its record (flower runs RUN); only new ones count
 towards parking it again. A run in any other state is refused (exit code 1).
 
-`+teamFlags+"\n"+exitCodes, "flower", m.name())
+`+teamFlags, "flower", m.name())
 }
 
 func (m *Command) cancelUsage() string {
@@ -453,5 +642,204 @@ one is stopped by its worker, which writes its state back and pushes its work
 to the run's branch first. A run whose worker died stays cancelled: no worker
 starts it again. A run that already ended is refused (exit code 1).
 
-`+teamFlags+"\n"+exitCodes, "flower", m.name())
+`+teamFlags, "flower", m.name())
+}
+
+// helpWidth is the width help is laid out for: the terminal's, or 80
+// columns when the help goes to a pipe or a file (less, grep, a README).
+func (m *Command) helpWidth() int {
+	if w := m.stdoutWidth(); w > 0 {
+		return w
+	}
+	return 80
+}
+
+// printHelp writes a help text laid out for the output's width.
+func (m *Command) printHelp(help string) {
+	fmt.Fprint(m.Stdout, fitHelp(help, m.helpWidth()))
+}
+
+// helpEntry is one logical line of a help text: a paragraph, a list item
+// ("  --flag X   what it does", its description continued on lines
+// indented to the description's column) or a line kept as it is (an
+// example command, code).
+type helpEntry struct {
+	head string // the item's term with its padding, a kept line, or the paragraph's indent
+	body string // the words that wrap
+	keep bool   // a line that is not reflowed (an example, code, a heading)
+}
+
+// fitHelp lays a help text out for a terminal cols wide, measured in
+// display columns (a Chinese character takes two): paragraphs and item
+// descriptions are joined and wrapped again at cols, so that the help fits
+// 80 columns and uses 160 when it has them; an item's description stays
+// in its column, or goes below its term when the column leaves too little
+// room. The source texts are written for 80 columns.
+func fitHelp(help string, cols int) string {
+	var b strings.Builder
+	for _, e := range parseHelp(help) {
+		for _, line := range e.layout(cols) {
+			b.WriteString(strings.TrimRight(line, " "))
+			b.WriteByte('\n')
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n") + tail(help)
+}
+
+// tail is the help's own line ending: fitHelp keeps whether it ended one.
+func tail(help string) string {
+	if strings.HasSuffix(help, "\n") {
+		return "\n"
+	}
+	return ""
+}
+
+// parseHelp reads a help text into entries. A line at column 0 continues
+// the paragraph above it unless that is a heading (one line ending with a
+// colon: "Flags:"); an indented line whose indent is the
+// description column of the item above continues that description; an
+// indented line with a gap of two spaces is an item; any other indented
+// line is kept as it is.
+func parseHelp(help string) []helpEntry {
+	var out []helpEntry
+	hang := -1 // the column the last entry's continuation lines start at; -1: none continues
+	for _, line := range strings.Split(strings.TrimSuffix(help, "\n"), "\n") {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		text := strings.TrimSpace(line)
+		switch {
+		case text == "":
+			out, hang = append(out, helpEntry{keep: true}), -1
+			continue
+		case indent == hang && len(out) > 0:
+			last := &out[len(out)-1]
+			last.body = joinWords(last.body, text)
+			continue
+		}
+		if indent == 0 {
+			out, hang = append(out, helpEntry{body: text}), 0
+			if strings.HasSuffix(text, ":") {
+				hang = -1
+			}
+			continue
+		}
+		if gap := strings.Index(line[indent:], "  "); gap > 0 {
+			col := indent + gap + len(line[indent+gap:]) - len(strings.TrimLeft(line[indent+gap:], " "))
+			// The column in display columns: "…" or a Chinese term
+			// takes fewer or more columns than bytes.
+			out, hang = append(out, helpEntry{head: line[:col], body: line[col:]}), screen.Columns(line[:col])
+			continue
+		}
+		out, hang = append(out, helpEntry{head: line, keep: true}), -1
+	}
+	return out
+}
+
+// joinWords joins two pieces of one sentence: with a space, except
+// between two Chinese pieces or beside Chinese punctuation, which have
+// none.
+func joinWords(a, b string) string {
+	if a == "" {
+		return b
+	}
+	last, _ := utf8.DecodeLastRuneInString(a)
+	first, _ := utf8.DecodeRuneInString(b)
+	wide := func(r rune) bool { return screen.RuneWidth(r) == 2 }
+	if wide(last) && wide(first) || wide(last) && unicode.IsPunct(last) || wide(first) && unicode.IsPunct(first) {
+		return a + b
+	}
+	return a + " " + b
+}
+
+// minDescription is the least room an item's description keeps beside its
+// term; with less, it goes on the lines below.
+const minDescription = 24
+
+func (e helpEntry) layout(cols int) []string {
+	if e.keep {
+		return wrapHanging(e.head, cols, len(e.head)-len(strings.TrimLeft(e.head, " "))+4)
+	}
+	if e.head == "" {
+		return wrapWords(e.body, cols)
+	}
+	hang := screen.Columns(e.head)
+	if cols-hang < minDescription {
+		indent := len(e.head) - len(strings.TrimLeft(e.head, " "))
+		lines := wrapHanging(strings.TrimRight(e.head, " "), cols, indent+4)
+		for _, l := range wrapWords(e.body, cols-indent-4) {
+			lines = append(lines, strings.Repeat(" ", indent+4)+l)
+		}
+		return lines
+	}
+	var lines []string
+	for i, l := range wrapWords(e.body, cols-hang) {
+		if i == 0 {
+			lines = append(lines, e.head+l)
+		} else {
+			lines = append(lines, strings.Repeat(" ", hang)+l)
+		}
+	}
+	return lines
+}
+
+// wrapHanging wraps one line at cols, its continuation lines indented by
+// hang (a kept line too long for a narrow terminal: an example command),
+// or not indented when that leaves too little room.
+func wrapHanging(line string, cols, hang int) []string {
+	if screen.Columns(line) <= cols || cols < 10 {
+		return []string{line}
+	}
+	if cols-hang < minDescription {
+		hang = 0
+	}
+	head := wrapWords(line, cols)[0]
+	out := []string{head}
+	for _, l := range wrapWords(strings.TrimLeft(line[len(head):], " "), cols-hang) {
+		out = append(out, strings.Repeat(" ", hang)+l)
+	}
+	return out
+}
+
+// A Chinese line neither starts with closing punctuation nor ends with
+// opening punctuation.
+const (
+	closingPunct = "，。、；：！？）」』】》,;:!?)"
+	openingPunct = "（「『【《("
+)
+
+// wrapWords breaks s into lines of at most cols display columns at the last
+// blank that fits (a word longer than a line is cut), or beside a Chinese
+// character, which needs no blank (but not before its closing punctuation); below 10 columns it leaves s
+// whole. Unlike screen.Wrap it never cuts a word that a blank could keep
+// whole: a help line keeps its paths and flags intact.
+func wrapWords(s string, cols int) []string {
+	if cols < 10 {
+		return []string{s}
+	}
+	var out []string
+	for screen.Columns(s) > cols {
+		n, cut, brk := 0, 0, -1 // brk: the byte offset of the last break that fits
+		var prev rune
+		for i, r := range s {
+			w := screen.RuneWidth(r)
+			wide := w == 2 || screen.RuneWidth(prev) == 2
+			if i > 0 && (r == ' ' || wide && !strings.ContainsRune(closingPunct, r) && !strings.ContainsRune(openingPunct, prev)) {
+				brk = i
+			}
+			if n+w > cols {
+				break
+			}
+			n += w
+			cut = i + utf8.RuneLen(r)
+			prev = r
+		}
+		if brk > 0 {
+			cut = brk
+		}
+		if cut == 0 {
+			_, cut = utf8.DecodeRuneInString(s)
+		}
+		out = append(out, strings.TrimRight(s[:cut], " "))
+		s = strings.TrimLeft(s[cut:], " ")
+	}
+	return append(out, s)
 }

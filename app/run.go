@@ -14,8 +14,8 @@ func (m *Command) runRun(ctx context.Context, args []string) error {
 	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" {
-			_, err := m.Stdout.Write([]byte(m.runUsage()))
-			return err
+			m.printHelp(m.runUsage())
+			return nil
 		}
 	}
 	return usageErrorf("`%s run` runs a workflow of your own; in Go that is a program whose main is app.Main(yourFlow): `%s run --help` shows one", m.name(), m.name())
@@ -31,14 +31,18 @@ const runExample = `    package main
         "github.com/flowerrun/flower/app"
     )
 
-    func build(ctx context.Context, cfg app.Config, ui *app.UI) (*flower.Workflow, error) {
-        spec := flower.AgentSpec{Name: "coder", AllowedTools: []string{"Read", "Edit", "Bash"}}
+    func build(ctx context.Context, cfg app.Config,
+        ui *app.UI) (*flower.Workflow, error) {
+        spec := flower.AgentSpec{Name: "coder",
+            AllowedTools: []string{"Read", "Edit", "Bash"}}
+        plan := flower.Text("Plan, do not edit: " + cfg.Request)
         return &flower.Workflow{Steps: []flower.Step{
-            {Name: "plan", Spec: spec, Prompt: flower.Text("Plan, do not edit: " + cfg.Request)},
-            {Name: "build", Spec: spec, ResumeFrom: "plan", Prompt: flower.Text("Now do it.")},
+            {Name: "plan", Spec: spec, Prompt: plan},
+            {Name: "build", Spec: spec, ResumeFrom: "plan",
+                Prompt: flower.Text("Now do it.")},
         }}, nil
     }
 
     func main() { os.Exit(app.MainFunc(build)) }
 
-then: go run . -w ./repo "add a --json flag"   (examples/ownflow is this program)`
+Then: go run . -w ./repo "add a --json flag" (examples/ownflow is this program).`

@@ -285,7 +285,7 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--help"}, []string{"flower submit --repo REPO", "flower worker", "flower runs [RUN]",
-			"flower reply RUN", "flower cancel RUN", "flower report RUN", "--db-file F", "--db URL without its password"}},
+			"flower reply RUN", "flower cancel RUN", "flower report RUN", "--db-file F", "--db URL"}},
 		{[]string{"submit", "--help"}, []string{"Usage: flower submit [--db-file FILE] --repo REPO", "--branch B", "--budget USD", "--no-check",
 			"$FLOWER_DATABASE_URL", "mode 0600", "~/.pgpass", "a password in --db is refused"}},
 		{[]string{"worker", "--help"}, []string{"Usage: flower worker [--db-file FILE]", "--concurrency N", "--dir DIR", "--name NAME", "--rescue D",
