@@ -70,7 +70,7 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("noGitJudge"), cfg.Workspace))
 	}
 	last, ended := LoadEnding(wake.RunDir)
-	finished := ended && (last.Outcome == OutcomeAchieved || last.Outcome == OutcomeDone)
+	finished := ended && last.finished()
 	if waking {
 		ui.Screen.Block(screen.Cyan, LastRun(ui.Lang, wake, last, ended, time.Now())...)
 	}
@@ -157,6 +157,8 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 	switch last.Outcome {
 	case OutcomeAchieved:
 		how = t("lastAchieved")
+	case OutcomeAccepted:
+		how = fmt.Sprintf(t("lastAccepted"), orNone(lang, last.Reason))
 	case OutcomeDone:
 		how = t("lastDone")
 	case OutcomeNotAchieved:
@@ -165,6 +167,9 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 		how = fmt.Sprintf(t("lastUnreachable"), orNone(lang, last.Reason))
 	case OutcomeStopped:
 		how = t("lastStopped")
+		if last.Budget {
+			how = fmt.Sprintf(t("lastBudget"), orNone(lang, last.Reason))
+		}
 	default:
 		how = fmt.Sprintf(t("lastFailed"), orNone(lang, last.Reason))
 	}
