@@ -45,12 +45,12 @@ type starterTexts struct {
 	noCommands                    string // n checks, goal path
 	isolateNotGit, emptyAsk       string // workspace; -
 	coderDesc, coderPrompt        string
-	work, workGoal                string // brief; goal block
-	carryOn, rederived            string // -; goal block
-	briefChanged                  string // what changed in the brief
-	briefBroken                   string // brief path, missing sections
-	briefMissing                  string // missing sections: the run's outcome
-	bequestPrompt                 string // outcome, workbench, brief, goal, manifest
+	work, workGoal                string            // brief; goal block
+	carryOn, rederived            string            // -; goal block
+	briefChanged                  string            // what changed in the brief
+	briefBroken                   string            // brief path, missing sections
+	briefMissing                  string            // missing sections: the run's outcome
+	bequestPrompt                 string            // outcome, workbench, brief, goal, manifest
 	outcomes                      map[string]string // Outcome.State → what the bequest says
 	budgetStopped                 string            // the outcome of a run its budget stopped
 }

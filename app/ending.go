@@ -39,13 +39,13 @@ const endingFile = "ending.json"
 
 // Ending is how one go/run/once ended.
 type Ending struct {
-	Request string    `json:"request,omitempty"`
-	Outcome string    `json:"outcome"`
-	Reason  string    `json:"reason,omitempty"`
-	Step    string    `json:"step,omitempty"` // the step that stopped
-	Round   int       `json:"round,omitempty"`
+	Request string `json:"request,omitempty"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	Step    string `json:"step,omitempty"` // the step that stopped
+	Round   int    `json:"round,omitempty"`
 	// Budget says a stopped run was stopped by its cost budget.
-	Budget bool `json:"budget,omitempty"`
+	Budget  bool      `json:"budget,omitempty"`
 	Rounds  int       `json:"rounds,omitempty"`
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`

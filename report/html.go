@@ -73,7 +73,11 @@ func Render(w io.Writer, r *Report, pageDir string) error {
 		"T":  func(key string) string { return tr(l, key) },
 		"Tf": func(key string, a ...any) string { return trf(l, key, a...) },
 		"outcome": func(o Outcome) string {
-			s := trf(l, "out_"+o.State, o.Step)
+			key := "out_" + o.State
+			if o.State == StoppedByHuman && o.Budget {
+				key = "out_budget"
+			}
+			s := trf(l, key, o.Step)
 			switch {
 			case o.Rounds == 1:
 				s += trf(l, "rounds_ran", tr(l, "rounds_1"))
