@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -55,9 +56,17 @@ var bequestWords = map[string]map[string]string{
 		OutcomeStopped: "人在目标达成之前停下了这次运行", OutcomeFailed: "目标达成之前运行失败了"},
 }
 
-// reportOutcome is the outcome `flower report --json` gives the run
-// directory, and the outcome class of the page `flower report` writes.
-func reportOutcome(t *testing.T, env []string, runDir string) (data, page string) {
+// reportView is what `flower report` says of a run directory: its data
+// (--json) and its page.
+type reportView struct {
+	state, pageState    string
+	tokensIn, tokensOut int
+	cost                float64
+	page                string
+}
+
+// reportOf runs `flower report --json` and `flower report -o` on runDir.
+func reportOf(t *testing.T, env []string, runDir string) reportView {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -71,6 +80,11 @@ func reportOutcome(t *testing.T, env []string, runDir string) (data, page string
 		Outcome struct {
 			State string `json:"state"`
 		} `json:"outcome"`
+		TokensIn  int `json:"tokens_in"`
+		TokensOut int `json:"tokens_out"`
+		Cost      struct {
+			Total float64 `json:"total"`
+		} `json:"cost"`
 	}
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("flower report --json: %v\n%s", err, out)
@@ -89,7 +103,30 @@ func reportOutcome(t *testing.T, env []string, runDir string) (data, page string
 	if m == nil {
 		t.Fatalf("the page shows no outcome:\n%s", body)
 	}
-	return rep.Outcome.State, string(m[1])
+	return reportView{state: rep.Outcome.State, pageState: string(m[1]), tokensIn: rep.TokensIn, tokensOut: rep.TokensOut,
+		cost: rep.Cost.Total, page: string(body)}
+}
+
+// checkOneCount fails unless the terminal's ending, ending.json and the
+// report give the same tokens and cost, written the same way.
+func checkOneCount(t *testing.T, lang, screen string, e Ending, rep reportView) {
+	t.Helper()
+	if e.TokensIn == 0 || e.TokensOut == 0 {
+		t.Errorf("ending.json counts no tokens: %+v", e)
+	}
+	if rep.tokensIn != e.TokensIn || rep.tokensOut != e.TokensOut || flower.USD(rep.cost) != flower.USD(e.CostUSD) {
+		t.Errorf("the report counts %d in / %d out, %s; the ending %d in / %d out, %s",
+			rep.tokensIn, rep.tokensOut, flower.USD(rep.cost), e.TokensIn, e.TokensOut, flower.USD(e.CostUSD))
+	}
+	numbers := fmt.Sprintf(tr(lang, "endNumbers"), "", Tokens(e.TokensIn), Tokens(e.TokensOut), flower.USD(e.CostUSD))
+	numbers = numbers[strings.Index(numbers, "·"):]
+	if !strings.Contains(flat(screen), flat(numbers)) {
+		t.Errorf("the terminal's ending lacks %q:\n%s", numbers, screen)
+	}
+	headline := Tokens(e.TokensIn) + " " + map[string]string{"en": "in", "zh": "输入"}[lang]
+	if !strings.Contains(rep.page, headline) {
+		t.Errorf("the report's page lacks the tokens %q", headline)
+	}
 }
 
 func TestOneOutcomeOnEverySurface(t *testing.T) {
@@ -190,10 +227,13 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 				if !asked && !bytes.Contains(claudeMD, []byte(want)) {
 					t.Errorf("the bequest does not say %q; CLAUDE.md:\n%s", want, claudeMD)
 				}
-				data, page := reportOutcome(t, env, runDir)
-				if data != c.outcome || page != c.outcome {
-					t.Errorf("the report says %q (data) and %q (page), want %q", data, page, c.outcome)
+				rep := reportOf(t, env, runDir)
+				if rep.state != c.outcome || rep.pageState != c.outcome {
+					t.Errorf("the report says %q (data) and %q (page), want %q", rep.state, rep.pageState, c.outcome)
 				}
+				// One count of tokens and cost, read from one place.
+				e, _ := LoadEnding(runDir)
+				checkOneCount(t, lang, screen, e, rep)
 			})
 		}
 	}

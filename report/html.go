@@ -28,6 +28,7 @@ var funcs = template.FuncMap{
 	// The hrefs are built by href from url.URL: a relative path or file:.
 	"safeURL": func(s string) template.URL { return template.URL(s) },
 	"kilo":    kilo,
+	"tokens":  flower.TokenCount, // as the terminal writes them
 	"dur":     duration,
 	"share": func(part, whole float64) string {
 		if whole <= 0 {
