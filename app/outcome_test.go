@@ -325,3 +325,61 @@ func TestBareFlowerAfterAStopBeforeTheBriefOffersThatRequest(t *testing.T) {
 		}
 	}
 }
+
+// After "start something new" (/new at the wake prompt), the report shows
+// the new request beside its outcome, not the old one.
+func TestTheReportShowsTheNewRequestAfterSlashNew(t *testing.T) {
+	for _, c := range []struct {
+		lang string
+		cols uint16
+	}{{"en", 80}, {"zh", 160}} {
+		t.Run(c.lang, func(t *testing.T) {
+			t.Parallel()
+			ws := gitStarterWorkspace(t)
+			words := demo.TextsFor(flower.Lang(c.lang))
+			srv := claudetest.NewServer(t, demoHandler(ws, c.lang, nil, nil))
+			env := binEnv(t, srv)
+			size := &pty.Winsize{Rows: 50, Cols: c.cols}
+			out, code := pipedStarter(t, ws, c.lang, demoHandler(ws, c.lang, nil, nil), words.Ask)
+			if code != 0 {
+				t.Fatalf("the first request: exit %d:\n%s", code, out)
+			}
+			// The demo's scripted model answers a request that holds its
+			// own words; the marker tells the two apart.
+			second := words.Ask + " (second-request)"
+			p := startPTYSize(t, flowerBin, env, size, "-w", ws, "--lang", c.lang, "--timeout", "0")
+			p.expectFlat(t, tr(c.lang, "wakeAchieved"))
+			p.expect(t, "> ")
+			io.WriteString(p.tty, "/new\r")
+			p.expectFlat(t, tr(c.lang, "start"))
+			waitFor(t, "the second prompt", func() bool { return strings.Count(p.screen(), "> ") >= 2 })
+			io.WriteString(p.tty, second+"\r")
+			if code := p.wait(t); code != 0 {
+				t.Fatalf("the second request: exit %d:\n%s", code, p.screen())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, flowerBin, "report", "--json", filepath.Join(ws, "runs"))
+			cmd.Env, cmd.Dir = env, t.TempDir()
+			data, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("flower report --json: %v", err)
+			}
+			var rep struct {
+				Request string `json:"request"`
+				Outcome struct {
+					State string `json:"state"`
+				} `json:"outcome"`
+			}
+			if err := json.Unmarshal(data, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(rep.Request, "(second-request)") {
+				t.Errorf("the report's request is %q, want the new one %q", rep.Request, second)
+			}
+			if rep.Outcome.State != OutcomeAchieved {
+				t.Errorf("the report's outcome %q, want %q", rep.Outcome.State, OutcomeAchieved)
+			}
+		})
+	}
+}

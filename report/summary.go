@@ -264,12 +264,22 @@ func (g *gatherer) lastStepEvent(run string) (index, total int) {
 	return index, total
 }
 
-// request is the prompt that started the run: the first user text of the
-// first step's session, as the session store keeps it (the starter flow's
-// clarify step is given the human's request as it was typed).
+// request is the prompt that started the run's current request: the
+// first user text of the first step's session, as the session store keeps
+// it (the starter flow's clarify step is given the human's request as it
+// was typed). A run directory where something new was started (/new,
+// --new) keeps the old request's rows; the lineage counts the wakes since
+// then, so only those runs' rows are read, and the page never shows the
+// old request beside the new one's outcome.
 func (g *gatherer) request() string {
+	current := map[string]bool{}
+	if w := g.r.Wakes; w > 0 && w <= len(g.r.Runs) {
+		for _, run := range g.r.Runs[len(g.r.Runs)-w:] {
+			current[run] = true
+		}
+	}
 	for _, s := range g.r.Steps {
-		if s.Aside {
+		if s.Aside || (len(current) > 0 && !current[s.Run]) {
 			continue
 		}
 		for _, sid := range append(slices.Clone(s.Retired), s.SessionID) {
