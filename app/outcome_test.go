@@ -290,7 +290,7 @@ func TestBareFlowerAfterAStopBeforeTheBriefOffersThatRequest(t *testing.T) {
 				p.expect(t, "> ")
 				io.WriteString(p.tty, "\r")
 				// Enter continues it: the clarifier's session resumes.
-				p.expectFlat(t, tr(lang, "continuingBeforeBrief"))
+				p.expectFlat(t, tr(lang, "continuingNoBrief"))
 				p.expectFlat(t, strings.Replace(tr(lang, "stepResumed"), "%d", "2", 1))
 				if code := p.wait(t); code != 0 {
 					t.Errorf("the continued run: exit %d:\n%s", code, p.screen())
@@ -304,7 +304,7 @@ func TestBareFlowerAfterAStopBeforeTheBriefOffersThatRequest(t *testing.T) {
 						t.Errorf("bare flower says %q:\n%s", never, screen)
 					}
 				}
-				if strings.Contains(flat(screen), flat(tr(lang, "startingNewBeforeBrief"))) {
+				if strings.Contains(flat(screen), flat(tr(lang, "startingNewNoBrief"))) {
 					t.Errorf("Enter started the request anew:\n%s", screen)
 				}
 				checkLanguage(t, lang == "en", screen)

@@ -171,10 +171,10 @@ func continueBeforeBrief(ctx context.Context, cfg Config, ui *UI, o flower.Start
 	}
 	ui.request = ask
 	if o.New {
-		ui.Screen.Line(screen.Yellow, ui.T("startingNewBeforeBrief"))
+		ui.Screen.Line(screen.Yellow, ui.T("startingNewNoBrief"))
 		return flower.StarterFlow(ask, o)
 	}
-	ui.Screen.Line(screen.Cyan, ui.T("continuingBeforeBrief"))
+	ui.Screen.Line(screen.Cyan, ui.T("continuingNoBrief"))
 	home, _ := os.UserHomeDir()
 	ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, false, 0, 0, wake.Woke+1))
 	return flower.StarterFlow(ask, o)
