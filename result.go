@@ -156,8 +156,8 @@ type stepResultJSON struct {
 	Resumed   bool     `json:"resumed"`
 	Retired   []string `json:"retired"`
 	Context   int      `json:"context"`
-	TokensIn  int      `json:"tokens_in"`
-	TokensOut int      `json:"tokens_out"`
+	TokensIn  int      `json:"tokens_in,omitempty"` // beyond the original's row: left out when 0
+	TokensOut int      `json:"tokens_out,omitempty"`
 	DurationS float64  `json:"duration_s"`
 	Run       string   `json:"run,omitempty"`
 }
