@@ -60,10 +60,10 @@ func (b *bequest) write(ctx context.Context, rt *Runtime, c *Ctx) {
 		return // nothing was worked on: nothing to hand over
 	}
 	lang, t := b.place.lang, starterTextsFor(b.place.lang)
-	outcome := bequestOutcome(c)
+	outcome := bequestOutcome(c, t)
 	text := ""
 	if sid, ok := c.Session(b.work.Name); ok && ctx.Err() == nil {
-		prompt := fmt.Sprintf(t.bequestPrompt, t.outcomes[outcome], b.place.wb.Root(), b.place.brief, b.place.goal, rt.ManifestPath())
+		prompt := fmt.Sprintf(t.bequestPrompt, outcome, b.place.wb.Root(), b.place.brief, b.place.goal, rt.ManifestPath())
 		bctx, cancel := context.WithTimeout(ctx, bequestTimeout)
 		r, err := rt.Run(bctx, bequestSpec(b.work.Spec), prompt, RunOptions{
 			StepName: b.work.Name + b.place.names.Bequest, Resume: sid, Fork: true, OnEvent: c.OnEvent(), Aside: true, OneAttempt: true})
@@ -124,22 +124,19 @@ func bequestSpec(work AgentSpec) AgentSpec {
 	return spec
 }
 
-// bequestOutcome reads how the run ended from the ctx.
-func bequestOutcome(c *Ctx) int {
-	if _, failed := c.FailedAt(); failed {
-		return outcomeStopped
+// bequestOutcome says how the run ended: the outcome Workflow.Run decided
+// (the one the ending and the report show), in words.
+func bequestOutcome(c *Ctx, t starterTexts) string {
+	o, ok := OutcomeOf(c)
+	if !ok {
+		// Finally runs after Run decided; a caller of write outside a
+		// workflow decides here, with what the ctx holds.
+		o = RunOutcome(c, nil, nil)
 	}
-	v, _ := c.Get(VerdictKey)
-	verdict, _ := v.(*doc.Verdict)
-	switch {
-	case verdict == nil:
-		return outcomeFinished
-	case verdict.State == doc.Achieved:
-		return outcomeAchieved
-	case verdict.State == doc.Unreachable:
-		return outcomeAccepted
+	if o.State == OutcomeStopped && o.Budget {
+		return t.budgetStopped
 	}
-	return outcomeNotYet
+	return t.outcomes[o.State]
 }
 
 // usableBequest is the model's hand-over trimmed, or "" when it cannot be
@@ -266,8 +263,8 @@ func replaceBequest(file, block string) (string, error) {
 
 // mechanical is the hand-over flower writes itself: what the brief, the
 // goal, the verdict and the manifest say, as pointers.
-func (b *bequest) mechanical(rt *Runtime, c *Ctx, outcome int) string {
-	p, lang, t := b.place, b.place.lang, starterTextsFor(b.place.lang)
+func (b *bequest) mechanical(rt *Runtime, c *Ctx, outcome string) string {
+	p, lang := b.place, b.place.lang
 	var sb strings.Builder
 	line := func(s string) { sb.WriteString(s + "\n") }
 	line(langPick(lang, "## flower 交代(机械版本)", "## flower hand-over (mechanical)"))
@@ -284,7 +281,7 @@ func (b *bequest) mechanical(rt *Runtime, c *Ctx, outcome int) string {
 	line(langPick(lang, "- **这是什么**:", "- **What this is**: ") + what)
 	v, _ := c.Get(VerdictKey)
 	verdict, _ := v.(*doc.Verdict)
-	result := t.outcomes[outcome]
+	result := outcome
 	if verdict != nil && strings.TrimSpace(verdict.Reason) != "" {
 		result += langPick(lang, "。判定者的理由:", ". The judge's reason: ") + blockSafe(firstLine(verdict.Reason))
 	}

@@ -410,6 +410,9 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		answer := strings.TrimSpace(a.Answer)
 		switch {
 		case strings.HasPrefix(answer, t.acceptPrefix):
+			// The person's word, not the judge's: the run's outcome says
+			// they accepted it (RunOutcome).
+			c.Set(AcceptedKey, true)
 			return true, nil
 		case strings.HasPrefix(answer, t.amendPrefix):
 			na, err := ch.Ask(ctx, t.newGoal, nil)

@@ -91,6 +91,11 @@ type StepResult struct {
 	Resumed bool
 	// Retired lists the session ids handoffs burned, in order.
 	Retired []string
+	// TokensIn and TokensOut are what the step's turns read (input, cache
+	// read and cache creation together) and wrote, accumulated like
+	// CostUSD: the one count of tokens the terminal's ending and the
+	// report both show.
+	TokensIn, TokensOut int
 	// Context is the main thread's context (tokens) in the current
 	// generation: what its latest turn reported (0 right after a handoff).
 	// The handoff threshold watches the generation's highest; this is the
@@ -151,6 +156,8 @@ type stepResultJSON struct {
 	Resumed   bool     `json:"resumed"`
 	Retired   []string `json:"retired"`
 	Context   int      `json:"context"`
+	TokensIn  int      `json:"tokens_in,omitempty"` // beyond the original's row: left out when 0
+	TokensOut int      `json:"tokens_out,omitempty"`
 	DurationS float64  `json:"duration_s"`
 	Run       string   `json:"run,omitempty"`
 }
@@ -167,7 +174,7 @@ func (r StepResult) wire() stepResultJSON {
 		NumTurns: r.NumTurns, Text: r.Text, Error: nullable(r.Error),
 		StartedAt: unixSeconds(r.StartedAt), EndedAt: unixSeconds(r.EndedAt),
 		Attempts: r.Attempts, Errors: nonNil(r.Errors), Resumed: r.Resumed,
-		Retired: nonNil(r.Retired), Context: r.Context, DurationS: r.DurationS(),
+		Retired: nonNil(r.Retired), Context: r.Context, TokensIn: r.TokensIn, TokensOut: r.TokensOut, DurationS: r.DurationS(),
 	}
 }
 
@@ -183,7 +190,7 @@ func (w stepResultJSON) result() StepResult {
 		NumTurns: w.NumTurns, Text: w.Text, Error: deref(w.Error),
 		StartedAt: fromUnixSeconds(w.StartedAt), EndedAt: fromUnixSeconds(w.EndedAt),
 		Attempts: w.Attempts, Errors: w.Errors, Resumed: w.Resumed, Retired: w.Retired,
-		Context: w.Context,
+		Context: w.Context, TokensIn: w.TokensIn, TokensOut: w.TokensOut,
 	}
 }
 
@@ -337,6 +344,8 @@ func (a *Attempt) Fold(e Event) {
 		}
 		r.CostUSD += e.Float("cost_usd")
 		r.NumTurns += e.Int("num_turns")
+		r.TokensIn += e.Int("tokens_in")
+		r.TokensOut += e.Int("tokens_out")
 		r.OK = !e.Bool("is_error")
 	}
 }
@@ -462,6 +471,15 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// TokenCount is the one way flower writes a number of tokens, on the
+// screen and in the report: "800", "12.0K".
+func TokenCount(n int) string {
+	if n >= 1000 {
+		return fmt.Sprintf("%.1fK", float64(n)/1000)
+	}
+	return fmt.Sprint(n)
 }
 
 // USD is the one way flower writes a cost, on the screen and in the

@@ -58,7 +58,7 @@ func TestStepResultMarshalsAsTheManifestRow(t *testing.T) {
 	}
 	full := StepResult{Step: "s#retry2", SessionID: "sid", OK: true, CostUSD: 1.5, NumTurns: 7, Text: "t",
 		Error: ErrInterrupted, StartedAt: start, EndedAt: start.Add(time.Minute), Attempts: 3,
-		Errors: []string{"e"}, Resumed: true, Retired: []string{"old"}, Context: 123_456}
+		Errors: []string{"e"}, Resumed: true, Retired: []string{"old"}, Context: 123_456, TokensIn: 71_000, TokensOut: 900}
 	b, _ = json.Marshal(full)
 	var back StepResult
 	if err := json.Unmarshal(b, &back); err != nil {

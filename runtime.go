@@ -470,6 +470,22 @@ func (rt *Runtime) TotalCost() float64 {
 	return math.Round(sum*1e4) / 1e4
 }
 
+// TotalTokens is what every step of this Runtime read and wrote (the
+// step in flight included), counted as the manifest counts them.
+func (rt *Runtime) TotalTokens() (in, out int) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	for i, r := range rt.results {
+		if i != rt.rescuedRow {
+			in, out = in+r.TokensIn, out+r.TokensOut
+		}
+	}
+	if rt.inflight != nil {
+		in, out = in+rt.inflight.TokensIn, out+rt.inflight.TokensOut
+	}
+	return in, out
+}
+
 // finishedLocked sums the finished steps' cost; a row Rescue wrote for the
 // step still in flight does not count, the step's own cost does.
 func (rt *Runtime) finishedLocked() float64 {

@@ -45,22 +45,15 @@ type starterTexts struct {
 	noCommands                    string // n checks, goal path
 	isolateNotGit, emptyAsk       string // workspace; -
 	coderDesc, coderPrompt        string
-	work, workGoal                string // brief; goal block
-	carryOn, rederived            string // -; goal block
-	briefChanged                  string // what changed in the brief
-	briefBroken                   string // brief path, missing sections
-	bequestPrompt                 string // outcome, workbench, brief, goal, manifest
-	outcomes                      [5]string
+	work, workGoal                string            // brief; goal block
+	carryOn, rederived            string            // -; goal block
+	briefChanged                  string            // what changed in the brief
+	briefBroken                   string            // brief path, missing sections
+	briefMissing                  string            // missing sections: the run's outcome
+	bequestPrompt                 string            // outcome, workbench, brief, goal, manifest
+	outcomes                      map[string]string // Outcome.State → what the bequest says
+	budgetStopped                 string            // the outcome of a run its budget stopped
 }
-
-// The outcomes a bequest reports.
-const (
-	outcomeAchieved = iota
-	outcomeAccepted
-	outcomeStopped
-	outcomeNotYet
-	outcomeFinished // no goal guard
-)
 
 func starterTextsFor(lang Lang) starterTexts {
 	if lang.IsEnglish() {
@@ -94,6 +87,7 @@ func starterTextsFor(lang Lang) starterTexts {
 			carryOn:         "Carry on. Pick up where you stopped last time; first say in one sentence what you will do first.",
 			rederived:       "\n\n---\n\nThe checklist has been derived again from these words; **this one stands**:\n\n%s",
 			briefChanged:    "\n\n---\n\nThe brief changed since the goal was set (the human's words, or their edit of the file). What changed:\n\n%s",
+			briefMissing:    "the brief lacks these sections: %s (answer the clarifier's questions, or write them into the brief, and run again)",
 			briefBroken:     "the brief %s was confirmed, but now lacks: %s (edited by hand?). Put those sections back, or run with --new to start afresh (the brief is archived, never deleted)",
 			bequestPrompt: `The run ends here (%s). Write a short hand-over for whoever works on this repository next, a person or a tool, who knows nothing of this run. flower puts it into CLAUDE.md and AGENTS.md at the workspace root.
 
@@ -105,8 +99,16 @@ Cover, in a few dozen lines at most:
 - where the workbench is (%s) and how to read it: INDEX.md first; the brief is %s, the goal %s, the run's steps and costs %s.
 
 Give pointers (paths, commands), not content: never paste files, logs or diffs. Reply with the hand-over itself as Markdown, nothing before or after it; do not write any file.`,
-			outcomes: [5]string{"the goal was achieved", "a human accepted the result", "the run stopped before the goal was achieved", "the goal is not achieved yet",
-				"the work step finished (no goal guard)"},
+			outcomes: map[string]string{
+				OutcomeAchieved:    "the goal was achieved",
+				OutcomeAccepted:    "the person accepted the result as it stands (the judge had not ruled the goal achieved)",
+				OutcomeUnreachable: "the goal was ruled unreachable and nobody decided otherwise",
+				OutcomeNotAchieved: "the rounds ran out and the goal is not achieved yet",
+				OutcomeStopped:     "the person stopped the run before the goal was achieved",
+				OutcomeFailed:      "the run failed before the goal was achieved",
+				OutcomeDone:        "every step finished; no goal was judged",
+			},
+			budgetStopped: "the run's cost budget was spent before the goal was achieved",
 		}
 	}
 	return starterTexts{
@@ -139,6 +141,7 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 		carryOn:         "接着做。上次干到哪就从哪接着,先说一句你打算先动什么。",
 		rederived:       "\n\n---\n\n判定标准已经按这句话重新推导过,**以这份为准**:\n\n%s",
 		briefChanged:    "\n\n---\n\n设定目标之后,需求确认书改过了(人说的话,或人改了文件)。改动如下:\n\n%s",
+		briefMissing:    "确认书缺这几段:%s(回答澄清者的提问,或把它们写进确认书,再跑一次)",
 		briefBroken:     "需求确认书 %s 确认过,现在却缺了:%s(手改坏了?)。把这几段补回去,或者加 --new 重新开始(确认书会归档,不会删)",
 		bequestPrompt: `这次运行到此结束(%s)。给下一个接手这个仓库的人或工具写一份简短的交代 —— 对方对这次运行一无所知。flower 会把它放进工作区根目录的 CLAUDE.md 和 AGENTS.md。
 
@@ -150,7 +153,16 @@ Give pointers (paths, commands), not content: never paste files, logs or diffs. 
 - 工作台在哪(%s)、怎么读:先看 INDEX.md;需求在 %s,目标在 %s,每一步和花费在 %s。
 
 给指针(路径、命令),不给内容:别贴文件、日志、diff。只回复交代本身(Markdown),前后不要别的话;不要写任何文件。`,
-		outcomes: [5]string{"目标已达成", "人接受了这个结果", "没达成目标就停下了", "目标还没达成", "干活这一步跑完了(没有目标看守)"},
+		outcomes: map[string]string{
+			OutcomeAchieved:    "目标已达成",
+			OutcomeAccepted:    "人接受了现在的结果(判定者没有判目标达成)",
+			OutcomeUnreachable: "目标被判为无法达成,没有人另作决定",
+			OutcomeNotAchieved: "轮次用完了,目标还没达成",
+			OutcomeStopped:     "人在目标达成之前停下了这次运行",
+			OutcomeFailed:      "目标达成之前运行失败了",
+			OutcomeDone:        "每一步都做完了,没有判定目标",
+		},
+		budgetStopped: "目标达成之前花费预算用完了",
 	}
 }
 

@@ -556,6 +556,12 @@ func (w *Workflow) Run(ctx context.Context, rt *Runtime, onEvent func(Event), on
 		return c, fmt.Errorf("flower: %s: %w", w.name(), err)
 	}
 	c, err := w.run(ctx, rt, c, steps, onEvent, onStep)
+	// The outcome is decided once, here, before Finally: the bequest, the
+	// front end's ending and the report (through events.jsonl) all read
+	// this one answer.
+	o := RunOutcome(c, err, context.Cause(ctx))
+	c.Set(OutcomeKey, o)
+	c.emit("", outcomeEvent(o))
 	if w.Finally != nil {
 		safeCall("Finally", func() { w.Finally(ctx, rt, c) })
 	}
@@ -578,6 +584,8 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, steps []Step, o
 	c.Delete(KeyAborted)
 	c.Delete(KeyAbortedStep)
 	c.Delete(KeyFailedAt)
+	c.Delete(AcceptedKey)
+	c.Delete(OutcomeKey)
 	if onEvent != nil {
 		c.Set(KeyOnEvent, onEvent)
 	}

@@ -238,7 +238,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	}
 	end.Request, end.Rounds = cmp.Or(ui.request, cfg.Request), status.Rounds()
 	end.Started, end.Ended, end.CostUSD = start, time.Now(), rt.TotalCost()
-	end.TokensIn, end.TokensOut = status.Tokens()
+	end.TokensIn, end.TokensOut = rt.TotalTokens()
 	end.changes = started.since(context.WithoutCancel(ctx), cfg.Workspace)
 	// The last spans leave before the ending is shown, so that a warning
 	// about them is not the screen's last line; bounded by

@@ -12,19 +12,21 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower"
-	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/internal/atomicfile"
 	"github.com/flowerrun/flower/internal/screen"
 )
 
-// Outcomes of a run, as the ending block and ending.json say them.
+// Outcomes of a run, as the ending block and ending.json say them: the
+// library's (flower.RunOutcome decides them), and one of the command's
+// own.
 const (
-	OutcomeAchieved    = "achieved"     // the judge ruled the goal achieved
-	OutcomeDone        = "done"         // every step passed, nothing judged
-	OutcomeNotAchieved = "not_achieved" // the rounds ran out
-	OutcomeUnreachable = "unreachable"  // the judge ruled it unreachable and nobody decided otherwise
-	OutcomeStopped     = "stopped"      // Ctrl-C to quit
-	OutcomeFailed      = "failed"       // a step failed or stopped; Reason says why
+	OutcomeAchieved    = flower.OutcomeAchieved    // the judge ruled the goal achieved
+	OutcomeAccepted    = flower.OutcomeAccepted    // the person accepted a goal the judge did not rule achieved
+	OutcomeDone        = flower.OutcomeDone        // every step passed, nothing judged
+	OutcomeNotAchieved = flower.OutcomeNotAchieved // the rounds ran out
+	OutcomeUnreachable = flower.OutcomeUnreachable // the judge ruled it unreachable and nobody decided otherwise
+	OutcomeStopped     = flower.OutcomeStopped     // Ctrl-C to quit, or the budget (Budget)
+	OutcomeFailed      = flower.OutcomeFailed      // a step failed or stopped; Reason says why
 	// OutcomeTakenOver: another process took the run over (its database
 	// lease lapsed while this one was paused or cut off); it goes on
 	// there, and this process writes nothing more, not even its ending.
@@ -37,11 +39,13 @@ const endingFile = "ending.json"
 
 // Ending is how one go/run/once ended.
 type Ending struct {
-	Request string    `json:"request,omitempty"`
-	Outcome string    `json:"outcome"`
-	Reason  string    `json:"reason,omitempty"`
-	Step    string    `json:"step,omitempty"` // the step that stopped
-	Round   int       `json:"round,omitempty"`
+	Request string `json:"request,omitempty"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	Step    string `json:"step,omitempty"` // the step that stopped
+	Round   int    `json:"round,omitempty"`
+	// Budget says a stopped run was stopped by its cost budget.
+	Budget  bool      `json:"budget,omitempty"`
 	Rounds  int       `json:"rounds,omitempty"`
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`
@@ -78,68 +82,38 @@ func (e Ending) save(runDir string) error {
 	return atomicfile.Write(filepath.Join(runDir, endingFile), append(data, '\n'), 0o644)
 }
 
-// outcomeOf reads how a workflow ended from its ctx and error; quit says
-// the human pressed Ctrl-C to quit.
+// outcomeOf is the ending of a workflow's run: the outcome the library
+// decided once (flower.OutcomeOf), which the bequest and the report show
+// too. A workflow that never ran (its steps invalid) is decided here from
+// its error; quit says the human pressed Ctrl-C to quit.
 func outcomeOf(wctx *flower.Ctx, err error, quit bool, lang flower.Lang) Ending {
-	var e Ending
-	var v *doc.Verdict
+	o, ok := flower.OutcomeOf(wctx)
+	if !ok {
+		var cause error
+		if quit {
+			cause = errQuit
+		}
+		o = flower.RunOutcome(wctx, err, cause)
+	}
+	e := Ending{Outcome: o.State, Reason: o.Reason, Step: o.Step, Round: o.Round, Budget: o.Budget}
 	if wctx != nil {
-		if x, ok := wctx.Get(flower.VerdictKey); ok {
-			v, _ = x.(*doc.Verdict)
-		}
-		if x, ok := wctx.Get(flower.RoundKey); ok {
-			e.Round, _ = x.(int)
-		}
 		if x, ok := wctx.Get(flower.RestoredKey); ok {
 			e.Restored, _ = x.([]string)
 		}
 	}
-	switch {
-	case quit:
-		e.Outcome = OutcomeStopped
-		return e
-	case err != nil:
-		e.Outcome, e.Reason = OutcomeFailed, firstLine(err.Error())
-		return e
-	case wctx == nil:
-		e.Outcome = OutcomeDone
-		return e
+	if e.Outcome == OutcomeStopped && !e.Budget {
+		e.Step = "" // the person's stop needs no step to explain it
 	}
-	step, failed := wctx.FailedAt()
-	if !failed {
-		e.Outcome = OutcomeDone
-		if v != nil && v.State == doc.Achieved {
-			e.Outcome = OutcomeAchieved
-		}
-		return e
-	}
-	e.Step = step
-	res, _ := wctx.Result(step)
-	aborted, isAbort := wctx.AbortedIn(step)
-	switch {
-	case v != nil && v.State == doc.Unreachable && isAbort:
-		e.Outcome, e.Reason = OutcomeUnreachable, strings.TrimSpace(v.Reason)
-	case v != nil && res.OK && !isAbort:
-		e.Outcome, e.Reason = OutcomeNotAchieved, strings.TrimSpace(v.Reason)
-	default:
-		e.Outcome = OutcomeFailed
-		if x, ok := wctx.Get(flower.MissingKey); ok && res.OK {
-			if missing, _ := x.([]string); len(missing) > 0 {
-				e.Reason = fmt.Sprintf(text(lang, "briefMissing"), strings.Join(missing, ", "))
-			}
-		}
-		if e.Reason == "" && isAbort {
-			e.Reason = aborted
-		}
-		if e.Reason == "" && res.Error != "" {
-			e.Reason = firstLine(res.Error)
-		}
-		if e.Reason == "" {
-			e.Reason = text(lang, "noReasonGiven")
-		}
+	if e.Outcome == OutcomeFailed && e.Reason == "" {
+		e.Reason = text(lang, "noReasonGiven")
 	}
 	return e
 }
+
+// finished reports whether an ending's request is finished (achieved,
+// accepted, or done with nothing to judge): the next bare flower starts
+// something new rather than continuing it.
+func (e Ending) finished() bool { return flower.Outcome{State: e.Outcome}.Finished() }
 
 // changes is what the run changed in a git work tree: git diff --stat
 // against the commit it started from, files that are new since, and
@@ -278,6 +252,8 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 		} else {
 			lines = append(lines, t("endAchieved"))
 		}
+	case OutcomeAccepted:
+		lines = append(lines, fmt.Sprintf(t("endAccepted"), orNone(lang, e.Reason)))
 	case OutcomeDone:
 		lines = append(lines, t("endDone"))
 	case OutcomeNotAchieved:
@@ -285,7 +261,11 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 	case OutcomeUnreachable:
 		lines = append(lines, fmt.Sprintf(t("endUnreachable"), orNone(lang, e.Reason)), t("endUnreachableDo"))
 	case OutcomeStopped:
-		lines = append(lines, t("endStopped"))
+		if e.Budget {
+			lines = append(lines, fmt.Sprintf(t("endBudget"), orNone(lang, e.Reason)))
+		} else {
+			lines = append(lines, t("endStopped"))
+		}
 	case OutcomeTakenOver:
 		lines = append(lines, t("endTakenOver"), t("endTakenOverDo"))
 	default:
@@ -343,7 +323,7 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 	lines = append(lines, report)
 	switch {
 	case p.once, p.demo, e.Outcome == OutcomeTakenOver:
-	case e.Outcome == OutcomeAchieved || e.Outcome == OutcomeDone:
+	case e.finished():
 		lines = append(lines, fmt.Sprintf(t("endNext"), p.name, shellQuote(ws)))
 	default:
 		lines = append(lines, fmt.Sprintf(t("endContinue"), p.name, shellQuote(ws)))

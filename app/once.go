@@ -149,7 +149,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	case err != nil:
 		end.Outcome, end.Step, end.Reason = OutcomeFailed, res.Step, firstLine(cmp.Or(res.Error, err.Error()))
 	}
-	end.TokensIn, end.TokensOut = status.Tokens()
+	end.TokensIn, end.TokensOut = rt.TotalTokens()
 	end.changes = started.since(context.WithoutCancel(ctx), ws)
 	trace.End(ctx, end)
 	showEnding(ui, end, endingPlace{runDir: runDir, workspace: ws, name: m.name(), once: true, manifest: rt.ManifestPath()})

@@ -57,12 +57,7 @@ func clock(d time.Duration) string {
 }
 
 // Tokens formats a token count as 36.8K.
-func Tokens(n int) string {
-	if n >= 1000 {
-		return fmt.Sprintf("%.1fK", float64(n)/1000)
-	}
-	return fmt.Sprint(n)
-}
+func Tokens(n int) string { return flower.TokenCount(n) }
 
 // Event renders one event; safe from any goroutine.
 func (r *Renderer) Event(e event.Event) {

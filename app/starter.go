@@ -70,11 +70,19 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("noGitJudge"), cfg.Workspace))
 	}
 	last, ended := LoadEnding(wake.RunDir)
-	finished := ended && (last.Outcome == OutcomeAchieved || last.Outcome == OutcomeDone)
-	if waking {
+	finished := ended && last.finished()
+	// A run stopped or failed before its brief was confirmed is not
+	// forgotten: its request is what bare flower offers to continue (the
+	// clarifier's session resumes), as a wake after the brief would.
+	beforeBrief := !waking && !o.New && !o.ClarifyOnly && !cfg.ResumeRun && ended && !finished &&
+		last.Outcome != OutcomeTakenOver && strings.TrimSpace(last.Request) != ""
+	if waking || beforeBrief {
 		ui.Screen.Block(screen.Cyan, LastRun(ui.Lang, wake, last, ended, time.Now())...)
 	}
 	ask := cfg.Request
+	if beforeBrief {
+		return continueBeforeBrief(ctx, cfg, ui, o, wake, last)
+	}
 	if cfg.ResumeRun && waking {
 		// The run's own request again (a team's next attempt): not new
 		// words, so the brief stays and the goal set from it stands.
@@ -135,6 +143,43 @@ func inGitWorkTree(ctx context.Context, dir string) bool {
 	return err == nil && strings.TrimSpace(out) == "true"
 }
 
+// continueBeforeBrief is go's path for a run directory whose last run
+// stopped or failed before its brief was confirmed: Enter at the wake
+// prompt (or the same request on the command line) continues that
+// request; other words, typed or given, start them as a new request, and
+// /new asks for one.
+func continueBeforeBrief(ctx context.Context, cfg Config, ui *UI, o flower.StarterOptions, wake flower.Wake, last Ending) (*flower.Workflow, error) {
+	ask := strings.TrimSpace(cfg.Request)
+	if ask == "" {
+		req, err := ui.askRequest(ctx, askBeforeBrief)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case req.New:
+			if req, err = ui.askRequest(ctx, askStart); err != nil {
+				return nil, err
+			}
+			o.New, ask = true, req.Text
+		case req.Continue:
+			ask = last.Request
+		default:
+			o.New, ask = true, req.Text
+		}
+	} else if ask != strings.TrimSpace(last.Request) {
+		o.New = true
+	}
+	ui.request = ask
+	if o.New {
+		ui.Screen.Line(screen.Yellow, ui.T("startingNewNoBrief"))
+		return flower.StarterFlow(ask, o)
+	}
+	ui.Screen.Line(screen.Cyan, ui.T("continuingNoBrief"))
+	home, _ := os.UserHomeDir()
+	ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, false, 0, 0, wake.Woke+1))
+	return flower.StarterFlow(ask, o)
+}
+
 // LastRun is what a wake shows before it asks: the request, how the last
 // run ended and why, when, its cost and rounds. A run directory without an
 // ending (an older flower, a killed run) says so.
@@ -157,6 +202,8 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 	switch last.Outcome {
 	case OutcomeAchieved:
 		how = t("lastAchieved")
+	case OutcomeAccepted:
+		how = fmt.Sprintf(t("lastAccepted"), orNone(lang, last.Reason))
 	case OutcomeDone:
 		how = t("lastDone")
 	case OutcomeNotAchieved:
@@ -165,6 +212,9 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 		how = fmt.Sprintf(t("lastUnreachable"), orNone(lang, last.Reason))
 	case OutcomeStopped:
 		how = t("lastStopped")
+		if last.Budget {
+			how = fmt.Sprintf(t("lastBudget"), orNone(lang, last.Reason))
+		}
 	default:
 		how = fmt.Sprintf(t("lastFailed"), orNone(lang, last.Reason))
 	}

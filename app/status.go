@@ -160,13 +160,6 @@ func (s *Status) Rounds() int {
 	return s.maxRounds
 }
 
-// Tokens is what this process's turns read and wrote.
-func (s *Status) Tokens() (in, out int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.tokensIn, s.tokensOut
-}
-
 // Line is the status line: "- work · round 1/3 · 1:23 · now: Bash go test
 // (0:12) · coordinator · <model> · $0.1200 / $5.0000 · context 36.8K of
 // 150.0K tokens (handoff) · tokens 12.0K in / 800 out". What is not known

@@ -165,6 +165,7 @@ const (
 	askStart         askMode = iota // a new request
 	askWake                         // Enter continues, words add to it, /new starts anew
 	askAfterAchieved                // the goal was achieved: Enter or words start anew, /continue continues
+	askBeforeBrief                  // stopped before its brief: Enter continues the request, words start anew, /new asks
 )
 
 // AskRequest asks for the request, as bare `flower` does: on a terminal
@@ -192,7 +193,7 @@ func (ui *UI) languageHint() {
 func (ui *UI) askRequest(ctx context.Context, mode askMode) (Request, error) {
 	var text string
 	if ui.Interactive {
-		head := map[askMode]string{askStart: "start", askWake: "wake", askAfterAchieved: "wakeAchieved"}[mode]
+		head := map[askMode]string{askStart: "start", askWake: "wake", askAfterAchieved: "wakeAchieved", askBeforeBrief: "wakeBeforeBrief"}[mode]
 		ui.Screen.Line(screen.Plain, ui.T(head))
 		ui.languageHint()
 		ui.Screen.SetPrompt("> ")
@@ -215,7 +216,7 @@ func (ui *UI) askRequest(ctx context.Context, mode askMode) (Request, error) {
 		return Request{New: true}, nil
 	case text == "/continue" && mode == askAfterAchieved:
 		return Request{Continue: true}, nil
-	case text == "" && mode == askWake:
+	case text == "" && (mode == askWake || mode == askBeforeBrief):
 		return Request{Continue: true}, nil
 	case text == "" && mode == askAfterAchieved:
 		// Enter after an achieved goal starts something new.

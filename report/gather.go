@@ -160,7 +160,7 @@ func (g *gatherer) readManifest(path string, aside bool) []Step {
 	steps := make([]Step, 0, len(rows))
 	for _, row := range rows {
 		st := Step{Label: row.Step, Run: row.Run, OK: row.OK, Error: row.Error, CostUSD: row.CostUSD,
-			NumTurns: row.NumTurns, Attempts: row.Attempts, Resumed: row.Resumed, SessionID: row.SessionID,
+			TokensIn: row.TokensIn, TokensOut: row.TokensOut, NumTurns: row.NumTurns, Attempts: row.Attempts, Resumed: row.Resumed, SessionID: row.SessionID,
 			Retired: row.Retired, Context: row.Context, StartedAt: row.StartedAt, EndedAt: row.EndedAt,
 			DurationS: row.DurationS(), Errors: row.Errors, Aside: aside, text: row.Text}
 		if aside {
@@ -378,8 +378,13 @@ func (g *gatherer) costs() {
 	c := Cost{Budget: r.Budget}
 	byStep, byRound, byRole, byModel := newSums(), newSums(), newSums(), newSums()
 	parts := map[[2]string]float64{}
+	r.TokensIn, r.TokensOut = 0, 0
 	for i, s := range r.Steps {
 		c.Total += s.CostUSD
+		// The tokens from the same rows as the cost: the figures the
+		// terminal's ending showed.
+		r.TokensIn += s.TokensIn
+		r.TokensOut += s.TokensOut
 		byStep.add(s.Label, s.CostUSD)
 		if s.Round > 0 {
 			byRound.add("round "+strconv.Itoa(s.Round), s.CostUSD)

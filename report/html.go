@@ -28,6 +28,7 @@ var funcs = template.FuncMap{
 	// The hrefs are built by href from url.URL: a relative path or file:.
 	"safeURL": func(s string) template.URL { return template.URL(s) },
 	"kilo":    kilo,
+	"tokens":  flower.TokenCount, // as the terminal writes them
 	"dur":     duration,
 	"share": func(part, whole float64) string {
 		if whole <= 0 {
@@ -73,7 +74,11 @@ func Render(w io.Writer, r *Report, pageDir string) error {
 		"T":  func(key string) string { return tr(l, key) },
 		"Tf": func(key string, a ...any) string { return trf(l, key, a...) },
 		"outcome": func(o Outcome) string {
-			s := trf(l, "out_"+o.State, o.Step)
+			key := "out_" + o.State
+			if o.State == StoppedByHuman && o.Budget {
+				key = "out_budget"
+			}
+			s := trf(l, key, o.Step)
 			switch {
 			case o.Rounds == 1:
 				s += trf(l, "rounds_ran", tr(l, "rounds_1"))

@@ -39,8 +39,13 @@ type Report struct {
 	// DurationS is the wakes' wall-clock time, summed (the days between
 	// wakes are not in it).
 	DurationS float64 `json:"duration_s"`
-	// Tokens are every model call's, main threads, subagents and side
-	// questions.
+	// TokensIn and TokensOut are the manifest's own count, as the
+	// terminal's ending shows it: what the steps' turns read (input, cache
+	// read and cache creation together) and wrote.
+	TokensIn  int `json:"tokens_in"`
+	TokensOut int `json:"tokens_out"`
+	// Tokens are every stored model call's, main threads, subagents and
+	// side questions, by kind: where the count above went.
 	Tokens Tokens `json:"tokens"`
 	// ByWake is one column per wake.
 	ByWake []Wake `json:"by_wake"`
@@ -95,6 +100,8 @@ type Step struct {
 	OK        bool      `json:"ok"`
 	Error     string    `json:"error,omitempty"`
 	CostUSD   float64   `json:"cost_usd"`
+	TokensIn  int       `json:"tokens_in"`
+	TokensOut int       `json:"tokens_out"`
 	NumTurns  int       `json:"num_turns"`
 	Attempts  int       `json:"attempts"`
 	Resumed   bool      `json:"resumed"`

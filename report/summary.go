@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,9 @@ const (
 	Achieved = "achieved"
 	// NotAchieved: the rounds ran out and the last judge said not yet.
 	NotAchieved = "not_achieved"
+	// Accepted: the person accepted the result as it stands, though the
+	// judge did not rule the goal achieved.
+	Accepted = flower.OutcomeAccepted
 	// Unreachable: the judge ruled the goal cannot be verified or reached
 	// here.
 	Unreachable = "unreachable"
@@ -52,6 +56,9 @@ type Outcome struct {
 	Unreadable bool `json:"unreadable,omitempty"`
 	// Rounds is how many work rounds ran.
 	Rounds int `json:"rounds,omitempty"`
+	// Budget says a stopped run was stopped by its cost budget, not the
+	// person.
+	Budget bool `json:"budget,omitempty"`
 }
 
 // Wake is one run of the directory (one Runtime), a column of the page.
@@ -172,6 +179,14 @@ func (g *gatherer) outcome(rows []Step, run string) Outcome {
 		return o
 	}
 	o.Step = labelRE.FindStringSubmatch(last.Label)[1]
+	if d, ok := g.decidedOutcome(run); ok {
+		// The run recorded the outcome it showed the person: the page
+		// shows the same, never a second reading of the rows.
+		o.State = d.State
+		o.Step = cmp.Or(d.Step, o.Step)
+		o.Reason, o.Budget = d.Reason, d.Budget
+		return o
+	}
 	switch {
 	case last.EndedAt.IsZero():
 		o.State = Running
@@ -211,6 +226,22 @@ func (g *gatherer) outcome(rows []Step, run string) Outcome {
 	return o
 }
 
+// decidedOutcome is the outcome the run decided (flower.RunOutcome) and
+// logged as its outcome event; ok false for a run that logged none (an
+// older flower, a run killed before its end).
+func (g *gatherer) decidedOutcome(run string) (flower.Outcome, bool) {
+	var o flower.Outcome
+	found := false
+	for _, e := range g.events {
+		if e.Run != run || e.Kind != event.System || e.Text != "outcome" || e.Str("outcome") == "" {
+			continue
+		}
+		o = flower.Outcome{State: e.Str("outcome"), Reason: e.Str("reason"), Step: e.Str("step"), Round: e.Int("round"), Budget: e.Bool("budget")}
+		found = true
+	}
+	return o, found
+}
+
 // stepEvents counts a run's step events.
 func (g *gatherer) stepEvents(run string) int {
 	n := 0
@@ -233,12 +264,22 @@ func (g *gatherer) lastStepEvent(run string) (index, total int) {
 	return index, total
 }
 
-// request is the prompt that started the run: the first user text of the
-// first step's session, as the session store keeps it (the starter flow's
-// clarify step is given the human's request as it was typed).
+// request is the prompt that started the run's current request: the
+// first user text of the first step's session, as the session store keeps
+// it (the starter flow's clarify step is given the human's request as it
+// was typed). A run directory where something new was started (/new,
+// --new) keeps the old request's rows; the lineage counts the wakes since
+// then, so only those runs' rows are read, and the page never shows the
+// old request beside the new one's outcome.
 func (g *gatherer) request() string {
+	current := map[string]bool{}
+	if w := g.r.Wakes; w > 0 && w <= len(g.r.Runs) {
+		for _, run := range g.r.Runs[len(g.r.Runs)-w:] {
+			current[run] = true
+		}
+	}
 	for _, s := range g.r.Steps {
-		if s.Aside {
+		if s.Aside || (len(current) > 0 && !current[s.Run]) {
 			continue
 		}
 		for _, sid := range append(slices.Clone(s.Retired), s.SessionID) {

@@ -361,7 +361,7 @@ loop:
 		}
 		return river.JobSnooze(0)
 	}
-	if !hasEnding || !slices.Contains([]string{"achieved", "done", "not_achieved", "unreachable", "stopped", "taken_over"}, end.Outcome) {
+	if !hasEnding || !slices.Contains([]string{"achieved", "accepted", "done", "not_achieved", "unreachable", "stopped", "taken_over"}, end.Outcome) {
 		if r, err := t.Run(ctx, a.run.ID); err == nil && r.Budget > 0 && r.Cost >= r.Budget {
 			// Stopped by its budget: no other worker could do more.
 			return a.setState(ctx, Stopped, fmt.Sprintf("its budget of $%.2f is spent ($%.4f); its work is on %s", r.Budget, r.Cost, a.run.Branch), true)
@@ -373,6 +373,10 @@ loop:
 	switch end.Outcome {
 	case "achieved", "done":
 		return a.setState(ctx, Achieved, end.Reason, true)
+	case "accepted":
+		// The person accepted the result as it stands: finished, in their
+		// words, not the judge's.
+		return a.setState(ctx, Achieved, "accepted by the person: "+cmp.Or(end.Reason, "no reason given"), true)
 	case "not_achieved", "unreachable", "stopped":
 		return a.setState(ctx, Stopped, cmp.Or(end.Reason, end.Outcome), true)
 	case "taken_over":
