@@ -24,6 +24,16 @@ import (
 	"github.com/flowerrun/flower/team"
 )
 
+// teamFor opens the team's database the command's flags name: the two
+// steps every team command but the worker (which keeps the URL) takes.
+func (m *Command) teamFor(ctx context.Context, d dbFlags, cmd string, lang flower.Lang) (*team.Team, error) {
+	url, err := m.teamDB(d, cmd, lang)
+	if err != nil {
+		return nil, err
+	}
+	return m.openTeam(ctx, url, lang)
+}
+
 func (m *Command) openTeam(ctx context.Context, url string, lang flower.Lang) (*team.Team, error) {
 	t, err := team.Open(ctx, url)
 	if err != nil {
@@ -586,11 +596,7 @@ func (m *Command) runCancel(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	url, err := m.teamDB(db, "cancel", lang)
-	if err != nil {
-		return err
-	}
-	t, err := m.openTeam(ctx, url, lang)
+	t, err := m.teamFor(ctx, db, "cancel", lang)
 	if err != nil {
 		return err
 	}
@@ -630,11 +636,7 @@ func (m *Command) runRetry(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	url, err := m.teamDB(db, "retry", lang)
-	if err != nil {
-		return err
-	}
-	t, err := m.openTeam(ctx, url, lang)
+	t, err := m.teamFor(ctx, db, "retry", lang)
 	if err != nil {
 		return err
 	}

@@ -30,11 +30,7 @@ func (m *Command) runWorkers(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usageErrorf(text(lang, "teamWorkersArgs"), m.name(), strings.Join(pos, " "), m.name())
 	}
-	url, err := m.teamDB(db, "workers", lang)
-	if err != nil {
-		return err
-	}
-	t, err := m.openTeam(ctx, url, lang)
+	t, err := m.teamFor(ctx, db, "workers", lang)
 	if err != nil {
 		return err
 	}
@@ -141,11 +137,7 @@ func (m *Command) drainWorker(ctx context.Context, db dbFlags, name string, lang
 	if strings.TrimSpace(name) == "" {
 		return usageErrorf(text(lang, "teamDrainName"), m.name(), m.name())
 	}
-	url, err := m.teamDB(db, "worker", lang)
-	if err != nil {
-		return err
-	}
-	t, err := m.openTeam(ctx, url, lang)
+	t, err := m.teamFor(ctx, db, "worker", lang)
 	if err != nil {
 		return err
 	}
@@ -212,11 +204,7 @@ func (m *Command) runPrune(ctx context.Context, args []string) error {
 	case len(ids) == 0:
 		return usageErrorf(text(lang, "teamPruneNeeds"), m.name(), m.name())
 	}
-	url, err := m.teamDB(db, "runs", lang)
-	if err != nil {
-		return err
-	}
-	t, err := m.openTeam(ctx, url, lang)
+	t, err := m.teamFor(ctx, db, "runs", lang)
 	if err != nil {
 		return err
 	}
