@@ -645,7 +645,7 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, steps []Step, o
 			resume, carried = c.Session(st.Name)
 		}
 		emit(st.Name, event.New(event.Step, st.Name, rt.stepPayload(map[string]any{
-			"index": i + 1, "total": len(steps), "resumed": carried, "woke": woke, "rounds": st.Retries + 1})))
+			"index": i + 1, "total": len(steps), "resumed": carried, "woke": woke, "rounds": st.Retries + 1, "role": st.Spec.Name})))
 		render := st.Prompt
 		if carried && st.ResumePrompt != nil {
 			render = st.ResumePrompt

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,38 @@ func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
 		s.Event(event.New(event.Retry, "offline", map[string]any{"reason": "offline"}))
 		if line := s.Line(); !strings.Contains(line, text(flower.Lang(c.lang), "nowOffline")) {
 			t.Errorf("%s a network wait: %s", c.lang, line)
+		}
+	}
+}
+
+// The role is the step's from the step's first moment (it was the last
+// step's until the new session's init came), and a worker dispatched in
+// the background is what runs once the main thread's turn ended (the line
+// said "waiting for the model" while its Bash ran).
+func TestTheStatusLineNamesWhoWorksNow(t *testing.T) {
+	for _, lang := range []flower.Lang{"en", "zh"} {
+		s := NewStatus(lang, 0)
+		s.Event(event.New(event.Step, "plan", map[string]any{"role": "planner"}))
+		s.Event(event.New(event.System, "init", map[string]any{"role": "planner", "step": "plan"}))
+		s.Event(event.New(event.Step, "work", map[string]any{"role": "coordinator"}))
+		if line := s.Line(); !strings.Contains(line, "coordinator") || strings.Contains(line, "planner") {
+			t.Errorf("%s: the work step's line before its session started: %s", lang, line)
+		}
+		agent := event.New(event.ToolCall, "", map[string]any{"id": "a1", "input": map[string]any{"subagent_type": "coder", "description": "tests", "run_in_background": true}})
+		agent.Tool = "Agent"
+		s.Event(agent)
+		s.Event(event.New(event.ToolResult, "started in the background", map[string]any{"tool_use_id": "a1"}))
+		bash := event.New(event.ToolCall, "go test ./...", map[string]any{"id": "b1", "subagent": true})
+		bash.Tool = "Bash"
+		s.Event(bash)
+		s.Event(event.New(event.Result, "success", map[string]any{"cost_usd": 0.1}))
+		want := fmt.Sprintf(text(lang, "nowSubTool"), "Bash") + " go test ./..."
+		if line := s.Line(); !strings.Contains(line, want) || strings.Contains(line, text(lang, "nowModel")) {
+			t.Errorf("%s: while the background worker's Bash runs: %s (want %q)", lang, line, want)
+		}
+		s.Event(event.New(event.ToolResult, "ok", map[string]any{"tool_use_id": "b1", "subagent": true}))
+		if line := s.Line(); strings.Contains(line, "go test") {
+			t.Errorf("%s: the Bash that ended still shows: %s", lang, line)
 		}
 	}
 }

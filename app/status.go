@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,9 @@ type Status struct {
 type runningCall struct {
 	id, label string
 	since     time.Time
+	// sub: a dispatched worker's call, which may run on after the main
+	// thread's turn ended (a worker started in the background).
+	sub bool
 }
 
 // NewStatus starts the clock; budget is the run's (0: none).
@@ -75,6 +79,9 @@ func (s *Status) Event(e event.Event) {
 		if at := e.Int("handoff_at"); at > 0 {
 			s.handoffAt = at
 		}
+		// The step's own role from its first moment: the last step's
+		// stayed until the new session's init came (one step late).
+		s.role = e.Str("role")
 		s.running, s.waiting = nil, ""
 	case event.Verdict:
 		if e.Str("state") != "achieved" && e.Int("round") < e.Int("rounds") {
@@ -114,7 +121,7 @@ func (s *Status) Event(e event.Event) {
 		if t := firstLine(detail); t != "" && e.Tool != human.AskTool {
 			label += " " + clipRunes(t, 40)
 		}
-		s.running = append(s.running, runningCall{id: e.Str("id"), label: label, since: e.Time})
+		s.running = append(s.running, runningCall{id: e.Str("id"), label: label, since: e.Time, sub: sub})
 	case event.ToolResult:
 		id := e.Str("tool_use_id")
 		for i, c := range s.running {
@@ -128,7 +135,10 @@ func (s *Status) Event(e event.Event) {
 			s.cost += e.Float("cost_usd")
 			s.tokensIn += e.Int("tokens_in")
 			s.tokensOut += e.Int("tokens_out")
-			s.running, s.waiting = nil, ""
+			// The main thread's turn is over; a worker it started in the
+			// background works on, and is what runs now.
+			s.running = slices.DeleteFunc(s.running, func(c runningCall) bool { return !c.sub })
+			s.waiting = ""
 		}
 	case event.Retry:
 		switch e.Str("reason") {
