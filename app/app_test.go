@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 			panic("building " + pkg + ": " + err.Error())
 		}
 	}
+	// The binary is on PATH, as `go install` puts it for a person: its
+	// hints say `flower …`. TestHintsNameTheCommandThatWasRun runs it from
+	// elsewhere.
+	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	code := 0
 	func() {
 		defer os.RemoveAll(dir)

@@ -229,7 +229,7 @@ func (m *Command) demoPreflight(ctx context.Context, g *globals, explicit bool) 
 		if err != nil {
 			return "", false, err
 		}
-		if create, err = m.checkWorkspace(ui, g, ws); err != nil {
+		if create, err = m.checkWorkspace(ctx, ui, g, ws); err != nil {
 			return "", false, err
 		}
 	}

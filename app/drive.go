@@ -230,7 +230,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	end.Started, end.Ended, end.CostUSD = start, time.Now(), rt.TotalCost()
 	end.TokensIn, end.TokensOut = status.Tokens()
 	end.changes = started.since(context.WithoutCancel(ctx), cfg.Workspace)
-	showEnding(ui, end, endingPlace{runDir: cfg.RunDir, workspace: cfg.Workspace, name: "flower", manifest: rt.ManifestPath(), demo: ui.answerer})
+	showEnding(ui, end, endingPlace{runDir: cfg.RunDir, workspace: cfg.Workspace, name: commandName(), manifest: rt.ManifestPath(), demo: ui.answerer})
 	if err != nil {
 		return err
 	}
