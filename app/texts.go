@@ -182,6 +182,8 @@ var texts = map[string][2]string{
 	"demoAnswers": {"  (演示:模拟的人回答了 %s)", "  (demo: the simulated human answered %s)"},
 	"demoDone": {"+ 演示结束:看看 %s,以及 %s/.flower/notes/ 里的确认书、目标和问答记录。真跑:先 `{flower} setup`,再 {flower} \"你的请求\"。",
 		"+ Demo over: look at %s, and at the brief, goal and Q&A log in %s/.flower/notes/. For real: `{flower} setup`, then {flower} \"your request\"."},
+	"goRunInstall": {"  要在任何目录里直接用 flower:go install %s,再 export PATH=\"$(go env GOPATH)/bin:$PATH\"(写进 ~/.bashrc 或 ~/.zshrc 就一直有效)。",
+		"  To have flower as a command in every folder: go install %s, then export PATH=\"$(go env GOPATH)/bin:$PATH\" (in ~/.bashrc or ~/.zshrc to keep it)."},
 	"setupNoTTY": {"`{flower} setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`{flower} setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
 	// The team's queue (submit, worker, runs, reply --db, cancel).
 	"teamDBAt":   {"数据库 %s:%w", "the database at %s: %w"},
