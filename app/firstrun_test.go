@@ -104,31 +104,45 @@ func TestYesNoPromptsAnswerCtrlCAtOnce(t *testing.T) {
 	}
 }
 
-// An answer typed at a yes/no question stays on the screen after it,
-// beside its question: the person sees what they said.
+// An answer typed at a yes/no question stays on the screen beside its
+// question, also when the command goes on (the install, by a fake npm,
+// then the credentials' question) and writes lines after it.
 func TestYesNoAnswersStayOnTheScreen(t *testing.T) {
+	npmDir := t.TempDir()
+	npm := "#!/bin/sh\nbin=node_modules/@anthropic-ai/claude-code-linux-x64/claude\nmkdir -p \"$(dirname \"$bin\")\"\n" +
+		"printf '#!/bin/sh\\necho \"" + cliinstall.Version + " (Claude Code)\"\\n' > \"$bin\"\nchmod +x \"$bin\"\n"
+	os.WriteFile(filepath.Join(npmDir, "npm"), []byte(npm), 0o755)
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
 			ws := t.TempDir()
-			for _, q := range yesNoPrompts(t, ws)[:2] { // both answered no: nothing runs
+			prompts := yesNoPrompts(t, ws)
+			for _, c := range []struct {
+				q      int
+				answer string
+				env    []string
+				done   string // on a line written after the answer
+			}{
+				{0, "y", []string{noClaudePath(t) + ":" + npmDir}, "- installed the Claude Code CLI"},
+				{1, "n", []string{noClaudePath(t)}, text(flower.Lang(l.name), "cancelled")},
+			} {
+				q := prompts[c.q]
 				t.Run(fmt.Sprintf("%s/%s/%d", q.name, l.name, cols), func(t *testing.T) {
-					env := append(hermeticEnv(t, l.locale, noClaudePath(t)), q.env...)
+					env := append(append(hermeticEnv(t, l.locale), c.env...), q.env...)
 					p := startCmdPTYWinsize(t, exec.Command(flowerBin, q.args...), t.TempDir(), env, &pty.Winsize{Rows: 40, Cols: cols})
 					p.expect(t, q.marker)
-					p.tty.Write([]byte("n\r"))
-					if code := p.wait(t); code != ExitFailure {
-						t.Errorf("no: exit %d, want %d:\n%s", code, ExitFailure, p.screen())
-					}
+					p.tty.Write([]byte(c.answer + "\r"))
+					p.expect(t, c.done)
+					p.tty.Write([]byte{3}) // the credentials' question, after the install, is left
+					p.wait(t)
 					rows := screentest.Render(p.screen(), int(cols), 40)
-					answered := false
-					for _, r := range rows {
-						answered = answered || strings.HasSuffix(r, q.marker+" n")
+					answered := -1
+					for i, r := range rows {
+						if strings.HasSuffix(r, q.marker+" "+c.answer) {
+							answered = i
+						}
 					}
-					if !answered {
-						t.Errorf("no row holds the question's marker and the answer n:\n%s", strings.Join(rows, "\n"))
-					}
-					if err := q.untouched(env); err != nil {
-						t.Error(err)
+					if answered < 0 || !strings.Contains(strings.Join(rows[answered+1:], "\n"), c.done) {
+						t.Errorf("no row holds the question's marker and the answer %s, with %q after it:\n%s", c.answer, c.done, strings.Join(rows, "\n"))
 					}
 				})
 			}

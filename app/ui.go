@@ -48,24 +48,18 @@ func (ui *UI) ReadLine(prompt string) (string, error) {
 }
 
 // askYesNo asks a yes/no question on the terminal (def is the answer of a
-// bare Enter) and leaves the question and the answer on the screen. Ctrl-C
-// (ctx ending) gives up at once, before any Enter: the error says that
-// nothing was done and exits 130 as setup's prompts do; Ctrl-D is a no,
-// exit 1, as the start prompt's.
+// bare Enter). Ctrl-C (ctx ending) gives up at once, before any Enter,
+// instead of waiting for a line and then quitting with it: the error says
+// that nothing was done and exits 130 as setup's prompts do. Ctrl-D is a
+// no, exit 1, as at the start prompt.
 func (ui *UI) askYesNo(ctx context.Context, prompt string, def bool) (bool, error) {
-	marker := ui.fitPrompt(prompt)
-	ui.Screen.SetPrompt(marker)
-	line, err := ui.readLineCtx(ctx)
+	line, err := ui.readLinePrompt(ctx, prompt)
 	if ctx.Err() != nil {
-		ui.Screen.SetPrompt("")
 		return false, &exitError{code: ExitInterrupted, err: fmt.Errorf("%s%w", ui.T("askQuit"), silentWrap{errCancelled})}
 	}
 	if err != nil {
-		ui.Screen.SetPrompt("")
 		return false, &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("cancelled"), silentWrap{errCancelled})}
 	}
-	ui.Screen.EchoAnswer(marker, line)
-	ui.Screen.SetPrompt("")
 	if def {
 		return isYes(line), nil
 	}

@@ -222,20 +222,6 @@ func (s *Screen) Echo(typed string) {
 	s.writeLocked(Magenta, []string{"> " + typed})
 }
 
-// EchoAnswer is Echo for the answer to a question the prompt itself asked
-// (a yes/no question): the prompt and the answer stay on the screen as the
-// person saw them, an empty answer (the default) included, since the
-// question is news in the history.
-func (s *Screen) EchoAnswer(prompt, typed string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fd < 0 || s.drawn == 0 {
-		return
-	}
-	s.drawn++
-	s.writeLocked(Plain, []string{strings.TrimRight(prompt, " ") + " " + typed})
-}
-
 // Line writes one line in colour c; text with newlines becomes several lines.
 func (s *Screen) Line(c Color, text string) { s.Block(c, strings.Split(text, "\n")...) }
 
