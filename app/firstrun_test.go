@@ -63,7 +63,7 @@ func yesNoPrompts(t *testing.T, ws string) []struct {
 func noClaudePath(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, tool := range []string{"sh", "git"} {
+	for _, tool := range []string{"sh", "git", "mkdir", "dirname", "chmod", "printf"} { // the fake npm's too
 		if p, err := exec.LookPath(tool); err == nil {
 			os.Symlink(p, filepath.Join(dir, tool))
 		}
@@ -122,7 +122,7 @@ func TestYesNoAnswersStayOnTheScreen(t *testing.T) {
 				env    []string
 				done   string // on a line written after the answer
 			}{
-				{0, "y", []string{noClaudePath(t) + ":" + npmDir}, "- installed the Claude Code CLI"},
+				{0, "y", []string{noClaudePath(t) + ":" + npmDir}, "- installing the Claude Code CLI"},
 				{1, "n", []string{noClaudePath(t)}, text(flower.Lang(l.name), "cancelled")},
 			} {
 				q := prompts[c.q]
