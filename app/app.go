@@ -105,7 +105,8 @@ type Command struct {
 	Stdin   io.Reader
 	Stdout  io.Writer
 	Stderr  io.Writer
-	// Getenv and Name are os.Getenv and "flower" when nil or empty.
+	// Getenv is os.Getenv when nil; Name, when empty, is the command
+	// that runs this flower again (commandName).
 	Getenv func(string) string
 	Name   string
 	// Signals makes Run handle Ctrl-C, SIGTERM and SIGHUP (Main sets it;
@@ -131,11 +132,13 @@ func (m *Command) getenv(k string) string {
 	return os.Getenv(k)
 }
 
+// name is the command a usage line or hint names: Name when set, else
+// the one that runs this flower again (commandName).
 func (m *Command) name() string {
 	if m.Name != "" {
 		return m.Name
 	}
-	return "flower"
+	return commandName()
 }
 
 // subcommands is the one list the dispatcher and the rewrite read (the

@@ -37,6 +37,13 @@ func TestMain(m *testing.M) {
 			panic("building " + pkg + ": " + err.Error())
 		}
 	}
+	// The binary is on PATH, as `go install` puts it for a person: its
+	// hints say `flower …`. TestHintsNameTheCommandThatWasRun runs it from
+	// elsewhere.
+	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// An in-process Command is that flower too: its hints say flower, not
+	// the test binary's path.
+	invokedOnce.Do(func() {})
 	code := 0
 	func() {
 		defer os.RemoveAll(dir)

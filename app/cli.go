@@ -31,8 +31,11 @@ func (m *Command) findCLI(ctx context.Context, ui *UI, yes bool) (string, error)
 			if !ui.Interactive {
 				return "", fmt.Errorf(ui.T("cliNoTTY"), cliinstall.Version, none.Dir)
 			}
-			line, rerr := ui.ReadLine(fmt.Sprintf(ui.T("cliAsk"), cliinstall.Version))
-			if rerr != nil || !isYes(line) {
+			yes, rerr := ui.askYesNo(ctx, fmt.Sprintf(ui.T("cliAsk"), cliinstall.Version, cliinstall.DownloadMB, cliinstall.InstalledMB), true)
+			if rerr != nil && ctx.Err() != nil {
+				return "", rerr
+			}
+			if rerr != nil || !yes {
 				return "", errors.New(ui.T("cliDeclined"))
 			}
 		}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -361,7 +362,7 @@ func isSet(fs *flag.FlagSet, name string) bool {
 // makes it, a person on a terminal is asked (default no), anything else is
 // a usage error that names the closest existing sibling ("did you mean").
 // It reports whether makeWorkspace must create it; it creates nothing.
-func (m *Command) checkWorkspace(ui *UI, g *globals, ws string) (bool, error) {
+func (m *Command) checkWorkspace(ctx context.Context, ui *UI, g *globals, ws string) (bool, error) {
 	fi, err := os.Stat(ws)
 	switch {
 	case err == nil && fi.IsDir():
@@ -381,8 +382,11 @@ func (m *Command) checkWorkspace(ui *UI, g *globals, ws string) (bool, error) {
 		hint = fmt.Sprintf(ui.T("wsHint"), near)
 	}
 	if ui.Interactive {
-		line, err := ui.ReadLine(fmt.Sprintf(ui.T("wsAsk"), ws, hint))
-		if err == nil && isExplicitYes(line) {
+		yes, err := ui.askYesNo(ctx, fmt.Sprintf(ui.T("wsAsk"), ws, hint), false)
+		if err != nil {
+			return false, err
+		}
+		if yes {
 			return true, nil
 		}
 		return false, &exitError{code: ExitFailure, err: errorText(ui.Lang, "cancelled")}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/flowerrun/flower"
@@ -134,6 +135,11 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	ui.Printf(ui.T("demoDone"), filepath.Join(cfg.Workspace, texts.File), cfg.Workspace)
+	if pkg, ok := strings.CutPrefix(commandName(), "go run "); ok {
+		// Run by go run: the hints above say go run, which works only
+		// in the clone; real work wants flower on PATH.
+		ui.Printf(ui.T("goRunInstall"), pkg)
+	}
 	return nil
 }
 
@@ -234,7 +240,7 @@ func (m *Command) demoPreflight(ctx context.Context, g *globals, explicit bool) 
 		if err != nil {
 			return "", false, err
 		}
-		if create, err = m.checkWorkspace(ui, g, ws); err != nil {
+		if create, err = m.checkWorkspace(ctx, ui, g, ws); err != nil {
 			return "", false, err
 		}
 	}

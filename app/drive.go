@@ -244,7 +244,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	// about them is not the screen's last line; bounded by
 	// tracing.ShutdownTimeout.
 	trace.End(ctx, end)
-	showEnding(ui, end, endingPlace{runDir: cfg.RunDir, workspace: cfg.Workspace, name: "flower", manifest: rt.ManifestPath(), demo: ui.answerer})
+	showEnding(ui, end, endingPlace{runDir: cfg.RunDir, workspace: cfg.Workspace, name: commandName(), manifest: rt.ManifestPath(), demo: ui.answerer})
 	if err != nil {
 		return err
 	}

@@ -36,14 +36,14 @@ func (m *Command) runGo(ctx context.Context, args []string) (err error) {
 		if !ui.Interactive {
 			return usageErrorf(ui.T("typoNoTTY"), cfg.Request, sub)
 		}
-		if line, err := ui.ReadLine(fmt.Sprintf(ui.T("typoAsk"), sub, cfg.Request)); err != nil {
-			return &exitError{code: ExitFailure, err: errorText(ui.Lang, "cancelled")}
-		} else if isYes(line) {
+		if yes, err := ui.askYesNo(ctx, fmt.Sprintf(ui.T("typoAsk"), sub, cfg.Request), true); err != nil {
+			return err
+		} else if yes {
 			ui.Screen.Close()
 			return m.dispatch(ctx, rewrite(replaceArg(args, cfg.Request, sub)))
 		}
 	}
-	create, err := m.checkWorkspace(ui, &m.flags, cfg.Workspace)
+	create, err := m.checkWorkspace(ctx, ui, &m.flags, cfg.Workspace)
 	if err != nil {
 		return err
 	}

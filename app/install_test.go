@@ -19,48 +19,47 @@ import (
 // not run (FLOWER_NPM_INSTALL_LOG names the file it writes).
 const NpmInstallEnv = "FLOWER_TEST_NPM_INSTALL"
 
-// The README's first command, from a fresh clone with no CLI installed and
-// an empty npm cache, runs the demo to its end with exit 0, the pinned CLI
-// installed into a temporary cache directory after the one question; then
-// `flower once` in a git project, with a fake key and ANTHROPIC_BASE_URL at
-// a fake Messages API, finds the same CLI without installing again.
+// The README's Quick start, from a fresh clone with no CLI installed and
+// an empty npm cache: go install, the PATH line and the demo to its end
+// with exit 0, the pinned CLI installed into a temporary cache directory
+// after the one question, the demo's screen the run the README's top
+// pictures; then the installed `flower once` in a git project, with a fake
+// key and ANTHROPIC_BASE_URL at a fake Messages API, finds the same CLI
+// without installing again.
 func TestReadmeFirstCommandFromAFreshClone(t *testing.T) {
 	if os.Getenv(NpmInstallEnv) == "" {
 		t.Skipf("set %s=1 (outside a network namespace: it needs npm's registry); scripts/test runs it in a step of its own", NpmInstallEnv)
 	}
-	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
-	if err != nil {
-		t.Fatalf("the module's git checkout: %v", err)
-	}
 	tmp := t.TempDir()
 	clone := filepath.Join(tmp, "flower")
-	if out, err := exec.Command("git", "clone", "-q", strings.TrimSpace(string(root)), clone).CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "clone", "-q", moduleRoot(t), clone).CombinedOutput(); err != nil {
 		t.Fatalf("git clone: %v %s", err, out)
 	}
-	goEnv := func(k string) string {
-		out, _ := exec.Command("go", "env", k).Output()
-		return strings.TrimSpace(string(out))
+	readme, err := os.ReadFile(filepath.Join(clone, "README.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	cache := filepath.Join(tmp, "cache")
-	env := []string{"HOME=" + filepath.Join(tmp, "home"), "PATH=" + os.Getenv("PATH"), "TERM=xterm", "LANG=en_US.UTF-8",
-		"XDG_CACHE_HOME=" + cache, "XDG_CONFIG_HOME=" + filepath.Join(tmp, "config"),
-		"npm_config_cache=" + filepath.Join(tmp, "npm-cache"), // an empty npm cache
-		"GOMODCACHE=" + goEnv("GOMODCACHE"), "GOCACHE=" + goEnv("GOCACHE"), "GOPROXY=" + goEnv("GOPROXY"), "GOFLAGS=" + goEnv("GOFLAGS")}
+	script := readmeQuickStart(t, string(readme))
+	_, picture := readmePicture(t, string(readme))
+	cache, gopath := filepath.Join(tmp, "cache"), filepath.Join(tmp, "go")
+	env := quickStartEnv(t, filepath.Join(tmp, "home"), gopath,
+		"XDG_CACHE_HOME="+cache, "XDG_CONFIG_HOME="+filepath.Join(tmp, "config"),
+		"npm_config_cache="+filepath.Join(tmp, "npm-cache")) // an empty npm cache
 	if _, err := exec.LookPath("claude"); err == nil {
 		t.Fatalf("a claude is on PATH (%s): the test needs a machine without one", os.Getenv("PATH"))
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "run", "./cmd/flower", "demo")
-	p := startCmdPTY(t, cmd, clone, env)
-	p.expectWithin(t, "Install the Claude Code CLI "+cliinstall.Version, 5*time.Minute)
+	p := startCmdPTY(t, exec.CommandContext(ctx, "bash", "-e", "-c", script), clone, env)
+	p.expectWithin(t, "Install the Claude Code CLI "+cliinstall.Version, 10*time.Minute)
 	p.tty.Write([]byte("\r"))
 	p.expectWithin(t, "installed the Claude Code CLI", 15*time.Minute)
 	p.expectWithin(t, "Demo over", 5*time.Minute)
 	if code := p.wait(t); code != 0 {
-		t.Fatalf("the demo: exit %d\n%s", code, p.screen())
+		t.Fatalf("the Quick start: exit %d\n%s", code, p.screen())
 	}
+	checkPicture(t, picture, p.screen())
 	bin := filepath.Join(cache, "flower", "claude-cli", cliinstall.Version, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("the CLI is not in the cache: %v", err)
@@ -73,7 +72,7 @@ func TestReadmeFirstCommandFromAFreshClone(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", proj).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	once := exec.CommandContext(ctx, "go", "run", "./cmd/flower", "-w", proj, "once", "what is the answer?")
+	once := exec.CommandContext(ctx, filepath.Join(gopath, "bin", "flower"), "-w", proj, "once", "what is the answer?")
 	once.Dir, once.Env = clone, append(env, "ANTHROPIC_API_KEY=sk-ant-fake", "ANTHROPIC_BASE_URL="+srv.URL)
 	out, err := once.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "the answer is 42") || strings.Contains(string(out), "installing") {

@@ -85,7 +85,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	}
 	ui := m.newUI(m.language(&o.g, runDir))
 	defer ui.Screen.Close()
-	create, err := m.checkWorkspace(ui, &o.g, ws)
+	create, err := m.checkWorkspace(ctx, ui, &o.g, ws)
 	if err != nil {
 		return err
 	}

@@ -137,7 +137,7 @@ func firstOf(pos []string) string {
 // q1, q3…, as flower runs shows them), or to the question waiting now.
 func (m *Command) replyTeam(ctx context.Context, url string, pos []string, question string, skip bool, lang flower.Lang) error {
 	if len(pos) < 1 {
-		return usageErrorf("%s reply RUN \"answer\": name the run (flower runs lists them)", m.name())
+		return usageErrorf("%s reply RUN \"answer\": name the run (%s runs lists them)", m.name(), m.name())
 	}
 	run, err := team.ParseRun(pos[0])
 	if err != nil {

@@ -665,7 +665,7 @@ const defaultRunsPage = 50
 // lays them out in a temporary folder, removed after.
 func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang flower.Lang, out string, open, asJSON bool) error {
 	if len(pos) != 1 {
-		return usageErrorf("%s report RUN: name one run (flower runs lists them)", m.name())
+		return usageErrorf("%s report RUN: name one run (%s runs lists them)", m.name(), m.name())
 	}
 	id, err := team.ParseRun(pos[0])
 	if err != nil {

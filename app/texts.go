@@ -2,6 +2,8 @@ package app
 
 import (
 	"errors"
+	"strings"
+
 	"github.com/flowerrun/flower"
 )
 
@@ -13,15 +15,15 @@ var texts = map[string][2]string{
 	"setupUnchanged": {"什么都没写:%s 保持原样。", "Nothing was written: %s is unchanged."},
 	"probeUnsure":    {"! 没验成:%s。key 可能是对的,只是这次没连上(网络、代理、网关宕机)。", "! Could not check the credentials: %s. The key may be right and the gateway just unreachable (network, proxy, gateway down)."},
 	"saveAnyway":     {"   没验过也存下来? [y/N] ", "   Save them unchecked anyway? [y/N] "},
-	"setupReady":     {"+ 配好了。到项目目录里跑 flower \"你的请求\";先看看效果:flower demo。", "+ Ready. In a project directory run flower \"your request\"; to see it first: flower demo."},
+	"setupReady":     {"+ 配好了。到项目目录里跑 {flower} \"你的请求\";先看看效果:{flower} demo。", "+ Ready. In a project directory run {flower} \"your request\"; to see it first: {flower} demo."},
 	"langHint":       {"(按你的 locale 说中文;加 --lang en 换成英文)", "(English, following your locale; --lang zh switches to Chinese)"},
 	"wsHint":         {"(是不是 %s?)", " (did you mean %s?)"},
 	"wsAsk":          {"%s 不存在%s。新建它? [y/N] ", "%s does not exist%s. Create it? [y/N] "},
 	"wsReadOnly":     {"-w %s:flower 没法在这里写(%v),运行目录和工作台都要写在工作目录里。用 -w 换一个能写的目录,或者让它可写(比如 chmod u+w,或重新以读写方式挂载)。", "-w %s: flower cannot write here (%v), and the run directory and the workbench go into the workspace. Choose a writable folder with -w, or make this one writable (chmod u+w, or mount it read-write)."},
 	"wsMissing":      {"-w %s:没有这个目录%s。检查一下路径,或者加 --create 新建它。", "-w %s: no such directory%s. Check the path, or add --create to make it."},
-	"typoAsk":        {"是不是想跑 `flower %s`? [Y/n](n = 把 %q 当成请求交给 agent) ", "Did you mean `flower %s`? [Y/n] (n = send %q to the agent as a request) "},
-	"typoNoTTY": {"%[1]q 像是命令 `flower %[2]s` 打错了:是不是想跑 `flower %[2]s`?真要把它当请求:flower go %[1]s",
-		"%[1]q looks like a typo of the command `flower %[2]s`: did you mean `flower %[2]s`? To send it as a request anyway: flower go %[1]s"},
+	"typoAsk":        {"是不是想跑 `{flower} %s`? [Y/n](n = 把 %q 当成请求交给 agent) ", "Did you mean `{flower} %s`? [Y/n] (n = send %q to the agent as a request) "},
+	"typoNoTTY": {"%[1]q 像是命令 `{flower} %[2]s` 打错了:是不是想跑 `{flower} %[2]s`?真要把它当请求:{flower} go %[1]s",
+		"%[1]q looks like a typo of the command `{flower} %[2]s`: did you mean `{flower} %[2]s`? To send it as a request anyway: {flower} go %[1]s"},
 	"unknownFlag":    {"%s %s:没有 %s 这个参数;`%s %s --help` 列出所有参数%s", "%s %s: unknown flag %s; `%s %s --help` lists the flags%s"},
 	"flagHint":       {"(是不是 %s?)", " (did you mean %s?)"},
 	"flagModel":      {"ANTHROPIC_MODEL(设这个变量,或者跑 `flower setup`)", "ANTHROPIC_MODEL (set it, or run `flower setup`)"},
@@ -29,8 +31,8 @@ var texts = map[string][2]string{
 	"unknownCommand": {"没有 %q 这个命令;`%s --help` 列出所有命令", "unknown command %q; `%s --help` lists the commands"},
 	"cliNone": {"- 没找到 Claude Code CLI:没设 FLOWER_CLAUDE,%s 里没有 flower 自带的固定版本,PATH 上也没有 claude。",
 		"- No Claude Code CLI found: FLOWER_CLAUDE is not set, %s holds no pinned copy of flower's, and no claude is on PATH."},
-	"cliAsk": {"用 npm 把 Claude Code CLI %s 装进上面这个缓存目录(约 200 MB,只装一次)? [Y/n] ",
-		"Install the Claude Code CLI %s into that cache directory with npm (about 200 MB, once)? [Y/n] "},
+	"cliAsk": {"用 npm 把 Claude Code CLI %s 装进上面这个缓存目录(下载 %d MB,装好占 %d MB,只装一次;npm 还会在它自己的缓存里留一份下载)? [Y/n] ",
+		"Install the Claude Code CLI %s into that cache directory with npm (a %d MB download, %d MB on disk, once; npm keeps another copy of the download in its own cache)? [Y/n] "},
 	"cliNoTTY": {"flower 需要 Claude Code CLI,但没找到。加 --yes 再跑一次,让 flower 用 npm 把 %s 装进 %s;或者设 FLOWER_CLAUDE=/path/to/claude。",
 		"flower needs the Claude Code CLI and found none. Run again with --yes to let flower install %s with npm into %s, or set FLOWER_CLAUDE=/path/to/claude."},
 	"cliDeclined": {"没装 Claude Code CLI,什么也没做。要用自己的:设 FLOWER_CLAUDE=/path/to/claude;要 flower 装:再跑一次并回答 y(或加 --yes)。",
@@ -49,12 +51,13 @@ var texts = map[string][2]string{
 	"versionCLIError": {"Claude Code CLI:%v", "Claude Code CLI: %v"},
 	"versionTested":   {"测过的 Claude Code CLI 版本:%s 到 %s(一个都没有时 flower 装 %s)", "Tested Claude Code CLI versions: %s to %s (flower installs %s when none is found)"},
 	"versionArgs":     {"`%s version` 不带参数(多了:%s)", "`%s version` takes no arguments (got: %s)"},
-	"empty": {"诉求是空的。直接 `flower` 然后按提示输入,或者 flower \"帮我做一个 X\"。",
-		"The request is empty. Run `flower` alone and type it at the prompt, or flower \"build me an X\"."},
+	"empty": {"诉求是空的。直接 `{flower}` 然后按提示输入,或者 {flower} \"帮我做一个 X\"。",
+		"The request is empty. Run `{flower}` alone and type it at the prompt, or {flower} \"build me an X\"."},
 	"cancelled": {"已取消", "Cancelled"},
+	"askQuit":   {"已取消(Ctrl-C),什么都没做。", "Cancelled (Ctrl-C); nothing was done."},
 	"clarified": {"这个目录的需求已经确认过了(%s),--clarify-only 没什么可做的。要换一件事:加 --new 重新澄清;要接着做:去掉 --clarify-only。",
 		"The request in this directory is already clarified (%s): --clarify-only has nothing to do. To clarify another request add --new; to continue the work drop --clarify-only."},
-	"quit":               {"已退出。同一目录再跑一次 flower 会接着做。", "Quit. Run flower again in the same directory to continue."},
+	"quit":               {"已退出。同一目录再跑一次 {flower} 会接着做。", "Quit. Run {flower} again in the same directory to continue."},
 	"start":              {"要做什么? 一句话就够,回车开始(Ctrl-C 退出)", "What should it do? One sentence is enough; Enter starts (Ctrl-C quits)"},
 	"wake":               {"接着上次? 直接回车 = 接着做;也可以说点新的;/new = 重开一件事(Ctrl-C 退出)", "Continue where it stopped? Enter = continue; or say something new; /new = start something else (Ctrl-C quits)"},
 	"wakeBeforeBrief":    {"接着上面这个请求?回车 = 接着做(它停在确认需求之前);也可以输入别的请求,就改做那件;/new = 重新问(Ctrl-C 退出)", "Continue the request above? Enter = continue it (it stopped before its brief); or type another request to do that instead; /new = ask afresh (Ctrl-C quits)"},
@@ -108,8 +111,8 @@ var texts = map[string][2]string{
 	"probeNet":           {"  (探针没打通:%s —— 当作网络问题,照常开跑)", "  (the probe did not get through: %s — taken as a network problem, running anyway)"},
 	"probeAuth":          {"! 凭证被拒:%s", "! Credentials rejected: %s"},
 	"probeConfig":        {"! 网关地址或模型名不对:%s", "! Wrong gateway address or model name: %s"},
-	"authNoTTY":          {"凭证被拒,且无法交互配置。跑 `flower setup` 重配。", "The credentials were rejected and there is no terminal to reconfigure. Run `flower setup` to set them again."},
-	"configNoTTY":        {"网关地址或模型名不对,且无法交互配置。跑 `flower setup` 重配。", "The gateway address or model name is wrong and there is no terminal to reconfigure. Run `flower setup` to set them again."},
+	"authNoTTY":          {"凭证被拒,且无法交互配置。跑 `{flower} setup` 重配。", "The credentials were rejected and there is no terminal to reconfigure. Run `{flower} setup` to set them again."},
+	"configNoTTY":        {"网关地址或模型名不对,且无法交互配置。跑 `{flower} setup` 重配。", "The gateway address or model name is wrong and there is no terminal to reconfigure. Run `{flower} setup` to set them again."},
 	"badCreds":           {"! 看起来是凭证不对:%s", "! The credentials look wrong: %s"},
 	"reconfigured":       {"配好了。再跑一次刚才的命令 —— 同一目录会接着上次。", "Configured. Run the same command again — in the same directory it continues where it stopped."},
 	"reconfigure":        {"重新配一下,配完立刻再验。", "Set them again; they are checked right after."},
@@ -134,7 +137,7 @@ var texts = map[string][2]string{
 	"noToken":            {"没给 token,取消。", "No token given; cancelled."},
 	"saved":              {"+ 存好了:%s", "+ Saved: %s"},
 	"envHeader":          {"# flower 凭证 —— 由 `flower setup` 写。别提交进版本库。", "# flower credentials — written by `flower setup`. Do not commit this file."},
-	"notSaved":           {"凭证被拒,什么都没写:%s 保持原样。检查 key 和网关地址,再跑一次 `flower setup`。", "The credentials were rejected; nothing was written: %s is unchanged. Check the key and the gateway address, then run `flower setup` again."},
+	"notSaved":           {"凭证被拒,什么都没写:%s 保持原样。检查 key 和网关地址,再跑一次 `{flower} setup`。", "The credentials were rejected; nothing was written: %s is unchanged. Check the key and the gateway address, then run `{flower} setup` again."},
 	"interrupted":        {"! 已打断这一轮。正在跑的 subagent 会丢掉半成品。", "! Interrupted this round. A running subagent loses its half-done work."},
 	"nowWorker":          {"派出的 %s", "worker %s"},
 	"nowAsking":          {"在问你", "asking you"},
@@ -159,15 +162,15 @@ var texts = map[string][2]string{
 	"endAccepted":        {"+ 你接受了现在的结果(判定者没有判目标达成:%s)", "+ Accepted by you as it stands (the judge did not rule the goal achieved: %s)"},
 	"endDone":            {"+ 每一步都做完了(没有判定目标)", "+ Every step done (no goal was judged)"},
 	"endNotAchieved":     {"x 跑完 %d 轮,目标没有达成:%s", "x Goal not achieved after %d rounds: %s"},
-	"endNotAchievedDo":   {"  怎么办:再跑一次 flower 接着做(可以说一句新的话),或加 --rounds N 多给几轮", "  What to do: run flower again to continue (you may add words), or give more rounds with --rounds N"},
+	"endNotAchievedDo":   {"  怎么办:再跑一次 {flower} 接着做(可以说一句新的话),或加 --rounds N 多给几轮", "  What to do: run {flower} again to continue (you may add words), or give more rounds with --rounds N"},
 	"endUnreachable":     {"x 目标被判为无法达成:%s", "x Goal ruled unreachable: %s"},
-	"endUnreachableDo":   {"  怎么办:看目标和判定理由;改目标后再跑 flower,或 /new 换一件事", "  What to do: read the goal and the reason; amend the goal and run flower again, or /new for something else"},
+	"endUnreachableDo":   {"  怎么办:看目标和判定理由;改目标后再跑 {flower},或 /new 换一件事", "  What to do: read the goal and the reason; amend the goal and run {flower} again, or /new for something else"},
 	"endTakenOver":       {"x 另一台机器接手了这个运行(本机暂停或断线超过了租约),它在那边接着跑", "x Another machine took this run over (this one was paused or cut off past its lease); it goes on there"},
-	"endTakenOverDo":     {"  本机什么都没再写;要看进度,去那台机器,或在任一台机器上等它结束后再跑 flower", "  Nothing more was written here; follow it on that machine, or run flower on any machine once it has ended"},
+	"endTakenOverDo":     {"  本机什么都没再写;要看进度,去那台机器,或在任一台机器上等它结束后再跑 {flower}", "  Nothing more was written here; follow it on that machine, or run {flower} on any machine once it has ended"},
 	"endStopped":         {"! 你按 Ctrl-C 停下了", "! Stopped by you (Ctrl-C)"},
 	"endBudget":          {"! 花费预算用完了,停下了:%s", "! Stopped: the cost budget is spent: %s"},
 	"endFailed":          {"x 失败:%s", "x Failed: %s"},
-	"endFailedDo":        {"  怎么办:按上面的原因修好,再跑一次 flower 会接着做", "  What to do: fix the cause above, then run flower again to continue"},
+	"endFailedDo":        {"  怎么办:按上面的原因修好,再跑一次 {flower} 会接着做", "  What to do: fix the cause above, then run {flower} again to continue"},
 	"endRounds":          {"- 轮次 %d/%d", "- rounds %d of %d"},
 	"endRestored":        {"- 工具改写过、已放回原样的文件(不是人写的,也不是 flower 写的):%s", "- written by a tool and put back (neither the person's nor flower's words): %s"},
 	"noGitJudge":         {"! %s 不是 git 仓库:裁判拿不到改动报告(这一轮改了哪些文件),只能自己去看。要有它:在那里 git init 后重跑。", "! %s is not a git repository: the judge gets no change report (which files a round changed) and must look for itself. To give it one: run git init there, then run flower again."},
@@ -209,9 +212,11 @@ var texts = map[string][2]string{
 	"demoQuit":    {"已退出。`%s demo -w %s` 会接着演示。", "Quit. `%s demo -w %s` continues the demo where it stopped."},
 	"demoTry":     {"- 可以试:自己回答提问 · ?问题 = 旁路问答 · Ctrl-C = 打断", "- Try: answer it yourself · ?question = side question · Ctrl-C = interrupt"},
 	"demoAnswers": {"  (演示:模拟的人回答了 %s)", "  (demo: the simulated human answered %s)"},
-	"demoDone": {"+ 演示结束:看看 %s,以及 %s/.flower/notes/ 里的确认书、目标和问答记录。真跑:先 `flower setup`,再 flower \"你的请求\"。",
-		"+ Demo over: look at %s, and at the brief, goal and Q&A log in %s/.flower/notes/. For real: `flower setup`, then flower \"your request\"."},
-	"setupNoTTY": {"`flower setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`flower setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
+	"demoDone": {"+ 演示结束:看看 %s,以及 %s/.flower/notes/ 里的确认书、目标和问答记录。真跑:先 `{flower} setup`,再 {flower} \"你的请求\"。",
+		"+ Demo over: look at %s, and at the brief, goal and Q&A log in %s/.flower/notes/. For real: `{flower} setup`, then {flower} \"your request\"."},
+	"goRunInstall": {"  要在任何目录里直接用 flower:go install %s,再 export PATH=\"$(go env GOPATH)/bin:$PATH\"(写进 ~/.bashrc 或 ~/.zshrc 就一直有效)。",
+		"  To have flower as a command in every folder: go install %s, then export PATH=\"$(go env GOPATH)/bin:$PATH\" (in ~/.bashrc or ~/.zshrc to keep it)."},
+	"setupNoTTY": {"`{flower} setup` 要在终端里交互运行(标准输入不是终端)。不交互的话:把 ANTHROPIC_API_KEY 写进 %s,或 export 进环境。", "`{flower} setup` asks its questions on a terminal (standard input is not one). Without one: put ANTHROPIC_API_KEY into %s, or export it."},
 	// The team's queue (submit, worker, runs, reply --db, cancel).
 	"teamDBAt":   {"数据库 %s:%w", "the database at %s: %w"},
 	"teamDBHint": {"检查数据库地址(--db、--db-file 或 FLOWER_DATABASE_URL):数据库得开着、这台机器连得上,用户和密码得对(密码在 URL 的文件、~/.pgpass 或 PGPASSWORD 里)。", "Check the database's address (--db, --db-file or FLOWER_DATABASE_URL): the database must be up and reachable from this machine, with the right user and password (in the URL's file, ~/.pgpass or PGPASSWORD)."},
@@ -307,10 +312,10 @@ var texts = map[string][2]string{
 	"teamMetricsServing":       {"+ 指标在 http://%s/metrics,健康检查在 http://%s/healthz", "+ metrics at http://%s/metrics, health at http://%s/healthz"},
 
 	// The last write-back of a run in a database failed (see closeDatabase).
-	"databaseNotWritten": {"x 运行 %s 最后的文件没能写进数据库 %s(%v),它们只在这台机器上:\n%s\n  文件都还在。在这台机器、这个工作目录里再跑一次 flower,它会先把这些文件写回去;在那之前别到别的机器上接着跑这个运行,那边看不到它们。",
-		"x The last files of run %s did not reach the database at %s (%v); they are only on this machine:\n%s\n  The files are still here. Run flower again on this machine, in this workspace: it writes them back first. Until then, do not continue this run on another machine: it would not see them."},
-	"databaseNotWrittenAll": {"x 运行 %s 最后的改动没能写进数据库 %s(%v),它们只在这台机器上。文件都还在。在这台机器、这个工作目录里再跑一次 flower,它会先把它们写回去;在那之前别到别的机器上接着跑这个运行。",
-		"x The last changes of run %s did not reach the database at %s (%v); they are only on this machine. The files are still here. Run flower again on this machine, in this workspace: it writes them back first. Until then, do not continue this run on another machine."},
+	"databaseNotWritten": {"x 运行 %s 最后的文件没能写进数据库 %s(%v),它们只在这台机器上:\n%s\n  文件都还在。在这台机器、这个工作目录里再跑一次 {flower},它会先把这些文件写回去;在那之前别到别的机器上接着跑这个运行,那边看不到它们。",
+		"x The last files of run %s did not reach the database at %s (%v); they are only on this machine:\n%s\n  The files are still here. Run {flower} again on this machine, in this workspace: it writes them back first. Until then, do not continue this run on another machine: it would not see them."},
+	"databaseNotWrittenAll": {"x 运行 %s 最后的改动没能写进数据库 %s(%v),它们只在这台机器上。文件都还在。在这台机器、这个工作目录里再跑一次 {flower},它会先把它们写回去;在那之前别到别的机器上接着跑这个运行。",
+		"x The last changes of run %s did not reach the database at %s (%v); they are only on this machine. The files are still here. Run {flower} again on this machine, in this workspace: it writes them back first. Until then, do not continue this run on another machine."},
 	"databaseNotWrittenMore": {"还有 %d 个文件",
 		"and %d more files"},
 }
@@ -323,10 +328,12 @@ func text(tag flower.Lang, key string) string {
 	if !ok {
 		return key
 	}
+	s := t[0]
 	if isEn(tag) {
-		return t[1]
+		s = t[1]
 	}
-	return t[0]
+	// A hint names the command that runs this flower (commandName).
+	return strings.ReplaceAll(s, commandPlaceholder, commandName())
 }
 
 func errorText(tag flower.Lang, key string) error { return errors.New(text(tag, key)) }

@@ -41,9 +41,29 @@ func (m *Command) newUI(lang flower.Lang) *UI {
 }
 
 // ReadLine shows prompt and reads one line, as typed: no shell parsing.
-// io.EOF means the input closed (Ctrl-D).
+// io.EOF means the input closed (Ctrl-D). It does not see Ctrl-C: a
+// question flower asks itself uses askYesNo.
 func (ui *UI) ReadLine(prompt string) (string, error) {
 	return ui.readLinePrompt(context.Background(), prompt)
+}
+
+// askYesNo asks a yes/no question on the terminal (def is the answer of a
+// bare Enter). Ctrl-C (ctx ending) gives up at once, before any Enter,
+// instead of waiting for a line and then quitting with it: the error says
+// that nothing was done and exits 130 as setup's prompts do. Ctrl-D is a
+// no, exit 1, as at the start prompt.
+func (ui *UI) askYesNo(ctx context.Context, prompt string, def bool) (bool, error) {
+	line, err := ui.readLinePrompt(ctx, prompt)
+	if ctx.Err() != nil {
+		return false, &exitError{code: ExitInterrupted, err: fmt.Errorf("%s%w", ui.T("askQuit"), silentWrap{errCancelled})}
+	}
+	if err != nil {
+		return false, &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("cancelled"), silentWrap{errCancelled})}
+	}
+	if def {
+		return isYes(line), nil
+	}
+	return isExplicitYes(line), nil
 }
 
 // readLinePrompt is ReadLine that gives up when ctx ends (Ctrl-C).
