@@ -66,7 +66,9 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		// another request (§13 #12).
 		return nil, fmt.Errorf(ui.T("clarified"), wake.Brief)
 	}
-	if !cfg.NoGoal && !cfg.ClarifyOnly && !inGitWorkTree(ctx, cfg.Workspace) {
+	// Not in the demo: its folder is a throwaway one flower made, and its
+	// judge needs no change report to show what a run looks like.
+	if !cfg.NoGoal && !cfg.ClarifyOnly && !ui.answerer && !inGitWorkTree(ctx, cfg.Workspace) {
 		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("noGitJudge"), cfg.Workspace))
 	}
 	last, ended := LoadEnding(wake.RunDir)
