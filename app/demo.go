@@ -25,7 +25,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	var g globals
 	fs := newFlagSet("demo")
 	g.register(fs)
-	pos, err := m.parse(fs, m.demoUsage(), args)
+	pos, err := m.parse(fs, m.demoUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -225,12 +226,13 @@ var runHelp = map[string]bool{"": true, "go": true, "once": true, "run": true, "
 // exit codes end exactly the run's screens.
 func TestEveryHelpFitsTheTerminal(t *testing.T) {
 	commands := append([]string{""}, subcommands...)
+	commands = append(commands, "runs prune")
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
 			for _, c := range commands {
 				args := []string{"--help"}
 				if c != "" {
-					args = []string{c, "--help"}
+					args = append(strings.Fields(c), "--help")
 				}
 				t.Run(fmt.Sprintf("%s/%d/%s", l.name, cols, c), func(t *testing.T) {
 					p := startPTYCols(t, cols, hermeticEnv(t, l.locale), args...)
@@ -271,14 +273,41 @@ func TestEveryHelpFitsTheTerminal(t *testing.T) {
 							}
 						}
 					}
-					if c == "" || c == "help" || c == "go" || c == "version" {
-						// The run's help names the full-width ？ a Chinese
-						// keyboard types: no Chinese text.
-						checkLanguage(t, l.english, strings.ReplaceAll(p.screen(), "？", ""))
+					// The run's help names the full-width ？ a Chinese
+					// keyboard types: no Chinese text.
+					checkLanguage(t, l.english, strings.ReplaceAll(p.screen(), "？", ""))
+					if !l.english {
+						checkMostlyChinese(t, lines)
 					}
 				})
 			}
 		}
+	}
+}
+
+// englishProse is a run of three lower-case English words: a sentence,
+// not a flag name, a command or a line of code.
+var englishProse = regexp.MustCompile(`\b[a-z]+ [a-z]+ [a-z]+\b`)
+
+// checkMostlyChinese fails a screen whose prose is mostly English: of its
+// lines that hold prose (Chinese, or a run of English words), most must
+// hold Chinese. Flag names, commands, paths and code may stay English.
+func checkMostlyChinese(t *testing.T, lines []string) {
+	t.Helper()
+	prose, chinese := 0, 0
+	var english []string
+	for _, line := range lines {
+		switch {
+		case hasCJK(line):
+			prose++
+			chinese++
+		case englishProse.MatchString(line):
+			prose++
+			english = append(english, line)
+		}
+	}
+	if chinese*2 <= prose {
+		t.Errorf("under a Chinese locale %d of %d prose lines are English:\n%s", len(english), prose, strings.Join(english, "\n"))
 	}
 }
 

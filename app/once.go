@@ -49,7 +49,7 @@ func (m *Command) parseOnce(args []string) (onceOptions, error) {
 	}
 	fs.StringVar(&o.resume, "resume", "", "")
 	fs.BoolVar(&o.fork, "fork", false, "")
-	pos, err := m.parse(fs, m.onceUsage(), args)
+	pos, err := m.parse(fs, m.onceUsage(m.argLang(args)), args)
 	if err != nil {
 		return o, err
 	}

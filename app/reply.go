@@ -39,7 +39,7 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 	fl.DurationVar(&wait, "wait", wait, "")
 	var db dbFlags
 	db.register(fl)
-	pos, err := m.parse(fl, m.replyUsage(), args)
+	pos, err := m.parse(fl, m.replyUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 	fs.BoolVar(&asJSON, "json", false, "")
 	var db dbFlags
 	db.register(fs)
-	pos, err := m.parse(fs, m.reportUsage(), args)
+	pos, err := m.parse(fs, m.reportUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}

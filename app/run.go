@@ -14,7 +14,7 @@ func (m *Command) runRun(ctx context.Context, args []string) error {
 	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" {
-			m.printHelp(m.runUsage())
+			m.printHelp(m.runUsage(m.argLang(args)))
 			return nil
 		}
 	}

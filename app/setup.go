@@ -15,7 +15,7 @@ func (m *Command) runSetup(ctx context.Context, args []string) error {
 	var g globals
 	fs := newFlagSet("setup")
 	g.register(fs)
-	pos, err := m.parse(fs, m.setupUsage(), args)
+	pos, err := m.parse(fs, m.setupUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}

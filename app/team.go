@@ -78,7 +78,7 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	fs.StringVar(&base, "branch", "", "")
 	fs.Var(budgetValue{&budget}, "budget", "")
 	fs.BoolVar(&noCheck, "no-check", false, "")
-	pos, err := m.parse(fs, m.submitUsage(), args)
+	pos, err := m.parse(fs, m.submitUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	fs.IntVar(&maxFailures, "max-failures", team.DefaultMaxFailures, "")
 	fs.DurationVar(&rescue, "rescue", team.DefaultRescue, "")
 	fs.Var(budgetValue{&teamBudget}, "team-budget", "")
-	if _, err := m.parse(fs, m.workerUsage(), args); err != nil {
+	if _, err := m.parse(fs, m.workerUsage(m.argLang(args)), args); err != nil {
 		return err
 	}
 	lang := m.language(&g, "")
@@ -295,7 +295,7 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 	db.register(fs)
 	fs.StringVar(&states, "state", "", "")
 	fs.IntVar(&limit, "limit", defaultRunsPage, "")
-	pos, err := m.parse(fs, m.runsUsage(), args)
+	pos, err := m.parse(fs, m.runsUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
@@ -584,7 +584,7 @@ func (m *Command) runCancel(ctx context.Context, args []string) error {
 	fs := newFlagSet("cancel")
 	g.register(fs)
 	db.register(fs)
-	pos, err := m.parse(fs, m.cancelUsage(), args)
+	pos, err := m.parse(fs, m.cancelUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
@@ -624,7 +624,7 @@ func (m *Command) runRetry(ctx context.Context, args []string) error {
 	fs := newFlagSet("retry")
 	g.register(fs)
 	db.register(fs)
-	pos, err := m.parse(fs, m.retryUsage(), args)
+	pos, err := m.parse(fs, m.retryUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
