@@ -1017,7 +1017,11 @@ func joinWords(a, b string) string {
 	last, _ := utf8.DecodeLastRuneInString(a)
 	first, _ := utf8.DecodeRuneInString(b)
 	wide := func(r rune) bool { return screen.RuneWidth(r) == 2 }
-	if wide(last) && wide(first) || wide(last) && unicode.IsPunct(last) || wide(first) && unicode.IsPunct(first) {
+	// Chinese texts use ASCII , ; : ( ) between Chinese words, with no
+	// blank: one next to a Chinese character joins it without one too.
+	asciiPunct := func(r rune) bool { return r < utf8.RuneSelf && unicode.IsPunct(r) }
+	if wide(last) && wide(first) || wide(last) && unicode.IsPunct(last) || wide(first) && unicode.IsPunct(first) ||
+		wide(last) && asciiPunct(first) || asciiPunct(last) && wide(first) {
 		return a + b
 	}
 	return a + " " + b

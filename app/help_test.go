@@ -319,7 +319,8 @@ func TestFitHelpReflowsToTheWidth(t *testing.T) {
 		"  --output FILE   where the page goes (default $TMPDIR/flower-report-<id>.html,\n" +
 		"                  one per run directory)\n" +
 		"  --中文 X        一段很长的中文说明,要在窄的终端上换行,而且不能让行首出现逗号或者句号。\n" +
-		"    code(kept) // as it is\n"
+		"    code(kept) // as it is\n" +
+		"\n中文段落里用的是半角标点,\n换行处不加空格(跟英文不一样)\n"
 	for _, cols := range []int{30, 50, 80, 160} {
 		out := fitHelp(help, cols)
 		for _, line := range strings.Split(out, "\n") {
@@ -337,6 +338,9 @@ func TestFitHelpReflowsToTheWidth(t *testing.T) {
 		if !strings.Contains(out, "    code(kept) // as it is\n") {
 			t.Errorf("%d: the kept line changed:\n%s", cols, out)
 		}
+	}
+	if out := fitHelp(help, 160); !strings.Contains(out, "半角标点,换行处不加空格(跟英文不一样)") {
+		t.Errorf("at 160 a Chinese paragraph is joined with a blank:\n%s", out)
 	}
 	if out := fitHelp(help, 160); !strings.Contains(out, "to join at a wide one.") || !strings.Contains(out, "directory)\n") ||
 		strings.Contains(out, "\n                  one per run") {
