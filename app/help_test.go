@@ -347,3 +347,60 @@ func TestFitHelpReflowsToTheWidth(t *testing.T) {
 		t.Errorf("at 160 the paragraph and the description are not joined:\n%s", out)
 	}
 }
+
+// A command-line error speaks the language the help would: under a
+// Chinese locale (or --lang zh) setup's, reply's, cancel's and the other
+// commands' usage errors are Chinese, exit 2 and say what to do.
+func TestUsageErrorsSpeakTheLocale(t *testing.T) {
+	cases := []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"setup", "extra"}, "setupArgs"},
+		{[]string{"reply"}, "replyNoWords"},
+		{[]string{"reply", "--skip", "--mail", "x"}, "replySkipMail"},
+		{[]string{"cancel", "r1", "r2"}, "cancelArgs"},
+		{[]string{"once", "  "}, "onceNoPrompt"},
+		{[]string{"demo", "build X"}, "demoArgs"},
+		{[]string{"run"}, "runNoProgram"},
+		{[]string{"report", "a", "b"}, "reportArgs"},
+		{[]string{"--rounds", "0", "build X"}, "goRounds"},
+	}
+	for _, l := range locales {
+		for _, c := range cases {
+			t.Run(l.name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
+				cmd := exec.Command(flowerBin, c.args...)
+				cmd.Dir = t.TempDir()
+				cmd.Env = hermeticEnv(t, l.locale, "FLOWER_CLAUDE="+stubCLI(t), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=http://127.0.0.1:1")
+				out, err := cmd.CombinedOutput()
+				if code := exitCode(err); code != ExitUsage {
+					t.Errorf("exit %d, want %d:\n%s", code, ExitUsage, out)
+				}
+				if phrase := longestLiteral(text(langOf(l.english), c.key)); !strings.Contains(string(out), phrase) {
+					t.Errorf("the error does not say %q:\n%s", phrase, out)
+				}
+				checkLanguage(t, l.english, string(out))
+			})
+		}
+	}
+	// --lang zh wins over an English locale, as for the help.
+	cmd := exec.Command(flowerBin, "setup", "--lang", "zh", "extra")
+	cmd.Dir = t.TempDir()
+	cmd.Env = hermeticEnv(t, "en_US.UTF-8")
+	out, _ := cmd.CombinedOutput()
+	if phrase := longestLiteral(text("zh", "setupArgs")); !strings.Contains(string(out), phrase) {
+		t.Errorf("setup --lang zh: the error does not say %q:\n%s", phrase, out)
+	}
+}
+
+// longestLiteral is the longest stretch of a format text between its
+// verbs: what the message says whatever the values put in it.
+func longestLiteral(format string) string {
+	longest := ""
+	for _, part := range regexp.MustCompile(`%[a-z]`).Split(format, -1) {
+		if len(part) > len(longest) {
+			longest = part
+		}
+	}
+	return longest
+}

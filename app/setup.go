@@ -20,7 +20,7 @@ func (m *Command) runSetup(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("`%s setup` takes no arguments (got %q); it asks its questions on the terminal", m.name(), pos[0])
+		return usageErrorf(text(m.argLang(args), "setupArgs"), m.name(), pos[0])
 	}
 	if err := g.checkLang(); err != nil {
 		return err
