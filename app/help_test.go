@@ -365,12 +365,16 @@ func TestUsageErrorsSpeakTheLocale(t *testing.T) {
 		{[]string{"run"}, "runNoProgram"},
 		{[]string{"report", "a", "b"}, "reportArgs"},
 		{[]string{"--rounds", "0", "build X"}, "goRounds"},
+		{[]string{"-w", "afile", "build X"}, "wsFile"},
 	}
 	for _, l := range locales {
 		for _, c := range cases {
 			t.Run(l.name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
 				cmd := exec.Command(flowerBin, c.args...)
 				cmd.Dir = t.TempDir()
+				if err := os.WriteFile(filepath.Join(cmd.Dir, "afile"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
 				cmd.Env = hermeticEnv(t, l.locale, "FLOWER_CLAUDE="+stubCLI(t), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=http://127.0.0.1:1")
 				out, err := cmd.CombinedOutput()
 				if code := exitCode(err); code != ExitUsage {
