@@ -371,7 +371,7 @@ func (m *Command) checkWorkspace(ctx context.Context, ui *UI, g *globals, ws str
 		}
 		return false, nil
 	case err == nil:
-		return false, usageErrorf("-w %s is a file, not a directory; give a directory", ws)
+		return false, usageErrorf(ui.T("wsFile"), ws)
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("workspace %s: %w\nchoose another with -w DIR", ws, err)
 	case g.create:

@@ -27,7 +27,7 @@ func (m *Command) openDatabase(ctx context.Context, ui *UI, cfg *Config) (*flowe
 	if v := strings.TrimSpace(m.getenv(flower.LeaseEnv)); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Second {
-			return nil, usageErrorf("%s=%s: give a duration of at least 1s, like 30s (how soon another machine may take over a run whose machine died)", flower.LeaseEnv, v)
+			return nil, usageErrorf(ui.T("leaseBad"), flower.LeaseEnv, v)
 		}
 		lease = d
 	}

@@ -25,12 +25,12 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	var g globals
 	fs := newFlagSet("demo")
 	g.register(fs)
-	pos, err := m.parse(fs, m.demoUsage(), args)
+	pos, err := m.parse(fs, m.demoUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("`%s demo` takes no request (got %q): its model is scripted for one; `%s \"your request\"` runs yours", m.name(), pos[0], m.name())
+		return usageErrorf(text(m.argLang(args), "demoArgs"), m.name(), pos[0], m.name())
 	}
 	if err := g.checkLang(); err != nil {
 		return err

@@ -141,19 +141,19 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 		return cfg, err
 	}
 	if g.workbench && !own {
-		return cfg, usageErrorf("-W/--workbench is for `run` and `once`: `go` always keeps its workbench in <workspace>/.flower; drop -W")
+		return cfg, usageErrorf("%s", text(m.argLang(args), "goWorkbench"))
 	}
 	switch {
 	case isSet(fs, "window") && cfg.Window <= 0:
-		return cfg, usageErrorf("--window %d: the window is a number of tokens above 0 (for example --window 200000); leave the flag out to guess it from the model", cfg.Window)
+		return cfg, usageErrorf(text(m.argLang(args), "goWindow"), cfg.Window)
 	case cfg.Rounds < 1:
-		return cfg, usageErrorf("--rounds %d: give at least 1 round (the default is 3)", cfg.Rounds)
+		return cfg, usageErrorf(text(m.argLang(args), "goRounds"), cfg.Rounds)
 	case cfg.ResumeRun && (cfg.New || cfg.ClarifyOnly):
-		return cfg, usageErrorf("--resume-run carries the run on where it stopped: drop --new and --clarify-only")
+		return cfg, usageErrorf("%s", text(m.argLang(args), "goResumeRun"))
 	case cfg.New && cfg.Continue:
-		return cfg, usageErrorf("--new starts something else and --continue carries the last request on: give one of them")
+		return cfg, usageErrorf("%s", text(m.argLang(args), "goNewContinue"))
 	case cfg.MaxAsks < -1:
-		return cfg, usageErrorf("--asks %d: give 0 (no questions), a quota N, or -1 (unlimited, the default)", cfg.MaxAsks)
+		return cfg, usageErrorf(text(m.argLang(args), "goAsks"), cfg.MaxAsks)
 	}
 	cfg.Workbench = g.workbench
 	if cfg.Trim, err = g.trimFor(!own); err != nil {

@@ -159,7 +159,7 @@ func (m *Command) usage(l flower.Lang) string {
   flower report RUN         从数据库生成某个运行的报告
   数据库:$FLOWER_DATABASE_URL、--db-file F,或 --db URL(不带密码)
 
-flower go --help 讲运行的参数和它写哪些文件;flower <命令> --help 讲其他命令的参数(目前是英文)。
+flower go --help 讲运行的参数和它写哪些文件;flower <命令> --help 讲其他命令的参数。
 
 例子:
   flower "给 CLI 加一个 --json 参数" --rounds 2
@@ -320,7 +320,29 @@ Examples:
 `+exitCodes, "flower", m.name())
 }
 
-func (m *Command) onceUsage() string {
+func (m *Command) onceUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower once [参数] "提示"
+
+临时 agent 的一步("ad-hoc"):不走流程,不提问,不能插话;第一次 Ctrl-C 就结束。它的会话
+跟别的步骤一样记在 <run-dir> 里。
+
+参数:
+  -i, --instructions TEXT      追加到 Claude Code 的系统提示词后面
+  -t, --tools LIST             不问就放行的工具(默认 Read,Glob,Grep)
+  -p, --permission-mode MODE   default、acceptEdits、plan 或 bypassPermissions(默认 default)
+  -b, --budget USD             这一步最多花多少钱
+      --resume SESSION_ID      接着一个会话做
+      --fork                   和 --resume 一起用:接着它的一份副本做
+
+例子:
+  flower once "用三行总结 README.md"
+  flower once -t Read,Edit -p acceptEdits "改掉 main.go 里的错别字"
+  flower once --resume 5f1c… --fork "现在换另一种做法试试"
+
+`+globalFlagsZh+`
+`+exitCodesZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower once [flags] "prompt"
 
 One step of an ad-hoc agent ("ad-hoc"): no workflow, no questions, no interrupt;
@@ -343,7 +365,24 @@ Examples:
 `+exitCodes, "flower", m.name())
 }
 
-func (m *Command) demoUsage() string {
+func (m *Command) demoUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower demo [--lang en] [-w DIR]
+
+走一遍运行的每个阶段(一个提问、需求确认书、目标、评审下的两轮、交接):用的是真的 Claude Code
+CLI,对面是本进程在 127.0.0.1 上按脚本模拟的模型。不读凭据,什么都不出这台机器,不花钱。文件写
+到一个新的临时目录(或 -w DIR)。
+
+像真跑一样试试:自己回答它的提问(hello.txt 会写上你打的字;模拟的人要等你有了 15 秒而且停
+手不打了才回答),以 ? 开头打一行顺便问一句,按一次 Ctrl-C 插几句话,按两次退出;
+`+"`flower demo -w DIR`"+` 接着做。
+
+
+跟每个命令一样去找 Claude Code CLI(FLOWER_CLAUDE、缓存里 flower 的固定版本、PATH);一个都
+没有时,用 npm 装上固定版本(--yes:不问)。语言跟着 locale 走;--lang en 或 --lang zh 来选。
+
+`+exitCodesZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower demo [--lang en] [-w DIR]
 
 Shows every stage of a run (a question, the brief, the goal, two rounds under the
@@ -365,7 +404,38 @@ asking). Its language follows the locale; --lang en or --lang zh chooses.
 `+exitCodes, "flower", m.name())
 }
 
-func (m *Command) setupUsage() string {
+func (m *Command) setupUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower setup
+
+问你 API key(或网关的 token)、网关地址和模型,发一个小的试探请求,然后存到
+${XDG_CONFIG_HOME:-~/.config}/flower/.env(权限 0600),每次 flower 运行都会读它。先显示
+文件里现在有什么(key 打了码);输入 key 时不回显。网关拒绝的凭据不存:原来的文件不变(退出码
+1);试探没有回音时会说为什么,只有你答 y 才存。任何时候按 Ctrl-C 都立刻退出,什么也不写(退出码
+130)。需要终端。
+
+没有终端时,自己写这个文件,或者导出这些变量:
+  ANTHROPIC_API_KEY=sk-ant-…     网关用 ANTHROPIC_AUTH_TOKEN=…
+  ANTHROPIC_BASE_URL=https://…   网关地址(默认:Anthropic 的 API)
+  ANTHROPIC_MODEL=…              模型
+
+运行从这些地方找,先找到的算数:环境变量、$FLOWER_ENV、./.env、这个文件、flower 程序旁边的
+.env、~/.claude/settings.json 的 env 块。flower 启动所在目录里的 .env(比如克隆下来的仓库里
+的)只给 key 和模型(ANTHROPIC_API_KEY、ANTHROPIC_AUTH_TOKEN、ANTHROPIC_*MODEL、
+CLAUDE_CODE_SUBAGENT_MODEL、CLAUDE_CODE_EFFORT_LEVEL):它的 ANTHROPIC_BASE_URL、
+FLOWER_CLAUDE、FLOWER_NOTIFY 和其他变量一概不用,运行开始时会说出来。这样仓库决定不了你的 key
+发到哪、跑哪个 claude、跑什么命令。网关地址请写在这个文件里。
+
+setup 还会说协调者的快速查看靠什么保护:bubblewrap 沙箱(只读、不联网、没有 key;Linux,
+bubblewrap 包)或者只靠解析器。
+
+退出码:
+  0      存好了
+  1      什么也没存:网关拒绝了凭据,试探没有回音而你没答 y,或者没有终端
+  2      命令行错误:没有这个参数,多了参数
+  130    Ctrl-C:立刻退出,什么也没写
+`, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower setup
 
 Asks for the API key (or a gateway's token), the gateway address and the model, sends
@@ -402,7 +472,39 @@ Exit codes:
 `, "flower", m.name())
 }
 
-func (m *Command) replyUsage() string {
+func (m *Command) replyUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower reply [参数] "回答"
+
+回答这个目录里的运行正在等的提问(-w/-r 跟运行一样);没有提问在等时,把话留在它的收件箱里。
+一个数字就是选那一项。它会等运行收下回答(最多等 --wait),然后说回答怎么样了。
+
+参数:
+  --question Q   回答提问 Q(默认:等得最久的那个);--id Q 一样
+  --skip         不回答这个提问:让它自己判断
+  --mail         即使有提问在等,也只给收件箱留一句话
+  --wait D       等运行多久(默认 10s;0 = 不等)
+  --db-file F    改为团队队列里的运行,数据库的 URL 在文件 F 里(或 --db URL,不带密码,
+                 或 $FLOWER_DATABASE_URL):flower reply r12 "回答" 立刻送到正在跑 r12 的
+                 worker
+
+提问的编号是运行给的:它的提问和发给它的话共用一个计数(q1、m2、q3……),flower runs r12
+会列出每个提问和它的编号("q1 问:……")。团队队列里的运行:
+  flower reply r12 "回答"     回答现在正在等的提问;没有提问在等就拒绝(什么也不留)
+  flower reply r12 --question q3 "…"
+                              回答 q3:它在等就立刻送到,否则留着,直到运行问出 q3
+                              (只给 q3)
+
+提问已经回答过、拒答过或超时了,运行已经走过去没问的提问,编号不是 qN 的样子,或者运行已经
+结束:回答被拒绝(退出码 1),什么也不留。
+
+例子:
+  flower reply "用 PostgreSQL"
+  flower reply 2
+  flower -w ~/src/app reply --mail "旧的 API 也留着"
+  flower reply r12 --question q1 "叫它 zed"
+`, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower reply [flags] "words"
 
 Answers the waiting question of the run in this directory (-w/-r as for the run), or,
@@ -441,7 +543,22 @@ Examples:
 `, "flower", m.name())
 }
 
-func (m *Command) runUsage() string {
+// runExampleZh is the workflow program of flower run's help, its last
+// line in Chinese: the code itself stays as it is.
+var runExampleZh = strings.Replace(runExample, `Then: go run . -w ./repo "add a --json flag" (examples/ownflow is this program).`,
+	`然后:go run . -w ./repo "加一个 --json 参数"(examples/ownflow 就是这个程序)。`, 1)
+
+func (m *Command) runUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower run
+
+跑你自己的流程。在 Go 里流程就是一个程序:它的 main 交给 app.Main(yourFlow),就得到 flower
+的整套命令行(go 的参数、凭据、屏幕、Ctrl-C、退出码):
+
+`+runExampleZh+`
+
+`+exitCodesZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower run
 
 Runs a workflow of your own. In Go a workflow is a program: give its main
@@ -453,7 +570,38 @@ credentials, screen, Ctrl-C, exit codes):
 `+exitCodes, "flower", m.name())
 }
 
-func (m *Command) reportUsage() string {
+func (m *Command) reportUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower report [参数] [run_dir]
+
+把一个运行目录(默认 <workspace>/runs,或 -r DIR)和它的工作台写成一个自包含的 HTML 页面(不联网,
+没有外部字体或脚本),并打印页面的路径。页面顶上说这次运行为什么花了这么多:请求、结果和原因、
+时长、token、花费和最大的三项开销,每次唤醒一栏。然后用运行的语言列出:每次唤醒里步骤、会话、
+交接、重试、插话和插话的内容、回答、评审结论和等待的时间线;按步骤、轮次、角色和模型算的花费,
+对照运行预算;主线程每一轮的上下文,对照交接阈值和窗口;主线程和 subagent 的对比;缓存复用;
+评审结论;提问、回答和收件箱里的话;工具、被拒的调用、溢出和工作台脚本;manifest,以及需求确认
+书、目标、交接文档和结束交接的链接。它只读:会话库以只读方式打开,所以不会挡住正在跑的 flower,
+也不往运行目录或工作台里写任何东西。读不了的文件会在 stderr 和页面上点名,其余照常显示。
+
+参数:
+  -o, --output FILE   页面写到哪(默认 $TMPDIR/flower-report-<id>.html,每个运行目录一个)
+  --open              也用 xdg-open 或 open 打开页面(有的话)
+  --json              改为在 stdout 上打印页面的数据(JSON),不写页面
+  --db-file F RUN     团队队列里的一个运行,从数据库生成(URL 在文件 F 里,或 --db URL,
+                      不带密码,或 $FLOWER_DATABASE_URL,运行写成 r12 这样)
+
+例子:
+  flower report
+  flower report --open ~/src/app/runs
+  flower report -o /tmp/run.html -w ~/src/app
+  flower report --json | jq .cost.total
+
+退出码:
+  0    页面写好了(或 JSON 打印了),即使有些文件读不了(会在 stderr 上点名)
+  1    没有这个目录,目录里没有运行,或者页面写不了
+  2    命令行错误:没有这个参数,run_dir 不止一个,--json 和 -o/--open 一起用
+`, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower report [flags] [run_dir]
 
 Writes one self-contained HTML page (no network, no external fonts or scripts) of
@@ -504,7 +652,35 @@ state and transcripts), in the first of:
   $FLOWER_DATABASE_URL   the whole URL, password included
 `
 
-func (m *Command) submitUsage() string {
+const teamFlagsZh = `团队的数据库(整个团队一个,放着队列、每个运行的状态和记录),按顺序取第一个有的:
+  --db-file FILE   一个写着 postgres://user:password@host:5432/db 的文件,必须是你的,权限
+                   0600(chmod 600 FILE):别人能读的会被拒绝
+  --db URL         postgres://user@host:5432/db,不带密码,密码从 ~/.pgpass(或
+                   $PGPASSFILE,或 $PGPASSWORD)来;--db 里带密码会被拒绝:命令行人人都看得见
+  $FLOWER_DATABASE_URL   完整的 URL,带密码
+`
+
+func (m *Command) submitUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower submit [--db-file FILE] --repo REPO [--branch B] "请求"
+
+把一个针对某 git 仓库的请求排进队列。空着的 worker 接手,克隆 REPO,在这个运行自己的分支
+flower/rN(从 B 开出)上干活,每一步、每次交接和结束时都把成果推到那里。打印运行的名字。
+
+参数:
+  --repo REPO     每个 worker 都能访问的 git URL 或路径(先在这台机器上检查)
+  --branch B      从哪个分支开始(默认:仓库的默认分支)
+  --budget USD    运行花到这么多钱就干净地停下,所有 worker 加在一起算
+  --no-check      不在这台机器上检查 REPO 和 B 是否存在
+
+例子:
+  flower submit --repo git@host:app.git "加一个 --json 参数"
+  flower submit --db-file ~/team-db --repo /srv/app.git --budget 5 "修好它"
+  flower submit --db postgres://flower@db/flower --repo /srv/app.git \
+      --branch develop "修好不稳定的测试"
+
+`+teamFlagsZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] "request"
 
 Queues a run of the request against a git repository. A free worker takes it,
@@ -526,7 +702,47 @@ Examples:
 `+teamFlags, "flower", m.name())
 }
 
-func (m *Command) workerUsage() string {
+func (m *Command) workerUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
+
+在这台机器上做队列里的运行,直到被停下:每个运行在 DIR 下有自己的 checkout 和给 CLI 用的 HOME,
+状态放在数据库里。Ctrl-C 或 SIGTERM:不再接新运行,把手上的运行停成可接着做的(正在跑的那一步
+记下,成果推上去),交回队列。死掉的 worker(SIGKILL、断电、断网)不再报平安;过了 --rescue,
+它的运行交给别的 worker,从最后推上去的提交和数据库里的状态接着做。worker 能接着做任何它读得懂
+状态协议的运行,不管是哪个版本的 flower 开始的。
+
+参数:
+  --concurrency N     同时做几个运行(默认 1)
+  --dir DIR           checkout、HOME 和日志放哪(默认 ./flower-worker)
+  --name NAME         worker 在 flower runs 里的名字(默认 主机-pid);活着的 worker
+                      用着的名字会被拒绝
+  --rescue D          一个运行多久没人确认,别的 worker 就接手(默认 2m,至少 4s;这个
+                      worker 每过四分之一就确认一次)
+  --team-budget USD   所有运行加起来花到这么多就不再接新运行(所有 worker 一起算;0 取消
+                      上限;不写就保持原来的设置)
+  --max-failures N    在 N 个 worker 上失败过的运行就搁置(默认 3);失败的尝试隔 10s、
+                      30s、90s……重试
+  --lang en|zh        运行用的语言
+  --unconfined        不用 bubblewrap 跑运行(这样运行能读到这个用户能读的一切:别的运行、
+                      这个 HOME);不加这个参数就拒绝
+  --keep-failed D     失败(搁置)的运行在 DIR 下的目录保留多久(默认 72h);结束的运行的
+                      其他目录在结束时删掉
+  --drain NAME        自己不干活:让名叫 NAME 的 worker 像收到 SIGTERM 一样收尾(它在
+                      --rescue 的四分之一内看到)
+  --log-format F      text(默认)或 json:worker 在 stderr 上的日志,每条一行,带运行、
+                      尝试、worker 和步骤;密码和 key 打码
+  --metrics ADDR      在 http://ADDR/metrics 上提供 Prometheus 指标,还有 /healthz
+                      (数据库和 DIR 能用时是 200,否则是 503 和原因);默认不提供。绑在
+                      给的地址上:只给这台机器用就写 127.0.0.1:9100
+
+CLI 和凭据跟 flower go 一样去找(FLOWER_CLAUDE、flower setup、环境变量)。运行永远拿不到它们:
+它通过这个 worker 在 127.0.0.1 上的代理访问模型,用的是它自己的 token,运行结束就作废;它也看
+不到数据库。bubblewrap 把每个运行关在它自己的 checkout、HOME 和目录里:DIR 的其余部分、这个
+HOME、/tmp 和别的进程它都看不见。
+
+`+teamFlagsZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
 
 Works queued runs on this machine until stopped: each in its own checkout under
@@ -575,7 +791,20 @@ processes are hidden from it.
 `+teamFlags, "flower", m.name())
 }
 
-func (m *Command) workersUsage() string {
+func (m *Command) workersUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower workers [--db-file FILE]
+
+加入过团队的每个 worker:状态,手上有几个运行、同时最多做几个,最后一次报平安是什么时候,跑了
+多久,主机和 flower 版本。状态有:working(手上有运行)、idle(空闲)、draining(做完手上的工具
+调用就交出运行)、silent(超过它的 --rescue 没报平安:挂了、暂停了或断了线;它的运行交给别人)、
+gone(干净地停了)、broken(它自己的环境坏了;下一行说为什么)。时间按数据库的时钟算:时钟不准的
+worker 会在下面点名。
+
+让一个 worker 收尾离开:flower worker --drain NAME。
+
+`+teamFlagsZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower workers [--db-file FILE]
 
 Every worker that ever joined the team: its state, the runs it holds out of
@@ -591,7 +820,18 @@ To make a worker finish and leave: flower worker --drain NAME.
 `+teamFlags, "flower", m.name())
 }
 
-func (m *Command) pruneUsage() string {
+func (m *Command) pruneUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower runs prune [--db-file FILE] --ended-before AGE
+      flower runs prune [--db-file FILE] RUN...
+
+从数据库里删掉在 AGE 之前结束(achieved、stopped、failed、cancelled)的运行,或者点名的运行的
+每一行:它们的事件、回答、任务、状态文件和记录,以及运行本身。排队中、在跑或在等的运行永远不删
+(点名它们会被拒绝)。它们的分支留在仓库里。AGE 是一段时间(30d、12h、90m)或一个日期
+(2026-01-31、2026-01-31T15:04)。
+
+`+teamFlagsZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower runs prune [--db-file FILE] --ended-before AGE
        flower runs prune [--db-file FILE] RUN...
 
@@ -605,7 +845,22 @@ in the repository. AGE is an age (30d, 12h, 90m) or a date (2026-01-31,
 `+teamFlags, "flower", m.name())
 }
 
-func (m *Command) runsUsage() string {
+func (m *Command) runsUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
+
+团队的运行,最新的在前:每个运行的状态(排队、在某台主机上跑、等人回答、achieved、stopped、
+failed、cancelled)、步骤和轮次、花费对照预算、时长,以及它为什么在等或为什么结束。带上 RUN
+(如 r12):这个运行的详情和最近的事件。
+
+参数:
+  --state S[,S]   只看这些状态的运行(比如 --state failed,queued)
+  --limit N       最多 N 个运行(默认 50;0:全部);最后一行说还有多少个
+
+flower runs prune --ended-before 30d 删掉已结束运行的行(见它的 --help)。
+
+`+teamFlagsZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
 
 The team's runs, newest first: each one's state (queued, running on a host,
@@ -623,7 +878,16 @@ flower runs prune --ended-before 30d removes ended runs' rows (see its --help).
 `+teamFlags, "flower", m.name())
 }
 
-func (m *Command) retryUsage() string {
+func (m *Command) retryUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower retry [--db-file FILE] RUN
+
+把失败(搁置)的运行放回队列。空着的 worker 从推上去的分支和数据库里的状态接着做,跟接手时一样。
+以前的失败留在它的记录里(flower runs RUN);只有新的失败才算进下次搁置。其他状态的运行会被拒绝
+(退出码 1)。
+
+`+teamFlagsZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower retry [--db-file FILE] RUN
 
 Puts a failed (parked) run back in the queue. A free worker continues it from
@@ -634,7 +898,16 @@ towards parking it again. A run in any other state is refused (exit code 1).
 `+teamFlags, "flower", m.name())
 }
 
-func (m *Command) cancelUsage() string {
+func (m *Command) cancelUsage(l flower.Lang) string {
+	if !isEn(l) {
+		return strings.ReplaceAll(`用法:flower cancel [--db-file FILE] RUN
+
+停下一个运行,不管它跑了多久。排队中的运行不会再被做;在跑的运行由它的 worker 停下,worker 先把
+状态写回去,把成果推到运行的分支上。worker 死掉的运行保持取消状态:没有 worker 会再开始它。已经
+结束的运行会被拒绝(退出码 1)。
+
+`+teamFlagsZh, "flower", m.name())
+	}
 	return strings.ReplaceAll(`Usage: flower cancel [--db-file FILE] RUN
 
 Stops a run, however long it has run. A queued run is never worked; a running
@@ -744,7 +1017,11 @@ func joinWords(a, b string) string {
 	last, _ := utf8.DecodeLastRuneInString(a)
 	first, _ := utf8.DecodeRuneInString(b)
 	wide := func(r rune) bool { return screen.RuneWidth(r) == 2 }
-	if wide(last) && wide(first) || wide(last) && unicode.IsPunct(last) || wide(first) && unicode.IsPunct(first) {
+	// Chinese texts use ASCII , ; : ( ) between Chinese words, with no
+	// blank: one next to a Chinese character joins it without one too.
+	asciiPunct := func(r rune) bool { return r < utf8.RuneSelf && unicode.IsPunct(r) }
+	if wide(last) && wide(first) || wide(last) && unicode.IsPunct(last) || wide(first) && unicode.IsPunct(first) ||
+		wide(last) && asciiPunct(first) || asciiPunct(last) && wide(first) {
 		return a + b
 	}
 	return a + " " + b

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -225,12 +226,13 @@ var runHelp = map[string]bool{"": true, "go": true, "once": true, "run": true, "
 // exit codes end exactly the run's screens.
 func TestEveryHelpFitsTheTerminal(t *testing.T) {
 	commands := append([]string{""}, subcommands...)
+	commands = append(commands, "runs prune")
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
 			for _, c := range commands {
 				args := []string{"--help"}
 				if c != "" {
-					args = []string{c, "--help"}
+					args = append(strings.Fields(c), "--help")
 				}
 				t.Run(fmt.Sprintf("%s/%d/%s", l.name, cols, c), func(t *testing.T) {
 					p := startPTYCols(t, cols, hermeticEnv(t, l.locale), args...)
@@ -271,14 +273,41 @@ func TestEveryHelpFitsTheTerminal(t *testing.T) {
 							}
 						}
 					}
-					if c == "" || c == "help" || c == "go" || c == "version" {
-						// The run's help names the full-width ？ a Chinese
-						// keyboard types: no Chinese text.
-						checkLanguage(t, l.english, strings.ReplaceAll(p.screen(), "？", ""))
+					// The run's help names the full-width ？ a Chinese
+					// keyboard types: no Chinese text.
+					checkLanguage(t, l.english, strings.ReplaceAll(p.screen(), "？", ""))
+					if !l.english {
+						checkMostlyChinese(t, lines)
 					}
 				})
 			}
 		}
+	}
+}
+
+// englishProse is a run of three lower-case English words: a sentence,
+// not a flag name, a command or a line of code.
+var englishProse = regexp.MustCompile(`\b[a-z]+ [a-z]+ [a-z]+\b`)
+
+// checkMostlyChinese fails a screen whose prose is mostly English: of its
+// lines that hold prose (Chinese, or a run of English words), most must
+// hold Chinese. Flag names, commands, paths and code may stay English.
+func checkMostlyChinese(t *testing.T, lines []string) {
+	t.Helper()
+	prose, chinese := 0, 0
+	var english []string
+	for _, line := range lines {
+		switch {
+		case hasCJK(line):
+			prose++
+			chinese++
+		case englishProse.MatchString(line):
+			prose++
+			english = append(english, line)
+		}
+	}
+	if chinese*2 <= prose {
+		t.Errorf("under a Chinese locale %d of %d prose lines are English:\n%s", len(english), prose, strings.Join(english, "\n"))
 	}
 }
 
@@ -290,7 +319,8 @@ func TestFitHelpReflowsToTheWidth(t *testing.T) {
 		"  --output FILE   where the page goes (default $TMPDIR/flower-report-<id>.html,\n" +
 		"                  one per run directory)\n" +
 		"  --中文 X        一段很长的中文说明,要在窄的终端上换行,而且不能让行首出现逗号或者句号。\n" +
-		"    code(kept) // as it is\n"
+		"    code(kept) // as it is\n" +
+		"\n中文段落里用的是半角标点,\n换行处不加空格(跟英文不一样)\n"
 	for _, cols := range []int{30, 50, 80, 160} {
 		out := fitHelp(help, cols)
 		for _, line := range strings.Split(out, "\n") {
@@ -309,8 +339,72 @@ func TestFitHelpReflowsToTheWidth(t *testing.T) {
 			t.Errorf("%d: the kept line changed:\n%s", cols, out)
 		}
 	}
+	if out := fitHelp(help, 160); !strings.Contains(out, "半角标点,换行处不加空格(跟英文不一样)") {
+		t.Errorf("at 160 a Chinese paragraph is joined with a blank:\n%s", out)
+	}
 	if out := fitHelp(help, 160); !strings.Contains(out, "to join at a wide one.") || !strings.Contains(out, "directory)\n") ||
 		strings.Contains(out, "\n                  one per run") {
 		t.Errorf("at 160 the paragraph and the description are not joined:\n%s", out)
 	}
+}
+
+// A command-line error speaks the language the help would: under a
+// Chinese locale (or --lang zh) setup's, reply's, cancel's and the other
+// commands' usage errors are Chinese, exit 2 and say what to do.
+func TestUsageErrorsSpeakTheLocale(t *testing.T) {
+	cases := []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"setup", "extra"}, "setupArgs"},
+		{[]string{"reply"}, "replyNoWords"},
+		{[]string{"reply", "--skip", "--mail", "x"}, "replySkipMail"},
+		{[]string{"cancel", "r1", "r2"}, "cancelArgs"},
+		{[]string{"once", "  "}, "onceNoPrompt"},
+		{[]string{"demo", "build X"}, "demoArgs"},
+		{[]string{"run"}, "runNoProgram"},
+		{[]string{"report", "a", "b"}, "reportArgs"},
+		{[]string{"--rounds", "0", "build X"}, "goRounds"},
+		{[]string{"-w", "afile", "build X"}, "wsFile"},
+	}
+	for _, l := range locales {
+		for _, c := range cases {
+			t.Run(l.name+"/"+strings.Join(c.args, " "), func(t *testing.T) {
+				cmd := exec.Command(flowerBin, c.args...)
+				cmd.Dir = t.TempDir()
+				if err := os.WriteFile(filepath.Join(cmd.Dir, "afile"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd.Env = hermeticEnv(t, l.locale, "FLOWER_CLAUDE="+stubCLI(t), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=http://127.0.0.1:1")
+				out, err := cmd.CombinedOutput()
+				if code := exitCode(err); code != ExitUsage {
+					t.Errorf("exit %d, want %d:\n%s", code, ExitUsage, out)
+				}
+				if phrase := longestLiteral(text(langOf(l.english), c.key)); !strings.Contains(string(out), phrase) {
+					t.Errorf("the error does not say %q:\n%s", phrase, out)
+				}
+				checkLanguage(t, l.english, string(out))
+			})
+		}
+	}
+	// --lang zh wins over an English locale, as for the help.
+	cmd := exec.Command(flowerBin, "setup", "--lang", "zh", "extra")
+	cmd.Dir = t.TempDir()
+	cmd.Env = hermeticEnv(t, "en_US.UTF-8")
+	out, _ := cmd.CombinedOutput()
+	if phrase := longestLiteral(text("zh", "setupArgs")); !strings.Contains(string(out), phrase) {
+		t.Errorf("setup --lang zh: the error does not say %q:\n%s", phrase, out)
+	}
+}
+
+// longestLiteral is the longest stretch of a format text between its
+// verbs: what the message says whatever the values put in it.
+func longestLiteral(format string) string {
+	longest := ""
+	for _, part := range regexp.MustCompile(`%[a-z]`).Split(format, -1) {
+		if len(part) > len(longest) {
+			longest = part
+		}
+	}
+	return longest
 }

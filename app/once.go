@@ -49,7 +49,7 @@ func (m *Command) parseOnce(args []string) (onceOptions, error) {
 	}
 	fs.StringVar(&o.resume, "resume", "", "")
 	fs.BoolVar(&o.fork, "fork", false, "")
-	pos, err := m.parse(fs, m.onceUsage(), args)
+	pos, err := m.parse(fs, m.onceUsage(m.argLang(args)), args)
 	if err != nil {
 		return o, err
 	}
@@ -59,11 +59,11 @@ func (m *Command) parseOnce(args []string) (onceOptions, error) {
 	o.prompt = strings.TrimSpace(strings.Join(pos, " "))
 	switch {
 	case o.prompt == "":
-		return o, usageErrorf("%s once needs a prompt: %s once \"summarize README.md\"", m.name(), m.name())
+		return o, usageErrorf(text(m.argLang(args), "onceNoPrompt"), m.name(), m.name())
 	case !contains(permissionModes, o.mode):
-		return o, usageErrorf("--permission-mode %q: choose one of %s", o.mode, strings.Join(permissionModes, ", "))
+		return o, usageErrorf(text(m.argLang(args), "oncePermissionMode"), o.mode, strings.Join(permissionModes, ", "))
 	case o.fork && o.resume == "":
-		return o, usageErrorf("--fork copies a session and needs --resume SESSION_ID; add it, or drop --fork")
+		return o, usageErrorf("%s", text(m.argLang(args), "onceFork"))
 	}
 	return o, nil
 }

@@ -39,7 +39,7 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 	fl.DurationVar(&wait, "wait", wait, "")
 	var db dbFlags
 	db.register(fl)
-	pos, err := m.parse(fl, m.replyUsage(), args)
+	pos, err := m.parse(fl, m.replyUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
@@ -55,14 +55,14 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 		}
 		return m.replyTeam(ctx, url, pos, id, skip, lang)
 	}
-	text := strings.TrimSpace(strings.Join(pos, " "))
+	words := strings.TrimSpace(strings.Join(pos, " "))
 	switch {
 	case skip && mail:
-		return usageErrorf("--skip declines a question and --mail leaves a message; give one")
-	case text == "" && !skip:
-		return usageErrorf("%s reply needs the words: %s reply \"use PostgreSQL\" (a number picks a choice; --skip declines the question)", m.name(), m.name())
+		return usageErrorf("%s", text(m.argLang(args), "replySkipMail"))
+	case words == "" && !skip:
+		return usageErrorf(text(m.argLang(args), "replyNoWords"), m.name(), m.name())
 	case wait < 0:
-		return usageErrorf("--wait %s: give 0 (do not wait) or a duration such as 10s", wait)
+		return usageErrorf(text(m.argLang(args), "replyWait"), wait)
 	}
 	_, runDir, err := g.resolve()
 	if err != nil {
@@ -76,7 +76,7 @@ func (m *Command) runReply(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	r := human.Reply{Text: text, Skip: skip}
+	r := human.Reply{Text: words, Skip: skip}
 	if !mail {
 		r.ID = id
 		if r.ID == "" && len(p.Questions) > 0 {
@@ -137,7 +137,7 @@ func firstOf(pos []string) string {
 // q1, q3…, as flower runs shows them), or to the question waiting now.
 func (m *Command) replyTeam(ctx context.Context, url string, pos []string, question string, skip bool, lang flower.Lang) error {
 	if len(pos) < 1 {
-		return usageErrorf("%s reply RUN \"answer\": name the run (%s runs lists them)", m.name(), m.name())
+		return usageErrorf(text(lang, "replyTeamNoRun"), m.name(), m.name())
 	}
 	run, err := team.ParseRun(pos[0])
 	if err != nil {
@@ -145,7 +145,7 @@ func (m *Command) replyTeam(ctx context.Context, url string, pos []string, quest
 	}
 	words := strings.TrimSpace(strings.Join(pos[1:], " "))
 	if words == "" && !skip {
-		return usageErrorf("%s reply %s needs the answer: %s reply %s \"use PostgreSQL\"", m.name(), pos[0], m.name(), pos[0])
+		return usageErrorf(text(lang, "replyTeamNoWords"), m.name(), pos[0], m.name(), pos[0])
 	}
 	t, err := m.openTeam(ctx, url, lang)
 	if err != nil {

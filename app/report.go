@@ -34,13 +34,13 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 	fs.BoolVar(&asJSON, "json", false, "")
 	var db dbFlags
 	db.register(fs)
-	pos, err := m.parse(fs, m.reportUsage(), args)
+	pos, err := m.parse(fs, m.reportUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
 	if m.teamRun(fs, pos) {
 		if asJSON && (open || out != "") {
-			return usageErrorf("`%s report --json` prints the data and writes no page: drop --open and -o, or --json", m.name())
+			return usageErrorf(text(m.argLang(args), "reportJSONPage"), m.name())
 		}
 		url, err := m.teamDB(db, "report", m.language(&g, ""))
 		if err != nil {
@@ -49,10 +49,10 @@ func (m *Command) runReport(ctx context.Context, args []string) error {
 		return m.reportTeam(ctx, url, pos, m.language(&g, ""), out, open, asJSON)
 	}
 	if len(pos) > 1 {
-		return usageErrorf("`%s report` takes one run directory (got %d: %s); `%s report --help` shows how", m.name(), len(pos), strings.Join(pos, " "), m.name())
+		return usageErrorf(text(m.argLang(args), "reportArgs"), m.name(), len(pos), strings.Join(pos, " "), m.name())
 	}
 	if asJSON && (open || out != "") {
-		return usageErrorf("`%s report --json` prints the data and writes no page: drop --open and -o, or --json", m.name())
+		return usageErrorf(text(m.argLang(args), "reportJSONPage"), m.name())
 	}
 	// Resolved by hand, not by globals.resolve: a report creates nothing,
 	// not even a missing workspace.

@@ -14,11 +14,11 @@ func (m *Command) runRun(ctx context.Context, args []string) error {
 	}
 	for _, a := range args {
 		if a == "-h" || a == "--help" {
-			m.printHelp(m.runUsage())
+			m.printHelp(m.runUsage(m.argLang(args)))
 			return nil
 		}
 	}
-	return usageErrorf("`%s run` runs a workflow of your own; in Go that is a program whose main is app.Main(yourFlow): `%s run --help` shows one", m.name(), m.name())
+	return usageErrorf(text(m.argLang(args), "runNoProgram"), m.name(), m.name())
 }
 
 const runExample = `    package main

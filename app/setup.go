@@ -15,12 +15,12 @@ func (m *Command) runSetup(ctx context.Context, args []string) error {
 	var g globals
 	fs := newFlagSet("setup")
 	g.register(fs)
-	pos, err := m.parse(fs, m.setupUsage(), args)
+	pos, err := m.parse(fs, m.setupUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("`%s setup` takes no arguments (got %q); it asks its questions on the terminal", m.name(), pos[0])
+		return usageErrorf(text(m.argLang(args), "setupArgs"), m.name(), pos[0])
 	}
 	if err := g.checkLang(); err != nil {
 		return err

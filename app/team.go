@@ -78,7 +78,7 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	fs.StringVar(&base, "branch", "", "")
 	fs.Var(budgetValue{&budget}, "budget", "")
 	fs.BoolVar(&noCheck, "no-check", false, "")
-	pos, err := m.parse(fs, m.submitUsage(), args)
+	pos, err := m.parse(fs, m.submitUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
@@ -86,9 +86,9 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	request := strings.TrimSpace(strings.Join(pos, " "))
 	switch {
 	case request == "":
-		return usageErrorf("%s submit needs the request: %s submit --repo REPO \"what to do\"", m.name(), m.name())
+		return usageErrorf(text(lang, "submitNoRequest"), m.name(), m.name())
 	case strings.TrimSpace(repo) == "":
-		return usageErrorf("%s submit needs --repo: a git URL or path every worker can reach", m.name())
+		return usageErrorf(text(lang, "submitNoRepo"), m.name())
 	}
 	url, err := m.teamDB(db, "submit", lang)
 	if err != nil {
@@ -153,7 +153,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	fs.IntVar(&maxFailures, "max-failures", team.DefaultMaxFailures, "")
 	fs.DurationVar(&rescue, "rescue", team.DefaultRescue, "")
 	fs.Var(budgetValue{&teamBudget}, "team-budget", "")
-	if _, err := m.parse(fs, m.workerUsage(), args); err != nil {
+	if _, err := m.parse(fs, m.workerUsage(m.argLang(args)), args); err != nil {
 		return err
 	}
 	lang := m.language(&g, "")
@@ -164,9 +164,9 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	case keepFailed <= 0:
 		return usageErrorf(text(lang, "teamKeepFailed"), keepFailed)
 	case concurrency < 1:
-		return usageErrorf("--concurrency %d: give how many runs this worker works at once, at least 1", concurrency)
+		return usageErrorf(text(lang, "workerConcurrency"), concurrency)
 	case maxFailures < 1:
-		return usageErrorf("--max-failures %d: give at least 1", maxFailures)
+		return usageErrorf(text(lang, "workerMaxFailures"), maxFailures)
 	case rescue < team.MinRescue:
 		return usageErrorf(text(lang, "teamRescueShort"), rescue, team.MinRescue)
 	}
@@ -295,13 +295,13 @@ func (m *Command) runRuns(ctx context.Context, args []string) error {
 	db.register(fs)
 	fs.StringVar(&states, "state", "", "")
 	fs.IntVar(&limit, "limit", defaultRunsPage, "")
-	pos, err := m.parse(fs, m.runsUsage(), args)
+	pos, err := m.parse(fs, m.runsUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
 	lang := m.language(&g, "")
 	if len(pos) > 1 {
-		return usageErrorf("%s runs takes at most one run (got %s)", m.name(), strings.Join(pos, " "))
+		return usageErrorf(text(lang, "runsArgs"), m.name(), strings.Join(pos, " "))
 	}
 	filter := team.RunFilter{Limit: limit}
 	if limit < 0 {
@@ -584,13 +584,13 @@ func (m *Command) runCancel(ctx context.Context, args []string) error {
 	fs := newFlagSet("cancel")
 	g.register(fs)
 	db.register(fs)
-	pos, err := m.parse(fs, m.cancelUsage(), args)
+	pos, err := m.parse(fs, m.cancelUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
 	lang := m.language(&g, "")
 	if len(pos) != 1 {
-		return usageErrorf("%s cancel takes one run: %s cancel r12", m.name(), m.name())
+		return usageErrorf(text(lang, "cancelArgs"), m.name(), m.name())
 	}
 	id, err := team.ParseRun(pos[0])
 	if err != nil {
@@ -624,7 +624,7 @@ func (m *Command) runRetry(ctx context.Context, args []string) error {
 	fs := newFlagSet("retry")
 	g.register(fs)
 	db.register(fs)
-	pos, err := m.parse(fs, m.retryUsage(), args)
+	pos, err := m.parse(fs, m.retryUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
@@ -665,7 +665,7 @@ const defaultRunsPage = 50
 // lays them out in a temporary folder, removed after.
 func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang flower.Lang, out string, open, asJSON bool) error {
 	if len(pos) != 1 {
-		return usageErrorf("%s report RUN: name one run (%s runs lists them)", m.name(), m.name())
+		return usageErrorf(text(lang, "reportTeamNoRun"), m.name(), m.name())
 	}
 	id, err := team.ParseRun(pos[0])
 	if err != nil {

@@ -22,7 +22,7 @@ func (m *Command) runWorkers(ctx context.Context, args []string) error {
 	fs := newFlagSet("workers")
 	g.register(fs)
 	db.register(fs)
-	pos, err := m.parse(fs, m.workersUsage(), args)
+	pos, err := m.parse(fs, m.workersUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (m *Command) runPrune(ctx context.Context, args []string) error {
 	g.register(fs)
 	db.register(fs)
 	fs.StringVar(&before, "ended-before", "", "")
-	pos, err := m.parse(fs, m.pruneUsage(), args)
+	pos, err := m.parse(fs, m.pruneUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
 	}
