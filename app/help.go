@@ -133,7 +133,7 @@ const filesWrittenZh = `写下的文件:
 // newcomer runs first, then the rest.
 func (m *Command) usage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`flower 让一个写代码的 agent 连干几个小时也不跑偏:先问清你要什么,定下目标,一轮轮
+		return m.named(`flower 让一个写代码的 agent 连干几个小时也不跑偏:先问清你要什么,定下目标,一轮轮
 地干,直到评审认定目标达成;下次再跑,从停下的地方接着做。
 
 先跑这三个:
@@ -169,9 +169,9 @@ flower go --help 讲运行的参数和它写哪些文件;flower <命令> --help 
   flower report --open
 
 `+globalFlagsZh+`
-`+exitCodesZh, "flower", m.name())
+`+exitCodesZh)
 	}
-	return strings.ReplaceAll(`flower runs a coding agent for hours without losing the thread: it asks what
+	return m.named(`flower runs a coding agent for hours without losing the thread: it asks what
 you mean, sets a goal, works in rounds until a judge finds the goal met, and
 goes on where it stopped when you run it again.
 
@@ -212,12 +212,12 @@ Examples:
   flower report --open
 
 `+globalFlags+`
-`+exitCodes, "flower", m.name())
+`+exitCodes)
 }
 
 // versionUsage is flower version's help.
 func (m *Command) versionUsage(l flower.Lang) string {
-	return strings.ReplaceAll(l.Pick(`用法:flower version(也可以写 flower --version、flower -V)
+	return m.named(l.Pick(`用法:flower version(也可以写 flower --version、flower -V)
 
 打印 flower 的版本(模块版本或提交号)、一次运行会用的 Claude Code CLI 及其版本(跟运行一样
 去找:FLOWER_CLAUDE、flower 的固定版本、PATH;什么也不装,不启动会话),以及测过的版本范围。
@@ -228,13 +228,13 @@ Prints flower's version (its module version or commit), the Claude Code CLI a
 run would use with its version (found as a run finds it: FLOWER_CLAUDE,
 flower's pinned copy, PATH; nothing is installed, no session starts) and the
 range of versions flower is tested with. It starts nothing and exits 0.
-`), "flower", m.name())
+`))
 }
 
 // goUsage is the run's help, in l.
 func (m *Command) goUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower [go] [参数] ["请求"]
+		return m.named(`用法:flower [go] [参数] ["请求"]
 
 先把请求澄清成一份需求确认书(需要时问你),定下带检查清单的目标,然后一轮轮地干,直到评审
 认定目标达成。在同一目录再跑一次就接着做;运行中直接打字 = 补充请求,以 ?(或 ?)开头 =
@@ -273,9 +273,9 @@ func (m *Command) goUsage(l flower.Lang) string {
 
 `+globalFlagsZh+`
 `+filesWrittenZh+`
-`+exitCodesZh, "flower", m.name())
+`+exitCodesZh)
 	}
-	return strings.ReplaceAll(`Usage: flower [go] [flags] ["request"]
+	return m.named(`Usage: flower [go] [flags] ["request"]
 
 Clarifies the request into a brief (asking you when it must), sets a goal with a
 checklist, then works in rounds until a judge rules the goal achieved. Run it again
@@ -317,12 +317,12 @@ Examples:
 
 `+globalFlags+`
 `+filesWritten+`
-`+exitCodes, "flower", m.name())
+`+exitCodes)
 }
 
 func (m *Command) onceUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower once [参数] "提示"
+		return m.named(`用法:flower once [参数] "提示"
 
 临时 agent 的一步("ad-hoc"):不走流程,不提问,不能插话;第一次 Ctrl-C 就结束。它的会话
 跟别的步骤一样记在 <run-dir> 里。
@@ -341,9 +341,9 @@ func (m *Command) onceUsage(l flower.Lang) string {
   flower once --resume 5f1c… --fork "现在换另一种做法试试"
 
 `+globalFlagsZh+`
-`+exitCodesZh, "flower", m.name())
+`+exitCodesZh)
 	}
-	return strings.ReplaceAll(`Usage: flower once [flags] "prompt"
+	return m.named(`Usage: flower once [flags] "prompt"
 
 One step of an ad-hoc agent ("ad-hoc"): no workflow, no questions, no interrupt;
 the first Ctrl-C ends it. Its session is recorded in <run-dir> like any step.
@@ -362,12 +362,12 @@ Examples:
   flower once --resume 5f1c… --fork "now try the other approach"
 
 `+globalFlags+`
-`+exitCodes, "flower", m.name())
+`+exitCodes)
 }
 
 func (m *Command) demoUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower demo [--lang en] [-w DIR]
+		return m.named(`用法:flower demo [--lang en] [-w DIR]
 
 走一遍运行的每个阶段(一个提问、需求确认书、目标、评审下的两轮、交接):用的是真的 Claude Code
 CLI,对面是本进程在 127.0.0.1 上按脚本模拟的模型。不读凭据,什么都不出这台机器,不花钱。文件写
@@ -381,9 +381,9 @@ CLI,对面是本进程在 127.0.0.1 上按脚本模拟的模型。不读凭据,�
 跟每个命令一样去找 Claude Code CLI(FLOWER_CLAUDE、缓存里 flower 的固定版本、PATH);一个都
 没有时,用 npm 装上固定版本(--yes:不问)。语言跟着 locale 走;--lang en 或 --lang zh 来选。
 
-`+exitCodesZh, "flower", m.name())
+`+exitCodesZh)
 	}
-	return strings.ReplaceAll(`Usage: flower demo [--lang en] [-w DIR]
+	return m.named(`Usage: flower demo [--lang en] [-w DIR]
 
 Shows every stage of a run (a question, the brief, the goal, two rounds under the
 judge, the hand-over) on the real Claude Code CLI talking to a simulated model that
@@ -401,12 +401,12 @@ Finds the Claude Code CLI as every command does (FLOWER_CLAUDE, flower's pinned 
 in the cache, PATH) and, with none, installs the pinned version with npm (--yes: without
 asking). Its language follows the locale; --lang en or --lang zh chooses.
 
-`+exitCodes, "flower", m.name())
+`+exitCodes)
 }
 
 func (m *Command) setupUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower setup
+		return m.named(`用法:flower setup
 
 问你 API key(或网关的 token)、网关地址和模型,发一个小的试探请求,然后存到
 ${XDG_CONFIG_HOME:-~/.config}/flower/.env(权限 0600),每次 flower 运行都会读它。先显示
@@ -434,9 +434,9 @@ bubblewrap 包)或者只靠解析器。
   1      什么也没存:网关拒绝了凭据,试探没有回音而你没答 y,或者没有终端
   2      命令行错误:没有这个参数,多了参数
   130    Ctrl-C:立刻退出,什么也没写
-`, "flower", m.name())
+`)
 	}
-	return strings.ReplaceAll(`Usage: flower setup
+	return m.named(`Usage: flower setup
 
 Asks for the API key (or a gateway's token), the gateway address and the model, sends
 one small probe request, and saves them to ${XDG_CONFIG_HOME:-~/.config}/flower/.env
@@ -469,12 +469,12 @@ Exit codes:
          answer and you did not answer y, or there is no terminal
   2      a command-line error: unknown flag, an argument
   130    Ctrl-C: left at once, nothing written
-`, "flower", m.name())
+`)
 }
 
 func (m *Command) replyUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower reply [参数] "回答"
+		return m.named(`用法:flower reply [参数] "回答"
 
 回答这个目录里的运行正在等的提问(-w/-r 跟运行一样);没有提问在等时,把话留在它的收件箱里。
 一个数字就是选那一项。它会等运行收下回答(最多等 --wait),然后说回答怎么样了。
@@ -503,9 +503,9 @@ func (m *Command) replyUsage(l flower.Lang) string {
   flower reply 2
   flower -w ~/src/app reply --mail "旧的 API 也留着"
   flower reply r12 --question q1 "叫它 zed"
-`, "flower", m.name())
+`)
 	}
-	return strings.ReplaceAll(`Usage: flower reply [flags] "words"
+	return m.named(`Usage: flower reply [flags] "words"
 
 Answers the waiting question of the run in this directory (-w/-r as for the run), or,
 when none waits, leaves the words in its inbox. A number picks that choice. It waits
@@ -540,7 +540,7 @@ Examples:
   flower reply 2
   flower -w ~/src/app reply --mail "also keep the old API"
   flower reply r12 --question q1 "call it zed"
-`, "flower", m.name())
+`)
 }
 
 // runExampleZh is the workflow program of flower run's help, its last
@@ -550,16 +550,16 @@ var runExampleZh = strings.Replace(runExample, `Then: go run . -w ./repo "add a 
 
 func (m *Command) runUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower run
+		return m.named(`用法:flower run
 
 跑你自己的流程。在 Go 里流程就是一个程序:它的 main 交给 app.Main(yourFlow),就得到 flower
 的整套命令行(go 的参数、凭据、屏幕、Ctrl-C、退出码):
 
 `+runExampleZh+`
 
-`+exitCodesZh, "flower", m.name())
+`+exitCodesZh)
 	}
-	return strings.ReplaceAll(`Usage: flower run
+	return m.named(`Usage: flower run
 
 Runs a workflow of your own. In Go a workflow is a program: give its main
 app.Main(yourFlow) and it takes flower's whole command line (the go flags,
@@ -567,12 +567,12 @@ credentials, screen, Ctrl-C, exit codes):
 
 `+runExample+`
 
-`+exitCodes, "flower", m.name())
+`+exitCodes)
 }
 
 func (m *Command) reportUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower report [参数] [run_dir]
+		return m.named(`用法:flower report [参数] [run_dir]
 
 把一个运行目录(默认 <workspace>/runs,或 -r DIR)和它的工作台写成一个自包含的 HTML 页面(不联网,
 没有外部字体或脚本),并打印页面的路径。页面顶上说这次运行为什么花了这么多:请求、结果和原因、
@@ -600,9 +600,9 @@ func (m *Command) reportUsage(l flower.Lang) string {
   0    页面写好了(或 JSON 打印了),即使有些文件读不了(会在 stderr 上点名)
   1    没有这个目录,目录里没有运行,或者页面写不了
   2    命令行错误:没有这个参数,run_dir 不止一个,--json 和 -o/--open 一起用
-`, "flower", m.name())
+`)
 	}
-	return strings.ReplaceAll(`Usage: flower report [flags] [run_dir]
+	return m.named(`Usage: flower report [flags] [run_dir]
 
 Writes one self-contained HTML page (no network, no external fonts or scripts) of
 a run directory (default <workspace>/runs, or -r DIR) and its workbench, and prints
@@ -639,7 +639,7 @@ Exit codes:
        be read (they are named on stderr)
   1    no such directory, no run in it, or the page could not be written
   2    a command-line error: unknown flag, more than one run_dir, --json with -o/--open
-`, "flower", m.name())
+`)
 }
 
 const teamFlags = `The team's database (one for the whole team, holding the queue, every run's
@@ -662,7 +662,7 @@ const teamFlagsZh = `团队的数据库(整个团队一个,放着队列、每个
 
 func (m *Command) submitUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower submit [--db-file FILE] --repo REPO [--branch B] "请求"
+		return m.named(`用法:flower submit [--db-file FILE] --repo REPO [--branch B] "请求"
 
 把一个针对某 git 仓库的请求排进队列。空着的 worker 接手,克隆 REPO,在这个运行自己的分支
 flower/rN(从 B 开出)上干活,每一步、每次交接和结束时都把成果推到那里。打印运行的名字。
@@ -679,9 +679,9 @@ flower/rN(从 B 开出)上干活,每一步、每次交接和结束时都把成�
   flower submit --db postgres://flower@db/flower --repo /srv/app.git \
       --branch develop "修好不稳定的测试"
 
-`+teamFlagsZh, "flower", m.name())
+`+teamFlagsZh)
 	}
-	return strings.ReplaceAll(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] "request"
+	return m.named(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] "request"
 
 Queues a run of the request against a git repository. A free worker takes it,
 clones REPO, works on the run's own branch flower/rN (made from B) and pushes its
@@ -699,12 +699,12 @@ Examples:
   flower submit --db postgres://flower@db/flower --repo /srv/app.git \
       --branch develop "fix the flaky tests"
 
-`+teamFlags, "flower", m.name())
+`+teamFlags)
 }
 
 func (m *Command) workerUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
+		return m.named(`用法:flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
 
 在这台机器上做队列里的运行,直到被停下:每个运行在 DIR 下有自己的 checkout 和给 CLI 用的 HOME,
 状态放在数据库里。Ctrl-C 或 SIGTERM:不再接新运行,把手上的运行停成可接着做的(正在跑的那一步
@@ -741,9 +741,9 @@ CLI 和凭据跟 flower go 一样去找(FLOWER_CLAUDE、flower setup、环境变
 不到数据库。bubblewrap 把每个运行关在它自己的 checkout、HOME 和目录里:DIR 的其余部分、这个
 HOME、/tmp 和别的进程它都看不见。
 
-`+teamFlagsZh, "flower", m.name())
+`+teamFlagsZh)
 	}
-	return strings.ReplaceAll(`Usage: flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
+	return m.named(`Usage: flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
 
 Works queued runs on this machine until stopped: each in its own checkout under
 DIR with its own HOME for the CLI, its state in the database. Ctrl-C or SIGTERM:
@@ -788,12 +788,12 @@ ends, and it never sees the database. bubblewrap confines each run to its own
 checkout, HOME and folders: the rest of DIR, this HOME, /tmp and other
 processes are hidden from it.
 
-`+teamFlags, "flower", m.name())
+`+teamFlags)
 }
 
 func (m *Command) workersUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower workers [--db-file FILE]
+		return m.named(`用法:flower workers [--db-file FILE]
 
 加入过团队的每个 worker:状态,手上有几个运行、同时最多做几个,最后一次报平安是什么时候,跑了
 多久,主机和 flower 版本。状态有:working(手上有运行)、idle(空闲)、draining(做完手上的工具
@@ -803,9 +803,9 @@ worker 会在下面点名。
 
 让一个 worker 收尾离开:flower worker --drain NAME。
 
-`+teamFlagsZh, "flower", m.name())
+`+teamFlagsZh)
 	}
-	return strings.ReplaceAll(`Usage: flower workers [--db-file FILE]
+	return m.named(`Usage: flower workers [--db-file FILE]
 
 Every worker that ever joined the team: its state, the runs it holds out of
 how many it works at once, when it was last heard from, how long it has run,
@@ -817,12 +817,12 @@ Ages are the database's clock: a worker whose clock is off is named below.
 
 To make a worker finish and leave: flower worker --drain NAME.
 
-`+teamFlags, "flower", m.name())
+`+teamFlags)
 }
 
 func (m *Command) pruneUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower runs prune [--db-file FILE] --ended-before AGE
+		return m.named(`用法:flower runs prune [--db-file FILE] --ended-before AGE
       flower runs prune [--db-file FILE] RUN...
 
 从数据库里删掉在 AGE 之前结束(achieved、stopped、failed、cancelled)的运行,或者点名的运行的
@@ -830,9 +830,9 @@ func (m *Command) pruneUsage(l flower.Lang) string {
 (点名它们会被拒绝)。它们的分支留在仓库里。AGE 是一段时间(30d、12h、90m)或一个日期
 (2026-01-31、2026-01-31T15:04)。
 
-`+teamFlagsZh, "flower", m.name())
+`+teamFlagsZh)
 	}
-	return strings.ReplaceAll(`Usage: flower runs prune [--db-file FILE] --ended-before AGE
+	return m.named(`Usage: flower runs prune [--db-file FILE] --ended-before AGE
        flower runs prune [--db-file FILE] RUN...
 
 Removes from the database every row of the runs that ended (achieved, stopped,
@@ -842,12 +842,12 @@ or waiting run is never removed (naming one is refused). Their branches stay
 in the repository. AGE is an age (30d, 12h, 90m) or a date (2026-01-31,
 2026-01-31T15:04).
 
-`+teamFlags, "flower", m.name())
+`+teamFlags)
 }
 
 func (m *Command) runsUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
+		return m.named(`用法:flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
 
 团队的运行,最新的在前:每个运行的状态(排队、在某台主机上跑、等人回答、achieved、stopped、
 failed、cancelled)、步骤和轮次、花费对照预算、时长,以及它为什么在等或为什么结束。带上 RUN
@@ -859,9 +859,9 @@ failed、cancelled)、步骤和轮次、花费对照预算、时长,以及它为
 
 flower runs prune --ended-before 30d 删掉已结束运行的行(见它的 --help)。
 
-`+teamFlagsZh, "flower", m.name())
+`+teamFlagsZh)
 	}
-	return strings.ReplaceAll(`Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
+	return m.named(`Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
 
 The team's runs, newest first: each one's state (queued, running on a host,
 waiting for a person, achieved, stopped, failed, cancelled), step and round,
@@ -875,47 +875,47 @@ Flags:
 
 flower runs prune --ended-before 30d removes ended runs' rows (see its --help).
 
-`+teamFlags, "flower", m.name())
+`+teamFlags)
 }
 
 func (m *Command) retryUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower retry [--db-file FILE] RUN
+		return m.named(`用法:flower retry [--db-file FILE] RUN
 
 把失败(搁置)的运行放回队列。空着的 worker 从推上去的分支和数据库里的状态接着做,跟接手时一样。
 以前的失败留在它的记录里(flower runs RUN);只有新的失败才算进下次搁置。其他状态的运行会被拒绝
 (退出码 1)。
 
-`+teamFlagsZh, "flower", m.name())
+`+teamFlagsZh)
 	}
-	return strings.ReplaceAll(`Usage: flower retry [--db-file FILE] RUN
+	return m.named(`Usage: flower retry [--db-file FILE] RUN
 
 Puts a failed (parked) run back in the queue. A free worker continues it from
 its pushed branch and its state in the database, as after a takeover. Its
 earlier failures stay in its record (flower runs RUN); only new ones count
 towards parking it again. A run in any other state is refused (exit code 1).
 
-`+teamFlags, "flower", m.name())
+`+teamFlags)
 }
 
 func (m *Command) cancelUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return strings.ReplaceAll(`用法:flower cancel [--db-file FILE] RUN
+		return m.named(`用法:flower cancel [--db-file FILE] RUN
 
 停下一个运行,不管它跑了多久。排队中的运行不会再被做;在跑的运行由它的 worker 停下,worker 先把
 状态写回去,把成果推到运行的分支上。worker 死掉的运行保持取消状态:没有 worker 会再开始它。已经
 结束的运行会被拒绝(退出码 1)。
 
-`+teamFlagsZh, "flower", m.name())
+`+teamFlagsZh)
 	}
-	return strings.ReplaceAll(`Usage: flower cancel [--db-file FILE] RUN
+	return m.named(`Usage: flower cancel [--db-file FILE] RUN
 
 Stops a run, however long it has run. A queued run is never worked; a running
 one is stopped by its worker, which writes its state back and pushes its work
 to the run's branch first. A run whose worker died stays cancelled: no worker
 starts it again. A run that already ended is refused (exit code 1).
 
-`+teamFlags, "flower", m.name())
+`+teamFlags)
 }
 
 // helpWidth is the width help is laid out for: the terminal's, or 80

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // The command a person types to run this flower again. Every hint that
@@ -129,4 +130,57 @@ func sameFile(a, b string) bool {
 	}
 	fb, err := os.Stat(b)
 	return err == nil && os.SameFile(fa, fb)
+}
+
+// named puts the command's name where a help text names the command: the
+// word flower standing alone, never inside a path, a module or a folder
+// (~/.config/flower/.env, github.com/flowerrun/flower, .flower), nor a
+// possessive (flower's files). Replacing every "flower" broke those once
+// the name became a path.
+func (m *Command) named(s string) string {
+	name := m.name()
+	if name == "flower" {
+		return s
+	}
+	const word = "flower"
+	var b strings.Builder
+	for {
+		i := strings.Index(s, word)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(word)
+		if commandBoundary(s[:i], true) && commandBoundary(s[end:], false) {
+			b.WriteString(s[:i])
+			b.WriteString(name)
+		} else {
+			b.WriteString(s[:end])
+		}
+		s = s[end:]
+	}
+}
+
+// commandBoundary says whether the text beside the word lets it stand
+// alone: before it (before set) the end of what precedes, else the start
+// of what follows.
+func commandBoundary(side string, before bool) bool {
+	if side == "" {
+		return true
+	}
+	var r rune
+	if before {
+		r, _ = utf8.DecodeLastRuneInString(side)
+	} else {
+		r, _ = utf8.DecodeRuneInString(side)
+		if r == '.' || r == ',' || r == ':' || r == ';' {
+			// The end of a sentence, unless a name goes on (flower.go).
+			rest := side[1:]
+			return rest == "" || rest[0] == ' ' || rest[0] == '\n'
+		}
+	}
+	if r >= utf8.RuneSelf {
+		return true // Chinese text and its punctuation around the word
+	}
+	return strings.ContainsRune(" \t\n`\"()[]=|", r)
 }
