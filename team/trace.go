@@ -55,13 +55,15 @@ func envLookup(env []string) func(string) string {
 	}
 }
 
-// runSpanContext is the run's span as every attempt's parent: the same
+// TraceContext is the run's span as every attempt's parent: the same
 // trace whichever worker works the run and however often. It is computed,
 // not stored: from the run's id and its creation time as the database
 // stamped it at submit, which together name one run of one team's database
 // (ids alone repeat across databases); no column, no migration, and any
 // worker (or a dashboard) derives it from the row it reads anyway.
-func runSpanContext(r Run) trace.SpanContext {
+//
+// A dashboard links a run to its trace with it (TraceContext's TraceID).
+func (r Run) TraceContext() trace.SpanContext {
 	sum := sha256.Sum256([]byte("flower team run\x00" + strconv.FormatInt(r.ID, 10) + "\x00" + r.Created.UTC().Format(time.RFC3339Nano)))
 	var tid trace.TraceID
 	var sid trace.SpanID
@@ -87,7 +89,7 @@ func (a *attempt) startTrace(ctx context.Context) {
 		return
 	}
 	tracer := a.w.tracing.Tracer()
-	parent := trace.ContextWithRemoteSpanContext(context.WithoutCancel(ctx), runSpanContext(a.run))
+	parent := trace.ContextWithRemoteSpanContext(context.WithoutCancel(ctx), a.run.TraceContext())
 	actx, span := tracer.Start(parent, fmt.Sprintf("attempt %d", a.job.Attempt), trace.WithAttributes(
 		attribute.String("flower.worker", a.w.o.Name),
 		attribute.String("flower.run.name", a.name()),

@@ -1,0 +1,160 @@
+package team_test
+
+import (
+	"context"
+	"encoding/hex"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/flowerrun/flower/internal/tracing/tracingtest"
+	"github.com/flowerrun/flower/team"
+)
+
+// A team run's spans come from its worker, whose environment names the
+// collector: one trace for the run, its attempt under the run's span (the
+// trace every attempt of the run shares), the run's steps, rounds, model
+// requests and tool calls under the attempt as a single machine's run makes
+// them, the run's cost the team's; and the run's own processes still hold
+// no exporter setting (the collector's token stays the worker's).
+func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
+	rec := tracingtest.New(t)
+	w := newWorld(t)
+	tm := w.open()
+	// The run's Bash counts the exporter's variables in every process of
+	// its own (the CLI, flower go, itself) and says how many.
+	w.model.attack = "echo \"otlp-vars: $({ env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; } | grep -c '^OTEL_EXPORTER_OTLP_')\"; echo attacked"
+	id := w.submit("task-1 attack")
+	w.workerWith("machine-a", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.URL, "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer tok-otlp-team"})
+	r := runOf(t, tm, id, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved {
+		t.Fatalf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+	}
+
+	// The attempt's span ends when the attempt does; the batch follows
+	// within the exporter's schedule.
+	var spans []*tracepb.Span
+	var auth []string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		spans, _, auth = rec.Got()
+		if named(spans, "attempt 1") != nil && named(spans, "run "+r.Name()) != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, a := range auth {
+		if a != "Bearer tok-otlp-team" {
+			t.Errorf("an export came with Authorization %q, not the worker's OTEL_EXPORTER_OTLP_HEADERS", a)
+		}
+	}
+	want := r.TraceContext()
+	byID := map[string]*tracepb.Span{}
+	for _, s := range spans {
+		if got := hex.EncodeToString(s.TraceId); got != want.TraceID().String() {
+			t.Errorf("span %q is in trace %s, not the run's %s", s.Name, got, want.TraceID())
+		}
+		byID[hex.EncodeToString(s.SpanId)] = s
+	}
+	parent := func(s *tracepb.Span) *tracepb.Span { return byID[hex.EncodeToString(s.ParentSpanId)] }
+	attempt := named(spans, "attempt 1")
+	if attempt == nil {
+		t.Fatalf("no attempt span among %d spans: %v", len(spans), names(spans))
+	}
+	if got := hex.EncodeToString(attempt.ParentSpanId); got != want.SpanID().String() {
+		t.Errorf("the attempt's parent is %s, not the run's span %s", got, want.SpanID())
+	}
+	if tracingtest.Str(attempt, "flower.worker") != "machine-a" || tracingtest.Str(attempt, "flower.run.name") != r.Name() || tracingtest.Int(attempt, "flower.attempt") != 1 {
+		t.Errorf("the attempt span's worker %q, run %q, attempt %d", tracingtest.Str(attempt, "flower.worker"),
+			tracingtest.Str(attempt, "flower.run.name"), tracingtest.Int(attempt, "flower.attempt"))
+	}
+	run := named(spans, "run "+r.Name())
+	if run == nil || parent(run) != attempt {
+		t.Fatalf("the run's events span is not under the attempt: %v", names(spans))
+	}
+	kinds := map[string]int{}
+	var roundsCost float64
+	for _, s := range spans {
+		kind, _, _ := strings.Cut(s.Name, " ")
+		kinds[kind]++
+		p := parent(s)
+		if s == attempt || s == run {
+			continue
+		}
+		if p == nil {
+			t.Errorf("span %q has no parent among the exported spans", s.Name)
+			continue
+		}
+		pkind, _, _ := strings.Cut(p.Name, " ")
+		ok := map[string][]string{"step": {"run"}, "round": {"step"}, "chat": {"round", "execute_tool"}, "execute_tool": {"round", "execute_tool"}}[kind]
+		if !contains(ok, pkind) {
+			t.Errorf("span %q is under %q", s.Name, p.Name)
+		}
+		if kind == "round" {
+			roundsCost += tracingtest.Float(s, "flower.cost_usd")
+		}
+	}
+	for _, k := range []string{"step", "round", "chat", "execute_tool"} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s span among %v", k, names(spans))
+		}
+	}
+	if r.Cost <= 0 {
+		t.Fatalf("the team recorded no cost for %s", r.Name())
+	}
+	if got := tracingtest.Float(run, "flower.cost_usd"); math.Abs(got-r.Cost) > 1e-9 {
+		t.Errorf("the run span's cost $%v, the team's $%v", got, r.Cost)
+	}
+	if math.Abs(roundsCost-r.Cost) > 1e-9 {
+		t.Errorf("the rounds' spans cost $%v together, the team's run $%v", roundsCost, r.Cost)
+	}
+	if tracingtest.Int(run, "gen_ai.usage.input_tokens") <= 0 || tracingtest.Int(run, "gen_ai.usage.output_tokens") <= 0 {
+		t.Errorf("the run span's tokens: %d in, %d out", tracingtest.Int(run, "gen_ai.usage.input_tokens"), tracingtest.Int(run, "gen_ai.usage.output_tokens"))
+	}
+	if tracingtest.Str(run, "flower.outcome") != team.Achieved || tracingtest.Str(attempt, "flower.outcome") != team.Achieved {
+		t.Errorf("outcomes: run span %q, attempt span %q", tracingtest.Str(run, "flower.outcome"), tracingtest.Str(attempt, "flower.outcome"))
+	}
+
+	evs, err := tm.Events(context.Background(), id, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := ""
+	for _, e := range evs {
+		if i := strings.Index(e.Text, "otlp-vars: "); i >= 0 {
+			said = strings.Fields(e.Text[i:])[1]
+		}
+	}
+	if said != "0" {
+		t.Errorf("the run's processes hold %q OTEL_EXPORTER_OTLP_* variables (want 0)", said)
+	}
+}
+
+func named(spans []*tracepb.Span, name string) *tracepb.Span {
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func names(spans []*tracepb.Span) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
