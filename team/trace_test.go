@@ -1,7 +1,6 @@
 package team_test
 
 import (
-	"context"
 	"encoding/hex"
 	"math"
 	"strings"
@@ -25,8 +24,8 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 	w := newWorld(t)
 	tm := w.open()
 	// The run's Bash counts the exporter's variables in every process of
-	// its own (the CLI, flower go, itself) and says how many.
-	w.model.attack = "echo \"otlp-vars: $({ env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; } | grep -c '^OTEL_EXPORTER_OTLP_')\"; echo attacked"
+	// its own (the CLI, flower go, itself) into its work.
+	w.model.attack = "{ env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; } | grep -c '^OTEL_EXPORTER_OTLP_' > otlp-vars.txt; echo attacked"
 	id := w.submit("task-1 attack")
 	w.workerWith("machine-a", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rec.URL, "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer tok-otlp-team"})
 	r := runOf(t, tm, id, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
@@ -118,18 +117,9 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 		t.Errorf("outcomes: run span %q, attempt span %q", tracingtest.Str(run, "flower.outcome"), tracingtest.Str(attempt, "flower.outcome"))
 	}
 
-	evs, err := tm.Events(context.Background(), id, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	said := ""
-	for _, e := range evs {
-		if i := strings.Index(e.Text, "otlp-vars: "); i >= 0 {
-			said = strings.Fields(e.Text[i:])[1]
-		}
-	}
-	if said != "0" {
-		t.Errorf("the run's processes hold %q OTEL_EXPORTER_OTLP_* variables (want 0)", said)
+	// What the run's Bash counted went with its work to its branch.
+	if got := strings.TrimSpace(branchFile(t, w.remote, r.Branch, "otlp-vars.txt")); got != "0" {
+		t.Errorf("the run's processes hold %q OTEL_EXPORTER_OTLP_* variables (want 0)", got)
 	}
 }
 
