@@ -3,6 +3,7 @@ package team_test
 import (
 	"encoding/hex"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		spans, _, auth = rec.Got()
-		if named(spans, "attempt 1") != nil && named(spans, "run "+r.Name()) != nil || time.Now().After(deadline) {
+		if spanNamed(spans, "attempt 1") != nil && spanNamed(spans, "run "+r.Name()) != nil || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -59,9 +60,9 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 		byID[hex.EncodeToString(s.SpanId)] = s
 	}
 	parent := func(s *tracepb.Span) *tracepb.Span { return byID[hex.EncodeToString(s.ParentSpanId)] }
-	attempt := named(spans, "attempt 1")
+	attempt := spanNamed(spans, "attempt 1")
 	if attempt == nil {
-		t.Fatalf("no attempt span among %d spans: %v", len(spans), names(spans))
+		t.Fatalf("no attempt span among %d spans: %v", len(spans), spanNames(spans))
 	}
 	if got := hex.EncodeToString(attempt.ParentSpanId); got != want.SpanID().String() {
 		t.Errorf("the attempt's parent is %s, not the run's span %s", got, want.SpanID())
@@ -70,9 +71,9 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 		t.Errorf("the attempt span's worker %q, run %q, attempt %d", tracingtest.Str(attempt, "flower.worker"),
 			tracingtest.Str(attempt, "flower.run.name"), tracingtest.Int(attempt, "flower.attempt"))
 	}
-	run := named(spans, "run "+r.Name())
+	run := spanNamed(spans, "run "+r.Name())
 	if run == nil || parent(run) != attempt {
-		t.Fatalf("the run's events span is not under the attempt: %v", names(spans))
+		t.Fatalf("the run's events span is not under the attempt: %v", spanNames(spans))
 	}
 	kinds := map[string]int{}
 	var roundsCost float64
@@ -89,7 +90,7 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 		}
 		pkind, _, _ := strings.Cut(p.Name, " ")
 		ok := map[string][]string{"step": {"run"}, "round": {"step"}, "chat": {"round", "execute_tool"}, "execute_tool": {"round", "execute_tool"}}[kind]
-		if !contains(ok, pkind) {
+		if !slices.Contains(ok, pkind) {
 			t.Errorf("span %q is under %q", s.Name, p.Name)
 		}
 		if kind == "round" {
@@ -98,7 +99,7 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 	}
 	for _, k := range []string{"step", "round", "chat", "execute_tool"} {
 		if kinds[k] == 0 {
-			t.Errorf("no %s span among %v", k, names(spans))
+			t.Errorf("no %s span among %v", k, spanNames(spans))
 		}
 	}
 	if r.Cost <= 0 {
@@ -123,7 +124,7 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 	}
 }
 
-func named(spans []*tracepb.Span, name string) *tracepb.Span {
+func spanNamed(spans []*tracepb.Span, name string) *tracepb.Span {
 	for _, s := range spans {
 		if s.Name == name {
 			return s
@@ -132,19 +133,10 @@ func named(spans []*tracepb.Span, name string) *tracepb.Span {
 	return nil
 }
 
-func names(spans []*tracepb.Span) []string {
+func spanNames(spans []*tracepb.Span) []string {
 	var out []string
 	for _, s := range spans {
 		out = append(out, s.Name)
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
