@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowerrun/flower/event"
@@ -95,7 +96,8 @@ func (a *attempt) startTrace(ctx context.Context) {
 		attribute.String("flower.run.name", a.name()),
 		attribute.Int64("flower.run.id", a.run.ID),
 		attribute.Int("flower.attempt", a.job.Attempt)))
-	a.trace = &attemptTrace{span: span, rec: tracing.NewRecorder(actx, tracer, a.name(),
+	// "run flower": the run's process's spans, as a single machine's.
+	a.trace = &attemptTrace{span: span, rec: tracing.NewRecorder(actx, tracer, "flower",
 		attribute.String("flower.run.name", a.name()), attribute.Int64("flower.run.id", a.run.ID))}
 }
 
@@ -117,4 +119,16 @@ func (a *attempt) endTrace(err error) {
 	a.trace.rec.End(outcome, failed)
 	a.trace.span.SetAttributes(attribute.String(tracing.AttrOutcome, outcome))
 	a.trace.span.End()
+	if outcome == Achieved || outcome == Stopped || outcome == Cancelled || outcome == Failed {
+		// The run is over: its own span, from its submit to now, with
+		// the ids its attempts named as their parent.
+		ctx := tracing.WithIDs(context.Background(), a.run.TraceContext())
+		_, span := a.w.tracing.Tracer().Start(ctx, "run "+a.name(), trace.WithNewRoot(), trace.WithTimestamp(a.run.Created),
+			trace.WithAttributes(attribute.String("flower.run.name", a.name()), attribute.Int64("flower.run.id", a.run.ID),
+				attribute.String(tracing.AttrOutcome, outcome), attribute.Int("flower.attempts", a.job.Attempt)))
+		if outcome != Achieved {
+			span.SetStatus(codes.Error, outcome)
+		}
+		span.End()
+	}
 }

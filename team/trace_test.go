@@ -41,7 +41,7 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		spans, _, auth = rec.Got()
-		if spanNamed(spans, "attempt 1") != nil && spanNamed(spans, "run "+r.Name()) != nil || time.Now().After(deadline) {
+		if spanNamed(spans, "attempt 1") != nil && spanNamed(spans, "run "+r.Name()) != nil && spanNamed(spans, "run flower") != nil || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -64,14 +64,22 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 	if attempt == nil {
 		t.Fatalf("no attempt span among %d spans: %v", len(spans), spanNames(spans))
 	}
-	if got := hex.EncodeToString(attempt.ParentSpanId); got != want.SpanID().String() {
-		t.Errorf("the attempt's parent is %s, not the run's span %s", got, want.SpanID())
+	top := spanNamed(spans, "run "+r.Name())
+	if top == nil || hex.EncodeToString(top.SpanId) != want.SpanID().String() || len(top.ParentSpanId) != 0 {
+		t.Fatalf("no root span of the run with the ids its attempts name (%s): %v", want.SpanID(), spanNames(spans))
+	}
+	if parent(attempt) != top {
+		t.Errorf("the attempt's parent is %x, not the run's span %s", attempt.ParentSpanId, want.SpanID())
+	}
+	if tracingtest.Str(top, "flower.outcome") != team.Achieved {
+		t.Errorf("the run's span says outcome %q", tracingtest.Str(top, "flower.outcome"))
 	}
 	if tracingtest.Str(attempt, "flower.worker") != "machine-a" || tracingtest.Str(attempt, "flower.run.name") != r.Name() || tracingtest.Int(attempt, "flower.attempt") != 1 {
 		t.Errorf("the attempt span's worker %q, run %q, attempt %d", tracingtest.Str(attempt, "flower.worker"),
 			tracingtest.Str(attempt, "flower.run.name"), tracingtest.Int(attempt, "flower.attempt"))
 	}
-	run := spanNamed(spans, "run "+r.Name())
+	// The run's process's spans, as a single machine's run makes them.
+	run := spanNamed(spans, "run flower")
 	if run == nil || parent(run) != attempt {
 		t.Fatalf("the run's events span is not under the attempt: %v", spanNames(spans))
 	}
@@ -81,7 +89,7 @@ func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
 		kind, _, _ := strings.Cut(s.Name, " ")
 		kinds[kind]++
 		p := parent(s)
-		if s == attempt || s == run {
+		if s == top || s == attempt || s == run {
 			continue
 		}
 		if p == nil {
