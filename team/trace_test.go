@@ -148,3 +148,19 @@ func spanNames(spans []*tracepb.Span) []string {
 	}
 	return out
 }
+
+// A run's trace is computed from its row: the same for every attempt (any
+// worker reads the same id and submit time), another for a run of the same
+// id in another team's database (created at another time).
+func TestARunsTraceIsTheSameForEveryAttempt(t *testing.T) {
+	at := time.Date(2026, 12, 4, 12, 0, 0, 123456000, time.UTC)
+	a := team.Run{ID: 7, Created: at}.TraceContext()
+	if b := (team.Run{ID: 7, Created: at.In(time.FixedZone("x", 3600))}).TraceContext(); !a.Equal(b) || !a.IsValid() {
+		t.Errorf("two reads of one run: %s/%s and %s/%s", a.TraceID(), a.SpanID(), b.TraceID(), b.SpanID())
+	}
+	for _, other := range []team.Run{{ID: 8, Created: at}, {ID: 7, Created: at.Add(time.Microsecond)}} {
+		if c := other.TraceContext(); c.TraceID() == a.TraceID() {
+			t.Errorf("run %d created %s shares run 7's trace %s", other.ID, other.Created, a.TraceID())
+		}
+	}
+}
