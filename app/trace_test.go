@@ -2,15 +2,12 @@ package app
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"math"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,95 +17,22 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/internal/demo"
+	"github.com/flowerrun/flower/internal/tracing/tracingtest"
 )
 
-// otlpReceiver is an OTLP/HTTP trace collector on 127.0.0.1: it decodes
-// each ExportTraceServiceRequest and keeps its spans and the headers it
-// came with.
-type otlpReceiver struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	spans   []*tracepb.Span
-	service []string
-	auth    []string
-}
-
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
-	t.Helper()
-	o := &otlpReceiver{}
-	o.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/v1/traces" || r.Method != http.MethodPost {
-			http.Error(w, "not the traces path", http.StatusNotFound)
-			return
-		}
-		var body io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			z, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			body = z
-		}
-		data, err := io.ReadAll(body)
-		var req coltracepb.ExportTraceServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(data, &req)
-		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		o.mu.Lock()
-		o.auth = append(o.auth, r.Header.Get("Authorization"))
-		for _, rs := range req.ResourceSpans {
-			for _, a := range rs.GetResource().GetAttributes() {
-				if a.Key == "service.name" {
-					o.service = append(o.service, a.Value.GetStringValue())
-				}
-			}
-			for _, ss := range rs.ScopeSpans {
-				o.spans = append(o.spans, ss.Spans...)
-			}
-		}
-		o.mu.Unlock()
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(out)
-	}))
-	t.Cleanup(o.srv.Close)
-	return o
-}
-
-func (o *otlpReceiver) got() ([]*tracepb.Span, []string, []string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]*tracepb.Span(nil), o.spans...), append([]string(nil), o.service...), append([]string(nil), o.auth...)
-}
-
-func spanAttr(s *tracepb.Span, key string) *commonpb.AnyValue {
-	for _, a := range s.Attributes {
-		if a.Key == key {
-			return a.Value
-		}
-	}
-	return nil
-}
-
-func spanInt(s *tracepb.Span, key string) int64 { return spanAttr(s, key).GetIntValue() }
-
-func spanFloat(s *tracepb.Span, key string) float64 { return spanAttr(s, key).GetDoubleValue() }
-
-func spanStr(s *tracepb.Span, key string) string { return spanAttr(s, key).GetStringValue() }
+// The collector and the span readers are tracingtest's, shared with the
+// team's worker tests.
+var (
+	newOTLPReceiver = tracingtest.New
+	spanInt         = tracingtest.Int
+	spanFloat       = tracingtest.Float
+	spanStr         = tracingtest.Str
+)
 
 // One run's spans reach the collector named by the standard variables, with
 // its headers, as one tree: run → step → round → model request and tool
@@ -121,7 +45,7 @@ func TestARunsSpansReachTheCollectorAsOneTree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, flowerBin, "-w", ws, "--lang", "en", "--timeout", "0", "--rounds", "2", demo.TextsFor("en").Ask)
-	cmd.Env = binEnv(t, srv, "OTEL_EXPORTER_OTLP_ENDPOINT="+rec.srv.URL, "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer tok-otlp-123")
+	cmd.Env = binEnv(t, srv, "OTEL_EXPORTER_OTLP_ENDPOINT="+rec.URL, "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer tok-otlp-123")
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -130,7 +54,7 @@ func TestARunsSpansReachTheCollectorAsOneTree(t *testing.T) {
 	if strings.Contains(string(out), "traces:") {
 		t.Errorf("a collector that took every span was warned about:\n%s", out)
 	}
-	spans, services, auth := rec.got()
+	spans, services, auth := rec.Got()
 	if len(spans) == 0 {
 		t.Fatalf("the collector got no span; flower said:\n%s", out)
 	}

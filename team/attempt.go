@@ -90,6 +90,9 @@ type attempt struct {
 	laidOutEvents int64
 	// questions is what the run's row shows of its waiting questions.
 	questions questionWatch
+	// trace is the attempt's spans (trace.go); nil when the worker does
+	// not export.
+	trace *attemptTrace
 
 	// What the worker's metrics were told of this attempt (metrics.go):
 	// the run's cost counted so far (from the run's cost when the attempt
@@ -783,6 +786,7 @@ func (a *attempt) follow(ctx context.Context, tail *tailer) {
 			continue
 		}
 		at := cmp.Or(e.Time, time.Now())
+		a.traceEvent(e.Step, e.Event)
 		if e.Kind == event.Step {
 			a.stepEnded(at) // the step before it
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/internal/gitwork"
+	"github.com/flowerrun/flower/internal/tracing"
 	"github.com/flowerrun/flower/store/postgres"
 )
 
@@ -159,6 +160,8 @@ type Worker struct {
 	health healthState
 	// m counts what the worker does and sees (metrics.go).
 	m *metrics
+	// tracing exports the runs' spans (trace.go); nil when off.
+	tracing *tracing.Provider
 
 	mu       sync.Mutex
 	attempts map[int64]*attempt
@@ -292,6 +295,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer w.unregister()
+	defer w.startTracing(ctx)()
 	if w.o.TeamBudget != nil {
 		if err := w.t.setTeamBudget(ctx, *w.o.TeamBudget); err != nil {
 			return err
@@ -471,7 +475,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[runArgs]) error {
 	}()
 	// A cancel asked between the read above and now.
 	w.checkCancels(ctx)
+	a.startTrace(ctx)
 	err = a.work(rctx)
+	a.endTrace(err)
 	defer func() { w.m.attempts.WithLabelValues(a.outcomeOf(err)).Inc() }()
 	if errors.Is(err, errLost) {
 		return a.lost()

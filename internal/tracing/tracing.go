@@ -24,7 +24,9 @@ package tracing
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"strings"
@@ -122,6 +124,7 @@ func Start(ctx context.Context, o Options) (*Provider, error) {
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(w),
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
+		sdktrace.WithIDGenerator(idGenerator{}),
 	)
 	return &Provider{tp: tp, tracer: tp.Tracer("github.com/flowerrun/flower")}, nil
 }
@@ -186,4 +189,40 @@ func endpointShown(getenv func(string) string) string {
 		return "(" + EndpointEnv + ")"
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// fixedIDsKey holds, in a context, the ids a root span started with it
+// takes (WithIDs).
+type fixedIDsKey struct{}
+
+// WithIDs makes the next root span started with ctx (trace.WithNewRoot, or
+// no parent) take sc's trace and span ids: a span whose ids others computed
+// beforehand, such as a team run's span, which its attempts (started
+// earlier, by any worker) already name as their parent.
+func WithIDs(ctx context.Context, sc trace.SpanContext) context.Context {
+	return context.WithValue(ctx, fixedIDsKey{}, sc)
+}
+
+// idGenerator is the SDK's random ids, except for a root span whose context
+// carries ids (WithIDs).
+type idGenerator struct{}
+
+func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if sc, ok := ctx.Value(fixedIDsKey{}).(trace.SpanContext); ok && sc.TraceID().IsValid() && sc.SpanID().IsValid() {
+		return sc.TraceID(), sc.SpanID()
+	}
+	var tid trace.TraceID
+	for !tid.IsValid() {
+		binary.BigEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.BigEndian.PutUint64(tid[8:], rand.Uint64())
+	}
+	return tid, idGenerator{}.NewSpanID(ctx, tid)
+}
+
+func (idGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.BigEndian.PutUint64(sid[:], rand.Uint64())
+	}
+	return sid
 }
