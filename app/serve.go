@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -167,11 +166,12 @@ type dashboard struct {
 	tmpl             *template.Template
 	mux              *http.ServeMux
 	base             context.Context
-	reportMu         sync.Mutex
+	// streamFor is how long one live stream lasts (see live).
+	streamFor time.Duration
 }
 
 func newDashboard(t *team.Team, token string, forced, fallback flower.Lang) (*dashboard, error) {
-	d := &dashboard{t: t, token: token, forced: forced, fallback: fallback, base: context.Background()}
+	d := &dashboard{t: t, token: token, forced: forced, fallback: fallback, base: context.Background(), streamFor: 25 * time.Second}
 	funcs := template.FuncMap{
 		// clean strips what a run wrote of control and bidi characters;
 		// html/template escapes the rest.
@@ -321,8 +321,12 @@ func (d *dashboard) runsRows(w http.ResponseWriter, r *http.Request) {
 }
 
 // live streams server-sent events: one "run" event, naming the run, for
-// each event any run records (Team.Follow), and a comment every 20 s so
-// a proxy keeps the stream open.
+// each event any run records (Team.Follow). A stream ends after
+// streamFor and the browser opens the next a second later (retry): a
+// proxy never holds one for long, and a headless browser's virtual clock,
+// which stops while a request is open, moves on. Each stream starts with
+// a "run" event for every run ("*"), so the page reloads its rows after
+// a gap in which it heard nothing.
 func (d *dashboard) live(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -331,7 +335,7 @@ func (d *dashboard) live(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), d.streamFor)
 	defer cancel()
 	ids := make(chan int64, 64)
 	go func() {
@@ -345,18 +349,14 @@ func (d *dashboard) live(w http.ResponseWriter, r *http.Request) {
 			cancel()
 		}
 	}()
-	fmt.Fprint(w, ": hello\n\n")
+	fmt.Fprint(w, "retry: 1000\nevent: run\ndata: *\n\n")
 	fl.Flush()
-	tick := time.NewTicker(20 * time.Second)
-	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case id := <-ids:
 			fmt.Fprintf(w, "event: run\ndata: %s\n\n", team.RunName(id))
-		case <-tick.C:
-			fmt.Fprint(w, ": still here\n\n")
 		}
 		fl.Flush()
 	}
