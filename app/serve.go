@@ -86,6 +86,8 @@ func (m *Command) runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	base := "http://" + ln.Addr().String() + "/"
+	// Ctrl-C stops only the dashboard: there is nothing here to continue.
+	m.quitHint = text(lang, "serveStopped")
 	if fresh {
 		m.say(text(lang, "serveAtToken"), base+"?token="+token, where)
 	} else {
@@ -142,7 +144,7 @@ func (m *Command) serveToken(file string, lang flower.Lang) (token string, fresh
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
 		return strings.TrimSpace(string(b)), false, path, nil
 	}
-	raw := make([]byte, 24)
+	raw := make([]byte, 16) // 128 bits; the address with it fits 80 columns
 	if _, err := rand.Read(raw); err != nil {
 		return "", false, "", err
 	}

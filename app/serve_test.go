@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/internal/pgtest"
+	"github.com/flowerrun/flower/internal/screen"
 	"github.com/flowerrun/flower/team"
 )
 
@@ -239,5 +242,65 @@ func TestServeRefusesPublicAndBusyAddresses(t *testing.T) {
 			t.Errorf("flower serve --addr %s: %v, want an error saying %q:\n%s", c.addr, err, c.want, out)
 		}
 		fmt.Fprint(io.Discard, string(out))
+	}
+}
+
+// What the person starting `flower serve` sees, in English and Chinese
+// at 80 and 160 columns: the first start prints the address with a token
+// made for it (kept 0600), which lets a browser in; a later start prints
+// the address without the token and says where it is kept.
+func TestServeStartsOnATerminal(t *testing.T) {
+	db := pgtest.Database(t)
+	addrRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+/(\?token=[0-9a-f]+)?`)
+	for _, l := range locales {
+		for _, cols := range []uint16{80, 160} {
+			t.Run(fmt.Sprintf("%s/%d", l.name, cols), func(t *testing.T) {
+				state := t.TempDir()
+				env := hermeticEnv(t, l.locale, "FLOWER_DATABASE_URL="+db, "XDG_STATE_HOME="+state)
+				var token string
+				for start := 0; start < 2; start++ {
+					p := startPTYCols(t, cols, env, "serve", "--addr", "127.0.0.1:0")
+					p.expectWithin(t, "http://127.0.0.1:", time.Minute)
+					p.expectWithin(t, "serve-token", time.Minute)
+					scr := p.screen()
+					checkLanguage(t, l.english, scr)
+					for _, line := range strings.Split(scr, "\n") {
+						if strings.Contains(line, state) {
+							continue // a path wraps where the terminal ends it
+						}
+						if w := screen.Columns(strings.TrimRight(line, "\r")); w > int(cols) {
+							t.Errorf("%d columns on a terminal of %d: %q", w, cols, line)
+						}
+					}
+					flat := strings.ReplaceAll(strings.ReplaceAll(scr, "\r", ""), "\n", "")
+					addr := addrRE.FindString(strings.ReplaceAll(scr, "\r", ""))
+					if start == 0 {
+						if !strings.Contains(addr, "?token=") {
+							t.Fatalf("the first start shows no address with its token:\n%s", scr)
+						}
+						token = strings.SplitN(addr, "=", 2)[1]
+						fi, err := os.Stat(filepath.Join(state, "flower", "serve-token"))
+						if err != nil || fi.Mode().Perm() != 0o600 {
+							t.Errorf("the kept token: %v, %v; want mode 0600", fi, err)
+						}
+						jar, _ := cookiejar.New(nil)
+						resp, err := (&http.Client{Jar: jar, Timeout: time.Minute}).Get(addr)
+						if err != nil {
+							t.Fatal(err)
+						}
+						resp.Body.Close()
+						if resp.StatusCode != 200 {
+							t.Errorf("GET %s: %d", addr, resp.StatusCode)
+						}
+					} else if addr == "" || strings.Contains(flat, token) {
+						t.Errorf("the second start shows no address, or the token again:\n%s", scr)
+					}
+					p.cmd.Process.Signal(os.Interrupt)
+					if code := p.exitWithin(t, time.Minute); code != ExitInterrupted || !strings.Contains(p.screen(), texts["serveStopped"][map[bool]int{false: 0, true: 1}[l.english]]) {
+						t.Errorf("serve after Ctrl-C: exit %d, want %d and that the runs go on:\n%s", code, ExitInterrupted, p.screen())
+					}
+				}
+			})
+		}
 	}
 }
