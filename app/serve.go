@@ -457,7 +457,8 @@ func (d *dashboard) drain(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/workers?note="+url.QueryEscape(note), http.StatusSeeOther)
 }
 
-// reportPage renders the run's report from the database, as `flower
+// reportPage renders the run's report from the database (the run page
+// links it once a worker has started the run: before, it has no state), as `flower
 // report RUN` does, into a temporary folder removed after. The page's
 // links to the run's files do not follow (they are not served).
 func (d *dashboard) reportPage(w http.ResponseWriter, r *http.Request) {
@@ -480,7 +481,8 @@ func (d *dashboard) reportPage(w http.ResponseWriter, r *http.Request) {
 	ws := filepath.Join(dir, name)
 	runDir := filepath.Join(ws, "runs")
 	if err := d.t.LayOut(r.Context(), id, runDir, filepath.Join(ws, ".flower")); err != nil {
-		d.fail(w, err, http.StatusBadGateway)
+		// Most often a run no worker has started: it has no state yet.
+		d.fail(w, err, http.StatusNotFound)
 		return
 	}
 	rep, err := report.Gather(r.Context(), runDir, ws)

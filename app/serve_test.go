@@ -194,11 +194,27 @@ func TestServeDashboard(t *testing.T) {
 	if !strings.Contains(get("/runs/r1"), "call it bloom") && !strings.Contains(get("/runs/r3"), "call it bloom") {
 		t.Errorf("r3's events lack the reply")
 	}
+	// A run no worker started has no state to render a report from: its
+	// page offers no report, and the address says why.
+	if strings.Contains(page, "/runs/r3/report") {
+		t.Errorf("r3's page links a report it cannot have")
+	}
+	req, _ := http.NewRequest("GET", base+"/runs/r3/report", nil)
+	req.AddCookie(&http.Cookie{Name: serveCookie, Value: token})
+	if resp, err := client.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "no worker has started it") {
+			t.Errorf("r3's report: %d\n%s", resp.StatusCode, b)
+		}
+	}
 	if w := get("/workers"); !strings.Contains(w, "no worker has joined yet") {
 		t.Errorf("the workers page:\n%s", w)
 	}
 	// In Chinese when the browser asks for it.
-	req, _ := http.NewRequest("GET", base+"/", nil)
+	req, _ = http.NewRequest("GET", base+"/", nil)
 	req.AddCookie(&http.Cookie{Name: serveCookie, Value: token})
 	req.Header.Set("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.5")
 	resp, err := client.Do(req)
