@@ -50,6 +50,9 @@ func (m *Command) runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := g.checkLang(); err != nil {
+		return err
+	}
 	lang := m.language(&g, "")
 	if len(pos) > 0 {
 		return usageErrorf(text(lang, "serveArgs"), m.name(), strings.Join(pos, " "))

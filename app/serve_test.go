@@ -247,6 +247,7 @@ func TestServeRefusesPublicAndBusyAddresses(t *testing.T) {
 		addr, want string
 	}{
 		{"0.0.0.0:8080", "not a loopback address"},
+		{"127.0.0.1", "is not HOST:PORT"},
 		{ln.Addr().String(), "is in use"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
