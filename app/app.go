@@ -143,7 +143,7 @@ func (m *Command) name() string {
 
 // subcommands is the one list the dispatcher and the rewrite read (the
 // original's rewrite had its own list and forgot setup).
-var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "workers", "runs", "cancel", "retry", "version", "help"}
+var subcommands = []string{"go", "run", "once", "setup", "reply", "demo", "report", "submit", "worker", "workers", "serve", "runs", "cancel", "retry", "version", "help"}
 
 func isSubcommand(s string) bool {
 	for _, c := range subcommands {
@@ -212,6 +212,8 @@ func (m *Command) dispatch(ctx context.Context, args []string) error {
 		err = m.runWorker(ctx, args[1:])
 	case "workers":
 		err = m.runWorkers(ctx, args[1:])
+	case "serve":
+		err = m.runServe(ctx, args[1:])
 	case "runs":
 		err = m.runRuns(ctx, args[1:])
 	case "cancel":

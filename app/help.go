@@ -193,6 +193,7 @@ A team's queue on one PostgreSQL (see flower submit --help):
   flower worker             work queued runs here, each on its own branch
   flower runs [RUN]         the runs: state, host, step, cost, age
   flower workers            the workers: state, runs held, last heard from
+  flower serve              the runs, their questions and the workers in the browser
   flower worker --drain NAME            ask a worker to finish and leave
   flower runs prune --ended-before 30d  remove old ended runs' rows
   flower reply RUN "answer"   answer a run's question from any machine

@@ -66,6 +66,10 @@ func stateHome() string {
 	return ""
 }
 
+// StateHome is flower's state folder ("" without a home): where `flower
+// serve` keeps its token, out of every run's workspace.
+func StateHome() string { return stateHome() }
+
 // WordsDir is the words journal's folder inside a Dir.
 const WordsDir = "words"
 
