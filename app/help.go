@@ -168,8 +168,8 @@ flower go --help 讲运行的参数和它写哪些文件;flower <命令> --help 
   flower reply 2
   flower report --open
 
-`+globalFlagsZh+`
-`+exitCodesZh)
+` + globalFlagsZh + `
+` + exitCodesZh)
 	}
 	return m.named(`flower runs a coding agent for hours without losing the thread: it asks what
 you mean, sets a goal, works in rounds until a judge finds the goal met, and
@@ -212,8 +212,8 @@ Examples:
   flower reply 2
   flower report --open
 
-`+globalFlags+`
-`+exitCodes)
+` + globalFlags + `
+` + exitCodes)
 }
 
 // versionUsage is flower version's help.
@@ -272,9 +272,9 @@ func (m *Command) goUsage(l flower.Lang) string {
   flower --notify 'notify-send "flower 在问" "$FLOWER_QUESTION"' "做一个 X"
   flower --notify 'curl -s -d "$FLOWER_QUESTION" ntfy.sh/my-flower' "做一个 X"
 
-`+globalFlagsZh+`
-`+filesWrittenZh+`
-`+exitCodesZh)
+` + globalFlagsZh + `
+` + filesWrittenZh + `
+` + exitCodesZh)
 	}
 	return m.named(`Usage: flower [go] [flags] ["request"]
 
@@ -316,9 +316,9 @@ Examples:
   flower --notify 'notify-send "flower asks" "$FLOWER_QUESTION"' "build X"
   flower --notify 'curl -s -d "$FLOWER_QUESTION" ntfy.sh/my-flower' "build X"
 
-`+globalFlags+`
-`+filesWritten+`
-`+exitCodes)
+` + globalFlags + `
+` + filesWritten + `
+` + exitCodes)
 }
 
 func (m *Command) onceUsage(l flower.Lang) string {
@@ -341,8 +341,8 @@ func (m *Command) onceUsage(l flower.Lang) string {
   flower once -t Read,Edit -p acceptEdits "改掉 main.go 里的错别字"
   flower once --resume 5f1c… --fork "现在换另一种做法试试"
 
-`+globalFlagsZh+`
-`+exitCodesZh)
+` + globalFlagsZh + `
+` + exitCodesZh)
 	}
 	return m.named(`Usage: flower once [flags] "prompt"
 
@@ -362,8 +362,8 @@ Examples:
   flower once -t Read,Edit -p acceptEdits "fix the typo in main.go"
   flower once --resume 5f1c… --fork "now try the other approach"
 
-`+globalFlags+`
-`+exitCodes)
+` + globalFlags + `
+` + exitCodes)
 }
 
 func (m *Command) demoUsage(l flower.Lang) string {
@@ -376,13 +376,13 @@ CLI,对面是本进程在 127.0.0.1 上按脚本模拟的模型。不读凭据,�
 
 像真跑一样试试:自己回答它的提问(hello.txt 会写上你打的字;模拟的人要等你有了 15 秒而且停
 手不打了才回答),以 ? 开头打一行顺便问一句,按一次 Ctrl-C 插几句话,按两次退出;
-`+"`flower demo -w DIR`"+` 接着做。
+` + "`flower demo -w DIR`" + ` 接着做。
 
 
 跟每个命令一样去找 Claude Code CLI(FLOWER_CLAUDE、缓存里 flower 的固定版本、PATH);一个都
 没有时,用 npm 装上固定版本(--yes:不问)。语言跟着 locale 走;--lang en 或 --lang zh 来选。
 
-`+exitCodesZh)
+` + exitCodesZh)
 	}
 	return m.named(`Usage: flower demo [--lang en] [-w DIR]
 
@@ -395,14 +395,14 @@ leaves the machine, nothing is paid for. The files go to a fresh temporary folde
 Try what you would in a real run: answer its question yourself (hello.txt will say
 what you typed; a simulated human answers only after you had 15 s and stopped
 typing), ask a side question with a line starting with ?, press Ctrl-C once to
-interrupt with a few words, twice to quit; `+"`flower demo -w DIR`"+` continues it.
+interrupt with a few words, twice to quit; ` + "`flower demo -w DIR`" + ` continues it.
 
 
 Finds the Claude Code CLI as every command does (FLOWER_CLAUDE, flower's pinned copy
 in the cache, PATH) and, with none, installs the pinned version with npm (--yes: without
 asking). Its language follows the locale; --lang en or --lang zh chooses.
 
-`+exitCodes)
+` + exitCodes)
 }
 
 func (m *Command) setupUsage(l flower.Lang) string {
@@ -556,9 +556,9 @@ func (m *Command) runUsage(l flower.Lang) string {
 跑你自己的流程。在 Go 里流程就是一个程序:它的 main 交给 app.Main(yourFlow),就得到 flower
 的整套命令行(go 的参数、凭据、屏幕、Ctrl-C、退出码):
 
-`+runExampleZh+`
+` + runExampleZh + `
 
-`+exitCodesZh)
+` + exitCodesZh)
 	}
 	return m.named(`Usage: flower run
 
@@ -566,9 +566,9 @@ Runs a workflow of your own. In Go a workflow is a program: give its main
 app.Main(yourFlow) and it takes flower's whole command line (the go flags,
 credentials, screen, Ctrl-C, exit codes):
 
-`+runExample+`
+` + runExample + `
 
-`+exitCodes)
+` + exitCodes)
 }
 
 func (m *Command) reportUsage(l flower.Lang) string {
@@ -680,7 +680,7 @@ flower/rN(从 B 开出)上干活,每一步、每次交接和结束时都把成�
   flower submit --db postgres://flower@db/flower --repo /srv/app.git \
       --branch develop "修好不稳定的测试"
 
-`+teamFlagsZh)
+` + teamFlagsZh)
 	}
 	return m.named(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] "request"
 
@@ -700,7 +700,7 @@ Examples:
   flower submit --db postgres://flower@db/flower --repo /srv/app.git \
       --branch develop "fix the flaky tests"
 
-`+teamFlags)
+` + teamFlags)
 }
 
 func (m *Command) workerUsage(l flower.Lang) string {
@@ -742,7 +742,7 @@ CLI 和凭据跟 flower go 一样去找(FLOWER_CLAUDE、flower setup、环境变
 不到数据库。bubblewrap 把每个运行关在它自己的 checkout、HOME 和目录里:DIR 的其余部分、这个
 HOME、/tmp 和别的进程它都看不见。
 
-`+teamFlagsZh)
+` + teamFlagsZh)
 	}
 	return m.named(`Usage: flower worker [--db-file FILE] [--concurrency N] [--dir DIR]
 
@@ -789,7 +789,7 @@ ends, and it never sees the database. bubblewrap confines each run to its own
 checkout, HOME and folders: the rest of DIR, this HOME, /tmp and other
 processes are hidden from it.
 
-`+teamFlags)
+` + teamFlags)
 }
 
 func (m *Command) workersUsage(l flower.Lang) string {
@@ -804,7 +804,7 @@ worker 会在下面点名。
 
 让一个 worker 收尾离开:flower worker --drain NAME。
 
-`+teamFlagsZh)
+` + teamFlagsZh)
 	}
 	return m.named(`Usage: flower workers [--db-file FILE]
 
@@ -818,7 +818,7 @@ Ages are the database's clock: a worker whose clock is off is named below.
 
 To make a worker finish and leave: flower worker --drain NAME.
 
-`+teamFlags)
+` + teamFlags)
 }
 
 func (m *Command) pruneUsage(l flower.Lang) string {
@@ -831,7 +831,7 @@ func (m *Command) pruneUsage(l flower.Lang) string {
 (点名它们会被拒绝)。它们的分支留在仓库里。AGE 是一段时间(30d、12h、90m)或一个日期
 (2026-01-31、2026-01-31T15:04)。
 
-`+teamFlagsZh)
+` + teamFlagsZh)
 	}
 	return m.named(`Usage: flower runs prune [--db-file FILE] --ended-before AGE
        flower runs prune [--db-file FILE] RUN...
@@ -843,7 +843,7 @@ or waiting run is never removed (naming one is refused). Their branches stay
 in the repository. AGE is an age (30d, 12h, 90m) or a date (2026-01-31,
 2026-01-31T15:04).
 
-`+teamFlags)
+` + teamFlags)
 }
 
 func (m *Command) runsUsage(l flower.Lang) string {
@@ -860,7 +860,7 @@ failed、cancelled)、步骤和轮次、花费对照预算、时长,以及它为
 
 flower runs prune --ended-before 30d 删掉已结束运行的行(见它的 --help)。
 
-`+teamFlagsZh)
+` + teamFlagsZh)
 	}
 	return m.named(`Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]
 
@@ -876,7 +876,7 @@ Flags:
 
 flower runs prune --ended-before 30d removes ended runs' rows (see its --help).
 
-`+teamFlags)
+` + teamFlags)
 }
 
 func (m *Command) retryUsage(l flower.Lang) string {
@@ -887,7 +887,7 @@ func (m *Command) retryUsage(l flower.Lang) string {
 以前的失败留在它的记录里(flower runs RUN);只有新的失败才算进下次搁置。其他状态的运行会被拒绝
 (退出码 1)。
 
-`+teamFlagsZh)
+` + teamFlagsZh)
 	}
 	return m.named(`Usage: flower retry [--db-file FILE] RUN
 
@@ -896,7 +896,7 @@ its pushed branch and its state in the database, as after a takeover. Its
 earlier failures stay in its record (flower runs RUN); only new ones count
 towards parking it again. A run in any other state is refused (exit code 1).
 
-`+teamFlags)
+` + teamFlags)
 }
 
 func (m *Command) cancelUsage(l flower.Lang) string {
@@ -907,7 +907,7 @@ func (m *Command) cancelUsage(l flower.Lang) string {
 状态写回去,把成果推到运行的分支上。worker 死掉的运行保持取消状态:没有 worker 会再开始它。已经
 结束的运行会被拒绝(退出码 1)。
 
-`+teamFlagsZh)
+` + teamFlagsZh)
 	}
 	return m.named(`Usage: flower cancel [--db-file FILE] RUN
 
@@ -916,7 +916,7 @@ one is stopped by its worker, which writes its state back and pushes its work
 to the run's branch first. A run whose worker died stays cancelled: no worker
 starts it again. A run that already ended is refused (exit code 1).
 
-`+teamFlags)
+` + teamFlags)
 }
 
 // helpWidth is the width help is laid out for: the terminal's, or 80
