@@ -727,8 +727,9 @@ func (m *Command) workerUsage(l flower.Lang) string {
   --lang en|zh        运行用的语言
   --unconfined        不用 bubblewrap 跑运行(这样运行能读到这个用户能读的一切:别的运行、
                       这个 HOME);不加这个参数就拒绝
-  --keep-failed D     失败(搁置)的运行在 DIR 下的目录保留多久(默认 72h);结束的运行的
-                      其他目录在结束时删掉
+  --keep-failed D     失败(搁置)的运行在 DIR 下的目录保留多久(默认 72h)
+  --keep-ended D      其他结束的运行(达成、停下、取消)的目录保留多久(默认 0:
+                      结束时删掉)
   --drain NAME        自己不干活:让名叫 NAME 的 worker 像收到 SIGTERM 一样收尾(它在
                       --rescue 的四分之一内看到)
   --log-format F      text(默认)或 json:worker 在 stderr 上的日志,每条一行,带运行、
@@ -771,7 +772,9 @@ Flags:
   --unconfined        run the runs without bubblewrap (they can then read what
                       this user can: other runs, this HOME); refused otherwise
   --keep-failed D     keep a failed (parked) run's folder under DIR this long
-                      (default 72h); an ended run's other folders go at its end
+                      (default 72h)
+  --keep-ended D      keep the folder of a run that ended otherwise (achieved,
+                      stopped, cancelled) this long (default 0: gone at its end)
   --drain NAME        do not work: ask the worker NAME to drain as on SIGTERM
                       (it sees this within a quarter of its --rescue)
   --log-format F      text (default) or json: the worker's log on stderr, one

@@ -182,5 +182,8 @@ func commandBoundary(side string, before bool) bool {
 	if r >= utf8.RuneSelf {
 		return true // Chinese text and its punctuation around the word
 	}
+	if before && (r == ':' || r == ',' || r == ';') {
+		return true // 用法:flower, a list's next item
+	}
 	return strings.ContainsRune(" \t\n`\"()[]=|", r)
 }

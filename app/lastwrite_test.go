@@ -76,7 +76,7 @@ func TestGoFailsWhenItsLastFilesDoNotReachTheDatabase(t *testing.T) {
 			if code != ExitFailure {
 				t.Fatalf("exit %d, want %d:\n%s", code, ExitFailure, screen)
 			}
-			t1 := func(k string) string { return texts[k][map[bool]int{false: 0, true: 1}[lang.IsEnglish()]] }
+			t1 := func(k string) string { return text(lang, k) } // {flower} filled
 			for _, want := range []string{strings.SplitN(t1("databaseNotWritten"), "%s", 2)[0] + run, late, "the disk is full",
 				strings.SplitN(strings.SplitN(t1("databaseNotWritten"), "\n", 3)[2], "flower", 2)[0]} {
 				if !strings.Contains(screen, want) {

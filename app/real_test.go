@@ -424,7 +424,7 @@ func TestAWorkflowProgramGetsTheSameCommandLine(t *testing.T) {
 	}
 	out := stdout.String()
 	manifest := filepath.Join(ws, "runs", "manifest.json")
-	for _, want := range []string{"== plan ", "  1/2", "the plan: one flag", "== build ", "  2/2", "made the change", "+ Done", "- report: flower report ", " · manifest " + manifest} {
+	for _, want := range []string{"== plan ", "  1/2", "the plan: one flag", "== build ", "  2/2", "made the change", "+ Done", "- report: ownflow report ", " · manifest " + manifest} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the screen lacks %q:\n%s", want, out)
 		}
@@ -467,7 +467,8 @@ func TestBareProgramAsksForTheRequestOnATerminal(t *testing.T) {
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, p.out.String())
 	}
-	p.expect(t, "- 报告:flower report ")
+	// The program's own name: it takes flower's whole command line.
+	p.expect(t, "- 报告:ownflow report ")
 	typed := false
 	for _, r := range srv.Requests() {
 		typed = typed || r.HasText("add a --json flag; keep 'quotes' and $HOME as typed")

@@ -137,11 +137,12 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	var teamBudget float64
 	var unconfined bool
 	var drain string
-	var keepFailed time.Duration
+	var keepFailed, keepEnded time.Duration
 	var logFormat, metricsAddr string
 	fs := newFlagSet("worker")
 	fs.StringVar(&drain, "drain", "", "")
 	fs.DurationVar(&keepFailed, "keep-failed", team.DefaultKeepFailed, "")
+	fs.DurationVar(&keepEnded, "keep-ended", 0, "")
 	fs.StringVar(&logFormat, "log-format", "text", "")
 	fs.StringVar(&metricsAddr, "metrics", "", "")
 	fs.BoolVar(&unconfined, "unconfined", false, "")
@@ -227,7 +228,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	}
 	w, err := t.NewWorker(url, team.WorkerOptions{
 		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: budgetGiven,
-		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Lang: lang, KeepFailed: keepFailed,
+		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Lang: lang, KeepFailed: keepFailed, KeepEnded: keepEnded,
 		Log: logger, Metrics: metrics,
 	})
 	if short := (*team.RescueTooShortError)(nil); errors.As(err, &short) {

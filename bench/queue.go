@@ -364,7 +364,9 @@ func (qb *queueBench) startWorker(d, db, name string, env []string, rescue time.
 	home := filepath.Join(d, name)
 	w := &queueWorker{name: name, dir: filepath.Join(home, "runs"), out: &drvLockedBuffer{}, done: make(chan error, 1)}
 	w.cmd = exec.Command(qb.bin, "worker", "--dir", w.dir, "--name", name, "--lang", "en",
-		"--rescue", rescue.String(), "--concurrency", "1")
+		"--rescue", rescue.String(), "--concurrency", "1",
+		// The bench reads each run's ending from its folder afterwards.
+		"--keep-ended", "1h")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
 	}

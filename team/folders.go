@@ -15,7 +15,8 @@ import (
 
 // A run's folder under the worker's --dir (its checkout, HOME, state, tmp
 // and attempt logs) is the worker's cache of what the database and the
-// branch hold. It goes when the run ends achieved, stopped or cancelled; a
+// branch hold. It goes when the run ends achieved, stopped or cancelled
+// (or KeepEnded later, for an operator or a test to look into); a
 // failed (parked) run's stays KeepFailed for a person to look into (its
 // unpushed work may be there: see attempt.park's reasons), and so does the
 // folder of a run that is not over (it may come back to this worker).
@@ -48,10 +49,11 @@ func (w *Worker) sweepFolders(ctx context.Context, ids ...int64) {
 	defer cancel()
 	// The database's clock decides a failed run's age, as it does every
 	// other age.
-	rows, err := w.t.pool.Query(cctx, `select r.id, `+shownState+` in ('achieved', 'stopped', 'cancelled')
+	rows, err := w.t.pool.Query(cctx, `select r.id, (`+shownState+` in ('achieved', 'stopped', 'cancelled')
+				and coalesce(r.ended_at, r.updated_at) <= now() - make_interval(secs => $3))
 			or (`+shownState+` = 'failed' and coalesce(r.ended_at, r.updated_at) < now() - make_interval(secs => $2))
 		from unnest($1::bigint[]) as i(id) left join team_runs r on r.id = i.id left join river_job j on j.id = r.job_id`,
-		ids, w.o.KeepFailed.Seconds())
+		ids, w.o.KeepFailed.Seconds(), w.o.KeepEnded.Seconds())
 	if err != nil {
 		return
 	}

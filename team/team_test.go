@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -365,7 +366,13 @@ func (w *world) workerIn(home, name string, extra ...string) *machine {
 func (w *world) workerEnvIn(home, name string, env []string, extra ...string) *machine {
 	w.t.Helper()
 	w.addDir(filepath.Join(home, "runs"))
-	args := append([]string{"worker", "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}, extra...)
+	args := []string{"worker", "--dir", filepath.Join(home, "runs"), "--name", name, "--lang", "en"}
+	if !slices.Contains(extra, "--keep-ended") {
+		// The tests read a run's folder after it ended (its CLI's
+		// transcripts, its logs); a test of the removal gives its own.
+		args = append(args, "--keep-ended", "1h")
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(teamflow(w.t), args...)
 	cmd.Env = append(append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+w.t.TempDir()), env...)
 	cmd.Dir = home

@@ -94,6 +94,10 @@ type WorkerOptions struct {
 	// kept under Dir for a person to look into (default DefaultKeepFailed);
 	// a run that ended otherwise has its folder removed when it ends.
 	KeepFailed time.Duration
+	// KeepEnded is how long the folder of a run that ended otherwise
+	// (achieved, stopped, cancelled) is kept (default 0: removed when it
+	// ends, or at the next quarter round once that long has passed).
+	KeepEnded time.Duration
 	// Clock is the worker's clock (default time.Now). Nothing the worker
 	// decides reads it against the database's: its heartbeat records only
 	// how far off it is, for `flower workers` to show.

@@ -144,7 +144,7 @@ func TestWorkersShowsASilentAndADrainedWorkerWhoseRunAnotherFinishes(t *testing.
 	id := w.submit("task-1 pause")
 	a := w.worker("machine-a", "--rescue", rescue.String())
 	w.waitMarker(markerName+"-task-1", 3*time.Minute)
-	b := w.worker("machine-b", "--rescue", rescue.String())
+	b := w.worker("machine-b", "--rescue", rescue.String(), "--keep-ended", "0s")
 	c := w.worker("machine-c", "--rescue", rescue.String(), "--concurrency", "2")
 	waitWorkers(t, tm, time.Minute, "A working r1, B and C idle", func(ws map[string]team.WorkerInfo) bool {
 		return ws["machine-a"].State == team.WorkerWorking && fmt.Sprint(ws["machine-a"].Runs) == fmt.Sprint([]int64{id}) &&
