@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// events is a go test -json stream of two packages, one with a failing
+// test, as go 1.26 writes it.
+const events = `{"Action":"start","Package":"m/a"}
+{"Action":"run","Package":"m/a","Test":"TestSlow"}
+{"Action":"output","Package":"m/a","Test":"TestSlow","Output":"=== RUN   TestSlow\n"}
+{"Action":"output","Package":"m/a","Test":"TestSlow","Output":"--- PASS: TestSlow (30.00s)\n"}
+{"Action":"pass","Package":"m/a","Test":"TestSlow","Elapsed":30}
+{"Action":"run","Package":"m/a","Test":"TestSub"}
+{"Action":"run","Package":"m/a","Test":"TestSub/case"}
+{"Action":"pass","Package":"m/a","Test":"TestSub/case","Elapsed":2}
+{"Action":"pass","Package":"m/a","Test":"TestSub","Elapsed":2.5}
+{"Action":"output","Package":"m/a","Output":"PASS\n"}
+{"Action":"output","Package":"m/a","Output":"ok  \tm/a\t32.600s\n"}
+{"Action":"pass","Package":"m/a","Elapsed":32.6}
+{"Action":"start","Package":"m/b"}
+{"Action":"run","Package":"m/b","Test":"TestBroken"}
+{"Action":"output","Package":"m/b","Test":"TestBroken","Output":"=== RUN   TestBroken\n"}
+{"Action":"output","Package":"m/b","Test":"TestBroken","Output":"    b_test.go:9: the reason it broke\n"}
+{"Action":"output","Package":"m/b","Test":"TestBroken","Output":"--- FAIL: TestBroken (4.00s)\n"}
+{"Action":"fail","Package":"m/b","Test":"TestBroken","Elapsed":4}
+{"Action":"run","Package":"m/b","Test":"TestFine"}
+{"Action":"output","Package":"m/b","Test":"TestFine","Output":"    quiet line of a passing test\n"}
+{"Action":"pass","Package":"m/b","Test":"TestFine","Elapsed":1}
+{"Action":"output","Package":"m/b","Output":"FAIL\tm/b\t5.100s\n"}
+{"Action":"fail","Package":"m/b","Elapsed":5.1}
+`
+
+func TestTheTableListsPackagesByWallTimeAndTheSlowestTests(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "run.json")
+	if err := os.WriteFile(f, []byte(events), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"-n", "2", f}, nil, &out, &errb)
+	if code != 1 {
+		t.Errorf("exit %d for a run with a failed test, want 1 (stderr %q)", code, errb.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"     32.6      2  a\n", // two top-level tests: the subtest is its parent's
+		"      5.1      2  b  FAIL (1 tests failed)\n",
+		"     37.7      4  all packages",
+		"the 2 slowest tests",
+		"     30.0  a TestSlow\n",
+		"      4.0  b TestBroken  FAIL\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Index(got, "  a\n") > strings.Index(got, "  b  FAIL") {
+		t.Errorf("packages are not listed slowest first:\n%s", got)
+	}
+	if strings.Contains(got, "TestSub") {
+		t.Errorf("-n 2 listed a third test:\n%s", got)
+	}
+}
+
+func TestStreamPrintsWhatGoTestWouldAndKeepsTheJSON(t *testing.T) {
+	save := filepath.Join(t.TempDir(), "saved.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"-stream", "-o", save}, strings.NewReader(events), &out, &errb)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	got := out.String()
+	for _, want := range []string{"ok  \tm/a\t32.600s\n", "b_test.go:9: the reason it broke", "--- FAIL: TestBroken", "FAIL\tm/b\t5.100s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the stream lacks %q:\n%s", want, got)
+		}
+	}
+	for _, hidden := range []string{"quiet line of a passing test", "--- PASS: TestSlow", "PASS\n"} {
+		if strings.Contains(got, hidden) {
+			t.Errorf("the stream shows %q, which go test hides for a passing test:\n%s", hidden, got)
+		}
+	}
+	if saved, err := os.ReadFile(save); err != nil || string(saved) != events {
+		t.Errorf("-o kept %d bytes (%v), want the %d read", len(saved), err, len(events))
+	}
+}
+
+func TestAStreamCutShortNamesTheTestsThatNeverEnded(t *testing.T) {
+	cut := events[:strings.Index(events, `{"Action":"fail","Package":"m/b","Test":"TestBroken"`)]
+	var out, errb bytes.Buffer
+	if code := run([]string{"-stream"}, strings.NewReader(cut), &out, &errb); code != 1 {
+		t.Errorf("exit %d for a cut stream, want 1", code)
+	}
+	got := out.String()
+	if !strings.Contains(got, "--- m/b TestBroken never ended:") || !strings.Contains(got, "the reason it broke") ||
+		!strings.Contains(got, "1 tests never ended") {
+		t.Errorf("the cut test and its output are not named:\n%s", got)
+	}
+}
+
+func TestBadInputSaysWhereAndExits2(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(f, []byte(`{"Action":"run","Package":"m/a"}`+"\n{not json\n"), 0o644)
+	var out, errb bytes.Buffer
+	if code := run([]string{f}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "bad.json: line 2") {
+		t.Errorf("exit %d, stderr %q: want 2 naming the file and line", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{filepath.Join(t.TempDir(), "missing.json")}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "missing.json") {
+		t.Errorf("a missing file: exit %d, stderr %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run(nil, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "Usage: scripts/test-times") {
+		t.Errorf("no file: exit %d, stderr %q: want the usage", code, errb.String())
+	}
+}

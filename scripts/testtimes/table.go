@@ -1,0 +1,152 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// table is what a run's events say of its time.
+type table struct {
+	packages map[string]*pkgTime
+	tests    []testTime
+	// unfinished are the tests that started and never ended (the stream
+	// was cut: a timeout, a killed go test).
+	unfinished []string
+}
+
+type pkgTime struct {
+	name   string
+	result string  // pass, fail, skip (no test files)
+	wall   float64 // seconds, as go test measured the package's binary
+	tests  int     // top-level tests that ran
+	failed int
+	runs   int // a package run in several passes is added up
+}
+
+type testTime struct {
+	pkg, name, result string
+	secs              float64
+}
+
+func (t *table) entry(pkg string) *pkgTime {
+	if t.packages == nil {
+		t.packages = map[string]*pkgTime{}
+	}
+	p := t.packages[pkg]
+	if p == nil {
+		p = &pkgTime{name: pkg}
+		t.packages[pkg] = p
+	}
+	return p
+}
+
+func (t *table) pkg(name, result string, secs float64) {
+	p := t.entry(name)
+	p.wall += secs
+	p.runs++
+	if p.result != "fail" {
+		p.result = result
+	}
+}
+
+func (t *table) test(pkg, name, result string, secs float64) {
+	if strings.Contains(name, "/") {
+		return // a subtest's time is its parent's
+	}
+	p := t.entry(pkg)
+	p.tests++
+	if result == "fail" {
+		p.failed++
+	}
+	t.tests = append(t.tests, testTime{pkg: pkg, name: name, result: result, secs: secs})
+}
+
+func (t *table) failed() bool {
+	if len(t.unfinished) > 0 {
+		return true
+	}
+	for _, p := range t.packages {
+		if p.result == "fail" {
+			return true
+		}
+	}
+	return false
+}
+
+// print writes the packages by wall time, then the slowest tests. A
+// parallel test's time counts its waits for the others (go test's
+// Elapsed), so the tests of a package may add up to more than its wall.
+func (t *table) print(w io.Writer, top int) {
+	pkgs := make([]*pkgTime, 0, len(t.packages))
+	var total float64
+	for _, p := range t.packages {
+		if p.result == "skip" && p.tests == 0 {
+			continue // no test files
+		}
+		pkgs = append(pkgs, p)
+		total += p.wall
+	}
+	slices.SortFunc(pkgs, func(a, b *pkgTime) int {
+		return cmp.Or(cmp.Compare(b.wall, a.wall), strings.Compare(a.name, b.name))
+	})
+	prefix := commonPrefix(pkgs)
+	fmt.Fprintf(w, "\n%-9s %6s  %s\n", "seconds", "tests", "package (go test's wall time; packages run side by side)")
+	for _, p := range pkgs {
+		mark := ""
+		switch {
+		case p.result == "fail":
+			mark = fmt.Sprintf("  FAIL (%d tests failed)", p.failed)
+		case p.runs > 1:
+			mark = fmt.Sprintf("  (%d passes)", p.runs)
+		}
+		fmt.Fprintf(w, "%9.1f %6d  %s%s\n", p.wall, p.tests, shortName(p.name, prefix), mark)
+	}
+	fmt.Fprintf(w, "%9.1f %6d  all packages, one after another\n", total, len(t.tests))
+	if top > 0 && len(t.tests) > 0 {
+		tests := slices.Clone(t.tests)
+		slices.SortStableFunc(tests, func(a, b testTime) int { return cmp.Compare(b.secs, a.secs) })
+		fmt.Fprintf(w, "\nthe %d slowest tests (seconds, from its start to its end, waits for parallel ones included)\n", min(top, len(tests)))
+		for _, x := range tests[:min(top, len(tests))] {
+			mark := ""
+			if x.result != "pass" {
+				mark = "  " + strings.ToUpper(x.result)
+			}
+			fmt.Fprintf(w, "%9.1f  %s %s%s\n", x.secs, shortName(x.pkg, prefix), x.name, mark)
+		}
+	}
+	if len(t.unfinished) > 0 {
+		slices.Sort(t.unfinished)
+		fmt.Fprintf(w, "\n%d tests never ended (the run was cut):\n", len(t.unfinished))
+		for _, n := range t.unfinished {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+	}
+}
+
+// commonPrefix is the module path the packages share ("" for one package),
+// which the table leaves out.
+func commonPrefix(pkgs []*pkgTime) string {
+	if len(pkgs) < 2 {
+		return ""
+	}
+	p := pkgs[0].name
+	for _, q := range pkgs[1:] {
+		for !strings.HasPrefix(q.name, p) {
+			p = p[:len(p)-1]
+		}
+	}
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		return p[:i+1]
+	}
+	return ""
+}
+
+func shortName(name, prefix string) string {
+	if s := strings.TrimPrefix(name, prefix); s != name && s != "" {
+		return s
+	}
+	return name
+}
