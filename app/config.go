@@ -329,6 +329,21 @@ func (v timeoutValue) Set(s string) error {
 	return nil
 }
 
+// listValue gathers a repeated flag's values.
+type listValue struct{ values *[]string }
+
+func (v listValue) String() string {
+	if v.values == nil {
+		return ""
+	}
+	return strings.Join(*v.values, ",")
+}
+
+func (v listValue) Set(s string) error {
+	*v.values = append(*v.values, s)
+	return nil
+}
+
 // budgetValue is a cost in USD, 0 or more.
 type budgetValue struct{ f *float64 }
 

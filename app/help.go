@@ -727,6 +727,8 @@ func (m *Command) workerUsage(l flower.Lang) string {
   --lang en|zh        运行用的语言
   --unconfined        不用 bubblewrap 跑运行(这样运行能读到这个用户能读的一切:别的运行、
                       这个 HOME);不加这个参数就拒绝
+  --readable PATH     让每个运行都能只读这个文件或目录(可以写多次),例如包装脚本调用的
+                      CLI、/home 下的工具链;运行平时看不到 /tmp、/run、/root、/home
   --keep-failed D     失败(搁置)的运行在 DIR 下的目录保留多久(默认 72h)
   --keep-ended D      其他结束的运行(达成、停下、取消)的目录保留多久(默认 0:
                       结束时删掉)
@@ -738,7 +740,8 @@ func (m *Command) workerUsage(l flower.Lang) string {
                       (数据库和 DIR 能用时是 200,否则是 503 和原因);默认不提供。绑在
                       给的地址上:只给这台机器用就写 127.0.0.1:9100
 
-CLI 和凭据跟 flower go 一样去找(FLOWER_CLAUDE、flower setup、环境变量)。运行永远拿不到它们:
+CLI 和凭据跟 flower go 一样去找(FLOWER_CLAUDE、flower setup、环境变量);这个 CLI 在运行的
+隔离环境里启动得了,worker 才接运行,启动不了就说该怎么办。运行永远拿不到凭据:
 它通过这个 worker 在 127.0.0.1 上的代理访问模型,用的是它自己的 token,运行结束就作废;它也看
 不到数据库。bubblewrap 把每个运行关在它自己的 checkout、HOME 和目录里:DIR 的其余部分、这个
 HOME、/tmp 和别的进程它都看不见。
@@ -771,6 +774,9 @@ Flags:
   --lang en|zh        the runs' language
   --unconfined        run the runs without bubblewrap (they can then read what
                       this user can: other runs, this HOME); refused otherwise
+  --readable PATH     let every run read this file or folder (repeat it for
+                      more): what a CLI wrapper runs, a toolchain under /home;
+                      runs see neither /tmp, /run, /root nor /home otherwise
   --keep-failed D     keep a failed (parked) run's folder under DIR this long
                       (default 72h)
   --keep-ended D      keep the folder of a run that ended otherwise (achieved,
@@ -786,7 +792,8 @@ Flags:
                       told: 127.0.0.1:9100 for this machine alone
 
 The CLI and credentials are found as for flower go (FLOWER_CLAUDE, flower
-setup, the environment). A run never gets them: it reaches the model through
+setup, the environment); the worker takes no run until that CLI starts inside
+a run's confinement, and says what to do when it does not. A run never gets them: it reaches the model through
 this worker's proxy on 127.0.0.1 with a token of its own, revoked when it
 ends, and it never sees the database. bubblewrap confines each run to its own
 checkout, HOME and folders: the rest of DIR, this HOME, /tmp and other

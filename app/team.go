@@ -136,6 +136,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	var concurrency, maxFailures int
 	var teamBudget float64
 	var unconfined bool
+	var readable []string
 	var drain string
 	var keepFailed, keepEnded time.Duration
 	var logFormat, metricsAddr string
@@ -146,6 +147,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	fs.StringVar(&logFormat, "log-format", "text", "")
 	fs.StringVar(&metricsAddr, "metrics", "", "")
 	fs.BoolVar(&unconfined, "unconfined", false, "")
+	fs.Var(listValue{&readable}, "readable", "")
 	g.register(fs)
 	db.register(fs)
 	fs.StringVar(&dir, "dir", "flower-worker", "")
@@ -170,6 +172,12 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 		return usageErrorf(text(lang, "workerMaxFailures"), maxFailures)
 	case rescue < team.MinRescue:
 		return usageErrorf(text(lang, "teamRescueShort"), rescue, team.MinRescue)
+	}
+	for i, p := range readable {
+		if _, err := os.Stat(p); !filepath.IsAbs(p) || err != nil {
+			return usageErrorf(text(lang, "workerReadable"), p)
+		}
+		readable[i] = filepath.Clean(p)
 	}
 	// One line per record, on stderr, folded and masked by the handler
 	// itself; the library's own lines go through it too. In json every
@@ -228,7 +236,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	}
 	w, err := t.NewWorker(url, team.WorkerOptions{
 		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: budgetGiven,
-		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Lang: lang, KeepFailed: keepFailed, KeepEnded: keepEnded,
+		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Readable: readable, Lang: lang, KeepFailed: keepFailed, KeepEnded: keepEnded,
 		Log: logger, Metrics: metrics,
 	})
 	if short := (*team.RescueTooShortError)(nil); errors.As(err, &short) {

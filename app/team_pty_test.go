@@ -247,7 +247,7 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 // A worker's log format it does not know, and a metrics address another
 // program holds, are refused before the worker starts (no database is
 // needed to say so), each with what to give, in the person's language.
-func TestWorkerRefusesABadLogFormatAndAMetricsAddressInUse(t *testing.T) {
+func TestWorkerRefusesABadLogFormatAReadablePathAndAMetricsAddressInUse(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -265,6 +265,15 @@ func TestWorkerRefusesABadLogFormatAndAMetricsAddressInUse(t *testing.T) {
 				}
 				p.expectFlat(t, fmt.Sprintf(t1("teamLogFormat"), "yaml"))
 				checkLanguage(t, l.english, p.screen())
+
+				for _, path := range []string{"opt/claude", "/no/such/folder"} {
+					p = startPTYCols(t, cols, env, "worker", "--readable", path)
+					if code := p.wait(t); code != ExitUsage {
+						t.Errorf("--readable %s: exit %d, want %d\n%s", path, code, ExitUsage, p.screen())
+					}
+					p.expectFlat(t, fmt.Sprintf(t1("workerReadable"), path))
+					checkLanguage(t, l.english, p.screen())
+				}
 
 				p = startPTYCols(t, cols, env, "worker", "--metrics", addr)
 				if code := p.wait(t); code != ExitFailure {
@@ -289,7 +298,7 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 		{[]string{"submit", "--help"}, []string{"Usage: flower submit [--db-file FILE] --repo REPO", "--branch B", "--budget USD", "--no-check",
 			"$FLOWER_DATABASE_URL", "mode 0600", "~/.pgpass", "a password in --db is refused"}},
 		{[]string{"worker", "--help"}, []string{"Usage: flower worker [--db-file FILE]", "--concurrency N", "--dir DIR", "--name NAME", "--rescue D",
-			"--team-budget USD", "--max-failures N", "--unconfined", "--log-format F", "--metrics ADDR", "default none", "$FLOWER_DATABASE_URL"}},
+			"--team-budget USD", "--max-failures N", "--unconfined", "--readable PATH", "--log-format F", "--metrics ADDR", "default none", "$FLOWER_DATABASE_URL"}},
 		{[]string{"runs", "--help"}, []string{"Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]"}},
 		{[]string{"retry", "--help"}, []string{"Usage: flower retry [--db-file FILE] RUN"}},
 		{[]string{"cancel", "--help"}, []string{"Usage: flower cancel [--db-file FILE] RUN"}},

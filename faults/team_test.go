@@ -120,7 +120,8 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 		w := &worker{dir: t.TempDir(), out: &syncBuffer{}}
 		w.capture = filepath.Join(w.dir, team.RunName(id), "tmp", "capture")
 		w.cmd = exec.CommandContext(ctx, teamflow(t), "worker", "--dir", w.dir, "--name", name, "--rescue", "8s", "--lang", "en",
-			"--keep-ended", "1h") // the CLI's transcripts are read from the folder afterwards
+			"--keep-ended", "1h", // the CLI's transcripts are read from the folder afterwards
+			"--readable", claudetest.CLIPath(t)) // what the capturing wrapper runs, wherever the checkout is
 		w.cmd.Env = append(append([]string{}, env...), "FLOWER_CLAUDE="+capturingCLIInto(t, claudetest.CLIPath(t), `"$TMPDIR/capture"`), "HOME="+t.TempDir())
 		w.cmd.Stdout, w.cmd.Stderr = w.out, w.out
 		if err := w.cmd.Start(); err != nil {

@@ -426,6 +426,11 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		"XDG_STATE_HOME":  filepath.Join(a.home, ".local", "state"),
 		"XDG_DATA_HOME":   filepath.Join(a.home, ".local", "share"),
 	}
+	if cli := w.cliPath(); cli != "" {
+		// The CLI that started in a run's confinement (checkCLIConfined),
+		// not whatever the run's own lookup would find.
+		set["FLOWER_CLAUDE"] = cli
+	}
 	if w.proxy != nil {
 		api, revoke := w.proxy.issue(a.name())
 		maps.Copy(set, api)

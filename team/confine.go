@@ -220,15 +220,23 @@ func (a *attempt) interrupt(cmd *exec.Cmd) {
 // those it may only read (the checkout's .git, the programs it runs), and
 // what the worker hides beyond the usual: its own folder and HOME.
 func (a *attempt) confinedPaths(tmp string) (rw, ro, hide []string) {
-	w := a.w
-	rw = []string{a.checkout, a.home, a.state, tmp}
-	ro = []string{filepath.Join(a.checkout, ".git"), w.o.Flower}
+	rw, ro, hide = a.w.confinedPaths(a.w.cliPath(), a.home, tmp)
+	rw = append([]string{a.checkout, a.state}, rw...)
+	ro = append([]string{filepath.Join(a.checkout, ".git")}, ro...)
+	return rw, ro, hide
+}
+
+// confinedPaths are what any process of this worker's runs sees beyond
+// the machine's read-only system folders: its HOME and temp folder
+// (written), flower and the CLI with what it needs, the operator's
+// --readable paths (read), and what is hidden beyond the usual.
+func (w *Worker) confinedPaths(cli, home, tmp string) (rw, ro, hide []string) {
+	rw = []string{home, tmp}
+	ro = append([]string{w.o.Flower}, cliPaths(cli)...)
+	ro = append(ro, w.o.Readable...)
 	for _, kv := range w.o.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "FLOWER_CLAUDE" && v != "":
-			ro = append(ro, v)
-		case k == "XDG_CACHE_HOME" && v != "":
+		if k == "XDG_CACHE_HOME" && v != "" {
 			ro = append(ro, filepath.Join(v, "flower"))
 		}
 	}
@@ -238,4 +246,26 @@ func (a *attempt) confinedPaths(tmp string) (rw, ro, hide []string) {
 	}
 	hide = append(hide, w.o.Dir)
 	return rw, ro, hide
+}
+
+// cliPaths are what the CLI at path needs to start: the path as given,
+// the file it resolves to (a symlink into a folder the run does not see:
+// ~/.local/bin/claude), and, where that file lies in an npm package (a
+// package.json beside it), the package's folder (cli.js's vendor/).
+func cliPaths(path string) []string {
+	if path == "" {
+		return nil
+	}
+	paths := []string{path}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return paths
+	}
+	if real != path {
+		paths = append(paths, real)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(real), "package.json")); err == nil {
+		paths = append(paths, filepath.Dir(real))
+	}
+	return paths
 }

@@ -1,11 +1,13 @@
 package team
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -60,6 +62,10 @@ type healthState struct {
 	// worker's River client; paused says it is off.
 	fetchMu sync.Mutex
 	paused  bool
+
+	// cli is the CLI the runs use, and cliStarted names the file (see
+	// identify) that last started inside a run's confinement.
+	cli, cliStarted string
 }
 
 // healthTexts are the worker's words about its environment, in Chinese
@@ -76,6 +82,10 @@ var healthTexts = map[string][2]string{
 	"cliBad":     {"FLOWER_CLAUDE=%s 不是可执行文件,运行找不到 Claude Code CLI", "FLOWER_CLAUDE=%s is not an executable file, so its runs have no Claude Code CLI"},
 	"cliNone": {"运行找不到 Claude Code CLI:没设 FLOWER_CLAUDE,%s 里没有固定版本,PATH 上也没有 claude",
 		"its runs find no Claude Code CLI: FLOWER_CLAUDE is not set, %s holds no pinned copy, and no claude is on PATH"},
+	"cliConfined": {"Claude Code CLI %s 在运行的隔离环境里启动不了(%s):运行看到的机器是只读的,看不到 /tmp、/var/tmp、/run、/root、/home、worker 的 HOME 和 --dir;flower 只让运行看到 CLI 本身的文件和它的包目录,看不到包装脚本再去调用的东西",
+		"the Claude Code CLI %s does not start inside a run's confinement (%s): a run sees the machine read-only without /tmp, /var/tmp, /run, /root, /home, the worker's HOME and --dir, and of the CLI only its own file and package folder, not what a wrapper script runs"},
+	"cliConfinedFix": {"把 CLI 装到这些目录以外(例如 npm install -g),或者让 FLOWER_CLAUDE 直接指向 claude 程序本身;如果它确实需要别处的文件,用 --readable PATH 把那个文件或目录列出来,再重启这个 worker",
+		"install the CLI outside those folders (npm install -g, for one) or point FLOWER_CLAUDE at the claude binary itself; if it needs files elsewhere, name each with --readable PATH and restart this worker"},
 	"cliOther": {"运行找不到 Claude Code CLI(%v)", "its runs find no Claude Code CLI (%v)"},
 	"cliFix": {"把 claude 放回 FLOWER_CLAUDE 指的地方,或者用 FLOWER_CLAUDE=/path/to/claude(或 PATH 上有 claude)重启这个 worker",
 		"put claude back where FLOWER_CLAUDE points, or restart this worker with FLOWER_CLAUDE=/path/to/claude (or claude on its PATH)"},
@@ -184,9 +194,9 @@ func (w *Worker) checkCLI(ctx context.Context) *envProblem {
 	env := cliinstall.Env{Getenv: func(k string) string { v, _ := look(k); return v }}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := env.Find(cctx)
+	found, err := env.Find(cctx)
 	if err == nil {
-		return nil
+		return w.checkCLIConfined(ctx, found.Path)
 	}
 	var none *cliinstall.NotFoundError
 	switch p, _ := look("FLOWER_CLAUDE"); {
@@ -197,6 +207,123 @@ func (w *Worker) checkCLI(ctx context.Context) *envProblem {
 	default:
 		return &envProblem{w.say("cliOther", err), w.say("cliFix")}
 	}
+}
+
+// checkCLIConfined: the CLI a run would use starts (claude --version)
+// inside the very confinement a run gets, with the run's environment. A
+// CLI under /home, /tmp or the worker's HOME, or a wrapper that runs one
+// from there, is found by the worker and hidden from its runs: without
+// this check every attempt failed "(unknown)" until the run was parked.
+// A file that started once is not started again until it changes.
+func (w *Worker) checkCLIConfined(ctx context.Context, path string) *envProblem {
+	id := identify(path)
+	w.health.mu.Lock()
+	known := id != "" && w.health.cliStarted == id
+	w.health.mu.Unlock()
+	if known {
+		return nil
+	}
+	out, err := w.startConfined(ctx, path, "--version")
+	if err != nil {
+		return &envProblem{w.say("cliConfined", path, cliFailure(err, out)), w.say("cliConfinedFix")}
+	}
+	w.health.mu.Lock()
+	w.health.cli, w.health.cliStarted = path, id
+	w.health.mu.Unlock()
+	return nil
+}
+
+// identify names a file's content as far as the worker can tell without
+// reading it: where it resolves to, its size and its time of change.
+func identify(path string) string {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s %d %d", real, fi.Size(), fi.ModTime().UnixNano())
+}
+
+// cliPath is the CLI this worker's runs use: the one that started in
+// their confinement.
+func (w *Worker) cliPath() string {
+	w.health.mu.Lock()
+	defer w.health.mu.Unlock()
+	return w.health.cli
+}
+
+// cliStartWait bounds the confined `claude --version`: seconds on an idle
+// machine, and far more on one that is busy.
+const cliStartWait = 2 * time.Minute
+
+// startConfined runs the program with args as a run's process runs (its
+// confinement, its environment, a HOME and temp folder of its own under
+// the worker's --dir) and returns what it printed.
+func (w *Worker) startConfined(ctx context.Context, program string, args ...string) ([]byte, error) {
+	probe, err := os.MkdirTemp(w.o.Dir, ".flower-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(probe)
+	home, tmp := filepath.Join(probe, "home"), filepath.Join(probe, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.confine.handOver(probe); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cliStartWait)
+	defer cancel()
+	cmd := exec.Command(program, args...)
+	cmd.Dir = home
+	cmd.Env = childEnv(w.o.Env, map[string]string{"HOME": home, "TMPDIR": tmp, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
+		"CLAUDE_CODE_TMPDIR": tmp, "XDG_CONFIG_HOME": filepath.Join(home, ".config")}, w.envSecrets()...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	rw, ro, hide := w.confinedPaths(program, home, tmp)
+	cmd, info, err := w.confine.confined(cmd, rw, ro, hide)
+	if err != nil {
+		return nil, err
+	}
+	if info != nil {
+		defer info.Close()
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		err = fmt.Errorf("it did not finish within %s", cliStartWait)
+	}
+	return out.Bytes(), err
+}
+
+// cliFailure is why the CLI did not start: its exit and the last line it
+// printed.
+func cliFailure(err error, out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(last) > 200 {
+		last = last[:200] + "…"
+	}
+	if last == "" {
+		return err.Error()
+	}
+	return err.Error() + ": " + last
 }
 
 // checkCredentials: the model's key reaches the runs, through the worker's

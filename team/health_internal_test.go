@@ -59,6 +59,10 @@ func TestCheckEnvFindsWhatIsBrokenAndPassesAWholeEnvironment(t *testing.T) {
 	if err := os.WriteFile(aFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	broken := filepath.Join(tmp, "bin", "claude-broken")
+	if err := os.WriteFile(broken, []byte("#!/bin/sh\necho starting\necho 'error while loading shared libraries' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	whole := []string{"PATH=/nonexistent", "FLOWER_CLAUDE=" + cli, "ANTHROPIC_API_KEY=sk-test-0123456789", "HOME=" + tmp}
 	without := func(env []string, key string) []string {
 		return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, key+"=") })
@@ -80,6 +84,8 @@ func TestCheckEnvFindsWhatIsBrokenAndPassesAWholeEnvironment(t *testing.T) {
 		// own, so only XDG_CACHE_HOME or PATH would reach it.
 		{"no CLI anywhere", worker(tmp, without(whole, "FLOWER_CLAUDE"), ""), "no claude is on PATH"},
 		{"no key", worker(tmp, without(whole, "ANTHROPIC_API_KEY"), ""), "no credentials for the model"},
+		{"a CLI that does not start", worker(tmp, append(without(whole, "FLOWER_CLAUDE"), "FLOWER_CLAUDE="+broken), ""),
+			"the Claude Code CLI " + broken + " does not start inside a run's confinement (exit status 3: error while loading shared libraries)"},
 	}
 	for _, c := range cases {
 		p := c.w.checkEnv(context.Background())
@@ -99,6 +105,25 @@ func TestCheckEnvFindsWhatIsBrokenAndPassesAWholeEnvironment(t *testing.T) {
 	}
 	if p := worker(tmp, without(whole, "ANTHROPIC_API_KEY"), "").checkEnv(context.Background()); p != nil {
 		t.Errorf("a key in the installation's .env: found %q", p.what)
+	}
+	// A CLI that started in a run's confinement is not started there again
+	// for every run: once per file (the lookup reads its version each time).
+	counted := filepath.Join(tmp, "bin", "claude-counted")
+	starts := filepath.Join(tmp, "starts")
+	if err := os.WriteFile(counted, []byte("#!/bin/sh\ncase $HOME in */.flower-probe-*) echo x >> '"+starts+"';; esac\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w := worker(tmp, append(without(whole, "FLOWER_CLAUDE"), "FLOWER_CLAUDE="+counted), "")
+	for range 3 {
+		if p := w.checkEnv(context.Background()); p != nil {
+			t.Fatalf("a CLI that starts: found %q", p.what)
+		}
+	}
+	if b, _ := os.ReadFile(starts); string(b) != "x\n" {
+		t.Errorf("three checks started the CLI %d times, want once", strings.Count(string(b), "x"))
+	}
+	if got := w.cliPath(); got != counted {
+		t.Errorf("the runs' CLI is %q, want %q", got, counted)
 	}
 	// The probe leaves nothing behind.
 	if left, _ := filepath.Glob(filepath.Join(tmp, ".flower-probe-*")); len(left) > 0 {

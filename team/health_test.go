@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flowerrun/flower/claude"
 	"github.com/flowerrun/flower/claude/claudetest"
 	"github.com/flowerrun/flower/team"
 )
@@ -207,5 +208,105 @@ func TestAWorkerWithNoCLITakesNoRunUntilItHasOne(t *testing.T) {
 	}
 	if got := startedBy(t, tm, id); strings.Join(got, ",") != broken.name {
 		t.Errorf("%s was started by %v, want the mended %s", r.Name(), got, broken.name)
+	}
+}
+
+// The CLI a person's worker finds may live where a run sees nothing: under
+// /home (a per-user install), /tmp (a checkout) or behind a wrapper script
+// that runs it from there. Before, every attempt failed "(unknown)" with 0
+// tokens until the run was parked (issue 40). Now a worker whose CLI is a
+// wrapper of a hidden binary takes no run and says which CLI and what to
+// do; with --readable naming what the wrapper runs it works a run to
+// achieved; a CLI reached through a symlink under /home runs as it is.
+func TestAWorkerWhoseCLIAHiddenFolderHoldsRunsItOrSaysWhy(t *testing.T) {
+	w := newWorld(t)
+	tm := w.open()
+	// The real binary, copied where no run sees it whatever the checkout's
+	// place: a temporary folder (under /tmp).
+	hidden := t.TempDir()
+	real := filepath.Join(hidden, "claude-real")
+	copyFile(t, claudetest.CLIPath(t), real, 0o755)
+	wrapper := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec '"+real+"' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	id := w.submit("task-1")
+	broken := w.workerWrapped(t.TempDir(), "machine-wrapper", nil, []string{"FLOWER_CLAUDE=" + wrapper}, "--rescue", "4s")
+	if !w.waitWorkerState(broken.name, "broken: ", 2*time.Minute) {
+		return
+	}
+	line := ""
+	for _, l := range strings.Split(broken.out.String(), "\n") {
+		if strings.Contains(l, brokenLine) {
+			line = l
+		}
+	}
+	for _, want := range []string{wrapper, "does not start inside a run's confinement", "--readable PATH", "To fix:"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the worker's line does not say %q: %s", want, line)
+		}
+	}
+	if r := runOf(t, tm, id, time.Second, "read", func(team.Run) bool { return true }); r.State != team.Queued || len(r.Failures) > 0 {
+		t.Errorf("with a CLI its runs cannot start, %s is %s with %d failures, want queued with none", r.Name(), r.State, len(r.Failures))
+	}
+	_ = broken.cmd.Process.Signal(syscall.SIGTERM)
+	<-broken.done
+	broken.done <- nil
+
+	// Told what the wrapper runs, the same wrapper works the run.
+	mended := w.workerWrapped(t.TempDir(), "machine-readable", nil, []string{"FLOWER_CLAUDE=" + wrapper}, "--rescue", "8s", "--readable", hidden)
+	r := runOf(t, tm, id, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved || len(r.Failures) > 0 {
+		t.Fatalf("%s ended %s with %d failures with --readable %s: %s %v\n%s", r.Name(), r.State, len(r.Failures), hidden, r.Reason, r.Failures, mended.out)
+	}
+	_ = mended.cmd.Process.Signal(syscall.SIGTERM)
+	<-mended.done
+	mended.done <- nil
+
+	// A CLI under /home, on the worker's PATH as a symlink (as the native
+	// installer leaves ~/.local/bin/claude), with no FLOWER_CLAUDE: the
+	// run gets the file it resolves to.
+	home, err := os.MkdirTemp("/home", "flower-test-")
+	if err != nil {
+		t.Fatalf("a folder under /home: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	bin := filepath.Join(home, ".local", "bin")
+	versions := filepath.Join(home, ".local", "share", "claude", "versions")
+	for _, d := range []string{bin, versions} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, real, filepath.Join(versions, claude.NewestTestedCLIVersion), 0o755)
+	if err := os.Symlink(filepath.Join(versions, claude.NewestTestedCLIVersion), filepath.Join(bin, "claude")); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range w.env {
+		if !strings.HasPrefix(kv, "FLOWER_CLAUDE=") && !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	w.env = env
+	id = w.submit("task-2")
+	home1 := w.workerWrapped(home, "machine-home", nil, nil, "--rescue", "8s")
+	r = runOf(t, tm, id, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved || len(r.Failures) > 0 {
+		t.Errorf("%s ended %s with %d failures with the CLI under %s: %s %v\n%s", r.Name(), r.State, len(r.Failures), bin, r.Reason, r.Failures, home1.out)
+	}
+}
+
+// copyFile copies from to a new file at to with mode perm.
+func copyFile(t *testing.T, from, to string, perm os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, perm); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,6 +87,12 @@ type WorkerOptions struct {
 	// can then read and write whatever the worker's user can. Without
 	// it, a worker that cannot confine its runs does not start.
 	Unconfined bool
+	// Readable are files and folders every run may read beyond the
+	// machine's system folders (which it sees read-only, without /tmp,
+	// /var/tmp, /run, /root, /home, the worker's HOME and Dir): what a CLI
+	// wrapper runs, a toolchain under /home. Each must be an absolute path
+	// that exists. flower and the CLI itself (resolved) are always there.
+	Readable []string
 	// Lang is the language of what the worker says about itself (a broken
 	// environment): English or Chinese.
 	Lang flower.Lang
@@ -214,6 +220,14 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	}
 	if o.Env == nil {
 		o.Env = os.Environ()
+	}
+	for _, p := range o.Readable {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("team: a readable path must be absolute: %s", p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("team: a readable path must exist: %w", err)
+		}
 	}
 	confine, err := detectConfinement(o.Unconfined)
 	if err != nil {
