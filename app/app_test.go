@@ -71,6 +71,7 @@ func runCmd(t *testing.T, stdin string, args ...string) (code int, stdout, stder
 }
 
 func TestRewriteInsertsGoUnlessASubcommandComesFirst(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"", "go"},
 		{"build X", "go build X"},
@@ -97,6 +98,7 @@ func TestRewriteInsertsGoUnlessASubcommandComesFirst(t *testing.T) {
 }
 
 func TestGoFlagsHaveTheirSemantics(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
@@ -138,6 +140,7 @@ func TestGoFlagsHaveTheirSemantics(t *testing.T) {
 }
 
 func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	for _, c := range []struct {
 		args []string
@@ -180,6 +183,7 @@ func TestBadInputSaysTheFixWithItsExitCode(t *testing.T) {
 }
 
 func TestHelpTeachesExamplesExitCodesAndFiles(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"go", "--help"}, {"-h"}} {
 		code, out, _ := runCmd(t, "", args...)
 		for _, want := range []string{"Examples:", "Exit codes of a run:", "130", "-W, --workbench", "--lang"} {
@@ -209,6 +213,7 @@ func TestHelpTeachesExamplesExitCodesAndFiles(t *testing.T) {
 // TestMissingCredentialsWithoutATerminalSaysWhatToSet runs the binary with
 // stdin from /dev/null and no key anywhere.
 func TestMissingCredentialsWithoutATerminalSaysWhatToSet(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	for _, args := range [][]string{{"build X"}, {"once", "hi"}, {"--lang", "en", "once", "hi"}} {
 		cmd := exec.Command(flowerBin, append([]string{"-w", t.TempDir()}, args...)...)
@@ -248,6 +253,7 @@ func TestAProgramGetsTheParsedCommandLine(t *testing.T) {
 }
 
 func TestStarterOptionsFromTheFlags(t *testing.T) {
+	t.Parallel()
 	n := 2
 	for _, c := range []struct {
 		cfg  Config

@@ -73,6 +73,7 @@ func eventually(t *testing.T, what string, ok func() bool) {
 }
 
 func TestConsoleRoutesEachLine(t *testing.T) {
+	t.Parallel()
 	amend := filepath.Join(t.TempDir(), "brief.md")
 	ch := human.New(human.WithTimeout(time.Minute), human.WithAmendPath(amend))
 	var mu sync.Mutex
@@ -119,6 +120,7 @@ func TestConsoleRoutesEachLine(t *testing.T) {
 }
 
 func TestConsoleEndOfInputSettlesEveryQuestionAtOnce(t *testing.T) {
+	t.Parallel()
 	ch := human.New(human.WithTimeout(time.Hour))
 	w, out, _, stop := pipeConsole(t, ch, nil)
 	defer stop()

@@ -59,6 +59,7 @@ func clones(t *testing.T, n int) []string {
 // then (Enter) the banner with the brief, the goal's checks, the work
 // session's context from the database's transcript, and the wake count.
 func TestAnotherMachineWakesTheRunFromTheDatabase(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.Database(t)
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
@@ -176,6 +177,7 @@ func (p *ptyRun) expectFlat(t *testing.T, want string) {
 // person's language, with the URL's password masked, and writes nothing:
 // no run directory appears, and the run's files stay where they are.
 func TestADatabaseThatCannotBeUsedSaysWhyAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	dbURL := pgtest.Database(t)
 	u, err := url.Parse(dbURL)
 	if err != nil {
@@ -246,6 +248,7 @@ func lastLines(s string, n int) string {
 // A database whose run-state tables a newer flower made is refused with
 // an error a caller can tell apart, its URL's password masked.
 func TestANewerRunStateSchemaIsRefusedAndNamed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.Database(t)
 	ws := clones(t, 1)[0]

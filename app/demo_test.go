@@ -22,6 +22,7 @@ import (
 )
 
 func TestTheSimulatedHumanGivesThePerson15sAndWaitsWhileTheyType(t *testing.T) {
+	t.Parallel()
 	shown := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return shown.Add(time.Duration(s * float64(time.Second))) }
 	tests := []struct {
@@ -57,6 +58,7 @@ func TestTheSimulatedHumanGivesThePerson15sAndWaitsWhileTheyType(t *testing.T) {
 // runs the simulated human on a real channel: a line typed late in the
 // pause puts its answer off.
 func TestTheSimulatedHumanAnswersOnlyAfterThePausePastThePersonsLastInput(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	var mu sync.Mutex
 	ui := &UI{Screen: screen.NewWriter(lockedWriter{&mu, &out}), Lang: "en"}
@@ -241,6 +243,7 @@ func TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten(t *testing.T) {
 // wrong text gets a judge who read the file and says so, in every round,
 // and the goal is not reached.
 func TestTheDemoJudgeFailsAFileThatSaysSomethingElse(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	texts := demo.TextsFor("en")
 	srv := starterServer(t, ws, claudetest.Script{demo.CoderMarker: {

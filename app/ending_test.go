@@ -57,6 +57,7 @@ func gitIn(t *testing.T, ws string, args ...string) {
 }
 
 func TestTheEndingCountsOnlyTheRunsOwnChanges(t *testing.T) {
+	t.Parallel()
 	ws := gitRepo(t, map[string]string{"a.txt": "a\n", "dirty.txt": "d\n"})
 	// Before the run: an uncommitted change and an untracked file, the
 	// person's own work, not the run's.
@@ -124,6 +125,7 @@ func TestTheEndingCountsOnlyTheRunsOwnChanges(t *testing.T) {
 // The demo's ending names no way to continue: flower in the demo folder
 // would ask for credentials; the demo's own closing line says what next.
 func TestTheDemosEndingNamesNoWayToContinue(t *testing.T) {
+	t.Parallel()
 	for _, o := range []string{OutcomeAchieved, OutcomeStopped} {
 		out := strings.Join(Ending{Outcome: o, Round: 2, Rounds: 2}.Block("en", endingPlace{runDir: "/r", workspace: "/w", name: "flower", demo: true}), "\n")
 		if strings.Contains(out, "next:") || strings.Contains(out, "to continue") {
@@ -133,6 +135,7 @@ func TestTheDemosEndingNamesNoWayToContinue(t *testing.T) {
 }
 
 func TestEveryOutcomeHasItsLines(t *testing.T) {
+	t.Parallel()
 	p := endingPlace{runDir: "/r", workspace: "/w", name: "flower"}
 	for _, c := range []struct {
 		e    Ending
@@ -154,6 +157,7 @@ func TestEveryOutcomeHasItsLines(t *testing.T) {
 }
 
 func TestAWakeSaysWhatItWouldContinue(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	brief := filepath.Join(ws, "brief.md")
 	write(t, brief, "## Goal\nA hello.txt writer\n\n## Acceptance criteria\n- ls\n\n## Boundaries\nnone\n\n## Unknowns and assumptions\nnone\n")
@@ -190,6 +194,7 @@ func TestAWakeSaysWhatItWouldContinue(t *testing.T) {
 // The ending names the files a tool wrote and the goal guard put back, in
 // the person's language: what a tool wrote there was not theirs.
 func TestTheEndingNamesWhatAToolWroteAndWasPutBack(t *testing.T) {
+	t.Parallel()
 	c := flower.NewCtx()
 	c.Set(flower.RestoredKey, []string{"/w/.flower/notes/qa-log.md", "/w/.flower/notes/brief.md"})
 	e := outcomeOf(c, nil, false, "en")

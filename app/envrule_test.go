@@ -91,6 +91,7 @@ var screens = []struct {
 // with the user's gateway, key and CLI, and says in one line what it
 // ignored.
 func TestOnceNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
+	t.Parallel()
 	for _, sc := range screens {
 		t.Run(sc.lang, func(t *testing.T) {
 			s := newRepoScene(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
@@ -118,6 +119,7 @@ func TestOnceNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 // a repository reaches its first question (where the repository's notify
 // command would run) on the user's gateway and CLI.
 func TestGoNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
+	t.Parallel()
 	for _, sc := range screens {
 		t.Run(sc.lang, func(t *testing.T) {
 			// The scene's workspace reaches the handler through an atomic:
@@ -149,6 +151,7 @@ func TestGoNeverSendsTheKeyWhereTheRepositorySays(t *testing.T) {
 // protection holds glances; without bubblewrap on PATH it says the parser
 // alone holds them, with the fix, and so does the start of a run.
 func TestSetupProbesOnlyWhatWasTypedAndSaysTheProtection(t *testing.T) {
+	t.Parallel()
 	for _, sc := range screens {
 		t.Run(sc.lang, func(t *testing.T) {
 			s := newRepoScene(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply { return claudetest.Say("hi") })

@@ -56,6 +56,7 @@ func checkLanguage(t *testing.T, english bool, screen string) {
 // speak the locale's language at 80 and 160 columns, and the first screen
 // says how to switch.
 func TestFirstScreenAndCredentialsSpeakTheLocale(t *testing.T) {
+	t.Parallel()
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(l.name+"/"+string(rune('0'+cols/80)), func(t *testing.T) {
@@ -95,6 +96,7 @@ func TestFirstScreenAndCredentialsSpeakTheLocale(t *testing.T) {
 // A terminal that reports a width of 0 or 10 columns neither breaks the
 // first screen nor leaves a trace.
 func TestTinyOrZeroWidthTerminalsDoNotBreakTheFirstScreen(t *testing.T) {
+	t.Parallel()
 	for _, cols := range []uint16{0, 10} {
 		env := hermeticEnv(t, "en_US.UTF-8", "FLOWER_CLAUDE="+stubCLI(t), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=http://127.0.0.1:1")
 		p := startPTYCols(t, cols, env, "-w", t.TempDir())
@@ -109,6 +111,7 @@ func TestTinyOrZeroWidthTerminalsDoNotBreakTheFirstScreen(t *testing.T) {
 
 // A locale variable holding garbage is read as English, never an error.
 func TestAGarbageLocaleSpeaksEnglish(t *testing.T) {
+	t.Parallel()
 	env := hermeticEnv(t, "", "LC_ALL=\x1b]0;x\x07¿ñ@@", "LANG=zh_CN.UTF-8", "FLOWER_CLAUDE="+stubCLI(t),
 		"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=http://127.0.0.1:1")
 	p := startPTYCols(t, 80, env, "-w", t.TempDir())
@@ -149,6 +152,7 @@ func unchangedFile(t *testing.T, file string, old []byte) {
 // what is configured now is shown masked; a probe that could not decide
 // is saved only on a yes after the reason; a rejected one never.
 func TestSetupUnderAPty(t *testing.T) {
+	t.Parallel()
 	rejecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`))
@@ -276,6 +280,7 @@ func TestSetupUnderAPty(t *testing.T) {
 // directory that does not exist is refused unless --create; neither
 // writes anything.
 func TestTyposCostNothing(t *testing.T) {
+	t.Parallel()
 	for word, want := range map[string]string{"reprot": "report", "setpu": "setup", "demoo": "demo", "rpely": "reply"} {
 		if got := typoOf(word); got != want {
 			t.Errorf("typoOf(%q) = %q, want %q", word, got, want)
@@ -340,6 +345,7 @@ func exitCode(err error) int {
 // installs the pinned version with npm (a fake one here) into the cache,
 // with a progress line, and goes on.
 func TestNoCLIWritesNothingAndYesInstallsIt(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	noClaude := t.TempDir() // a PATH with sh's tools and no claude, no npm
 	for _, tool := range []string{"sh", "mkdir", "dirname", "chmod", "printf", "grep", "sleep", "cat", "echo", "git"} {

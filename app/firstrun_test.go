@@ -75,6 +75,7 @@ func noClaudePath(t *testing.T) string {
 // line typed and not entered is not taken for the answer, the exit is 130
 // as setup's, the last line says nothing was done, and nothing was.
 func TestYesNoPromptsAnswerCtrlCAtOnce(t *testing.T) {
+	t.Parallel()
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
 			ws := t.TempDir()
@@ -108,6 +109,7 @@ func TestYesNoPromptsAnswerCtrlCAtOnce(t *testing.T) {
 // question, also when the command goes on (the install, by a fake npm,
 // then the credentials' question) and writes lines after it.
 func TestYesNoAnswersStayOnTheScreen(t *testing.T) {
+	t.Parallel()
 	npmDir := t.TempDir()
 	npm := "#!/bin/sh\nbin=node_modules/@anthropic-ai/claude-code-linux-x64/claude\nmkdir -p \"$(dirname \"$bin\")\"\n" +
 		"printf '#!/bin/sh\\necho \"" + cliinstall.Version + " (Claude Code)\"\\n' > \"$bin\"\nchmod +x \"$bin\"\n"
@@ -152,6 +154,7 @@ func TestYesNoAnswersStayOnTheScreen(t *testing.T) {
 
 // invocation names the command that runs this flower again.
 func TestInvocationIsTheCommandThatRunsThisFlowerAgain(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	onPath := filepath.Join(dir, "flower")
 	os.WriteFile(onPath, []byte("#!/bin/sh\n"), 0o755)
@@ -188,6 +191,7 @@ func TestInvocationIsTheCommandThatRunsThisFlowerAgain(t *testing.T) {
 // hints name that command, in both languages: `flower report` would be a
 // command the shell does not know.
 func TestHintsNameTheCommandThatWasRun(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "my tools", "flower")
 	os.MkdirAll(filepath.Dir(bin), 0o755)
 	if out, err := exec.Command("cp", flowerBin, bin).CombinedOutput(); err != nil {
@@ -227,6 +231,7 @@ func TestHintsNameTheCommandThatWasRun(t *testing.T) {
 // its platform package, measured where the tests installed it (the
 // question said 200 MB of a 384 MB install).
 func TestTheInstallSizeGivenIsThePinnedCLIs(t *testing.T) {
+	t.Parallel()
 	cli := claudetest.CLIPath(t)
 	out, err := exec.Command(cli, "--version").Output()
 	if err != nil {

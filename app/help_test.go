@@ -50,6 +50,7 @@ func noAPI(t *testing.T) (url string, hits *atomic.Int64) {
 // language; they exit 0 and start nothing: the CLI is asked only for its
 // version, no run folder is made, the API is never called.
 func TestVersionPrintsVersionsAndStartsNothing(t *testing.T) {
+	t.Parallel()
 	for _, l := range locales {
 		for _, args := range [][]string{{"version"}, {"--version"}, {"-V"}, {"-w", ".", "--version"}} {
 			t.Run(l.name+"/"+strings.Join(args, " "), func(t *testing.T) {
@@ -94,6 +95,7 @@ func TestVersionPrintsVersionsAndStartsNothing(t *testing.T) {
 // With no CLI anywhere, flower version says none is found and how to get
 // one, installs nothing and still exits 0; on a terminal it asks nothing.
 func TestVersionWithoutACLISaysHowToGetOne(t *testing.T) {
+	t.Parallel()
 	noClaude := t.TempDir() // a PATH with neither claude nor npm
 	for _, l := range locales {
 		t.Run(l.name, func(t *testing.T) {
@@ -127,6 +129,7 @@ func TestVersionWithoutACLISaysHowToGetOne(t *testing.T) {
 // (an em dash) asks before a paid run; yes runs what was meant. Off a
 // terminal it is refused with the fix.
 func TestNearMissesAskBeforeARun(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ word, meant, then string }{
 		{"verison", "version", claude.OldestTestedCLIVersion},
 		{"hepl", "help", "flower demo"},
@@ -177,6 +180,7 @@ func langOf(english bool) flower.Lang {
 // An unknown flag is a usage error that names the nearest flag the
 // command has, in the command line's language.
 func TestUnknownFlagsNameTheNearest(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		near string
@@ -225,6 +229,7 @@ var runHelp = map[string]bool{"": true, "go": true, "once": true, "run": true, "
 // the top-level screen leads with the commands a newcomer runs; a run's
 // exit codes end exactly the run's screens.
 func TestEveryHelpFitsTheTerminal(t *testing.T) {
+	t.Parallel()
 	commands := append([]string{""}, subcommands...)
 	commands = append(commands, "runs prune")
 	for _, l := range locales {
@@ -315,6 +320,7 @@ func checkMostlyChinese(t *testing.T, lines []string) {
 // code and example lines as they are while they fit, never cuts a word a
 // blank could keep whole, and measures Chinese in display columns.
 func TestFitHelpReflowsToTheWidth(t *testing.T) {
+	t.Parallel()
 	help := "Usage: x\n\nA paragraph that is long enough to wrap at a narrow width and to\njoin at a wide one.\n\nFlags:\n" +
 		"  --output FILE   where the page goes (default $TMPDIR/flower-report-<id>.html,\n" +
 		"                  one per run directory)\n" +
@@ -352,6 +358,7 @@ func TestFitHelpReflowsToTheWidth(t *testing.T) {
 // Chinese locale (or --lang zh) setup's, reply's, cancel's and the other
 // commands' usage errors are Chinese, exit 2 and say what to do.
 func TestUsageErrorsSpeakTheLocale(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		key  string

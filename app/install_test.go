@@ -27,6 +27,7 @@ const NpmInstallEnv = "FLOWER_TEST_NPM_INSTALL"
 // key and ANTHROPIC_BASE_URL at a fake Messages API, finds the same CLI
 // without installing again.
 func TestReadmeFirstCommandFromAFreshClone(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(NpmInstallEnv) == "" {
 		t.Skipf("set %s=1 (outside a network namespace: it needs npm's registry); scripts/test runs it in a step of its own", NpmInstallEnv)
 	}

@@ -6,6 +6,7 @@ import "testing"
 // modules and folders that hold the word alone (they were mangled into
 // ~/.config//tmp/x/flower/.env once the name became a path).
 func TestNamedPutsTheCommandOnlyWhereTheWordStandsAlone(t *testing.T) {
+	t.Parallel()
 	m := &Command{Name: "/tmp/x y/flower"}
 	for in, want := range map[string]string{
 		"Usage: flower go [flags]": "Usage: /tmp/x y/flower go [flags]",

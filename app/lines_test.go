@@ -15,6 +15,7 @@ import (
 )
 
 func TestWakeBannerInBothLanguages(t *testing.T) {
+	t.Parallel()
 	got := WakeBanner("zh", "/home/u/app", "/home/u", true, 15, 71400, 3)
 	if want := "<- 在 ~/app 接上上次  需求已确认 · 目标 15 条 · 干活上下文 71.4K · 第 3 次唤醒"; got != want {
 		t.Errorf("zh banner\n got %q\nwant %q", got, want)
@@ -26,6 +27,7 @@ func TestWakeBannerInBothLanguages(t *testing.T) {
 }
 
 func TestStepRule(t *testing.T) {
+	t.Parallel()
 	r := StepRule("zh", "干活", 3, 3, true, 2, 60)
 	if !strings.HasPrefix(r, "== 干活 ====") || !strings.HasSuffix(r, "  3/3  <- 接上次 · 第 2 次唤醒") || screen.Columns(r) != 60 {
 		t.Errorf("rule %q (%d columns)", r, screen.Columns(r))
@@ -33,6 +35,7 @@ func TestStepRule(t *testing.T) {
 }
 
 func TestOneRendererKeepsTheRunningTotalAndClock(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	ui := &UI{Screen: screen.NewWriter(&b), Lang: "zh"}
 	r := NewRenderer(ui, false)
@@ -56,6 +59,7 @@ func TestOneRendererKeepsTheRunningTotalAndClock(t *testing.T) {
 }
 
 func TestQuestionStatesOnScreen(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	ui := &UI{Screen: screen.NewWriter(&b), Lang: "zh"}
 	r := NewRenderer(ui, false)
@@ -78,6 +82,7 @@ func TestQuestionStatesOnScreen(t *testing.T) {
 }
 
 func TestBadCredentialsAreRecognized(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		"API Error: 401 {\"type\":\"authentication_error\"}": true,
 		"Invalid API key · Please run /login":                true,
@@ -93,6 +98,7 @@ func TestBadCredentialsAreRecognized(t *testing.T) {
 }
 
 func TestEveryVerdictIsLabelledWithItsRound(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ lang, want string }{
 		{"en", "  ! Round 1/3 verdict: not yet — nobody ran ls\n  x Round 2/3 verdict: unreachable — no macOS here\n  ! Round 2/3 verdict: no clear conclusion, taken as not yet\n  + Round 3/3 verdict: achieved\n"},
 		{"zh", "  ! 第 1/3 轮判定:未达成 —— nobody ran ls\n  x 第 2/3 轮判定:无法达成 —— no macOS here\n  ! 第 2/3 轮判定:没有明确结论,按未达成处理\n  + 第 3/3 轮判定:已达成\n"},
@@ -112,6 +118,7 @@ func TestEveryVerdictIsLabelledWithItsRound(t *testing.T) {
 }
 
 func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		lang string
 		want []string
@@ -164,6 +171,7 @@ func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
 // the background is what runs once the main thread's turn ended (the line
 // said "waiting for the model" while its Bash ran).
 func TestTheStatusLineNamesWhoWorksNow(t *testing.T) {
+	t.Parallel()
 	for _, lang := range []flower.Lang{"en", "zh"} {
 		s := NewStatus(lang, 0)
 		s.Event(event.New(event.Step, "plan", map[string]any{"role": "planner"}))
@@ -236,6 +244,7 @@ func (s *syncBuffer) String() string {
 // which keeps only its answer marker: the footer's one row cut the CLI
 // install question to "… with npm (ab...]".
 func TestAQuestionWiderThanTheTerminalIsWrittenWhole(t *testing.T) {
+	t.Parallel()
 	q := "Install the Claude Code CLI 2.1.332 into that cache directory with npm (about 200 MB, once)? [Y/n] "
 	for _, c := range []struct {
 		prompt           string

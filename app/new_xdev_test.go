@@ -17,6 +17,7 @@ import (
 // workbench: the old lineage and brief are archived and a new request
 // starts, on a terminal, in English and Chinese, at 80 and 160 columns.
 func TestNewArchivesAcrossFileSystemsThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	for _, lang := range []string{"en", "zh"} {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(fmt.Sprintf("%s/%d", lang, cols), func(t *testing.T) {

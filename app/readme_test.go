@@ -163,6 +163,7 @@ func quickStartEnv(t *testing.T, home, gopath string, extra ...string) []string 
 // to its end; what it printed is the run the README's top pictures, and
 // the picture's command is the Quick start's last.
 func TestReadmeQuickStartShowsThePicturedRun(t *testing.T) {
+	t.Parallel()
 	root := moduleRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
@@ -193,6 +194,7 @@ func TestReadmeQuickStartShowsThePicturedRun(t *testing.T) {
 // The picture check holds a screen to every line, in order, and fails on
 // a line the run did not print.
 func TestAPictureLineMatchesWhatDiffersOnlyInNumbersAndWidth(t *testing.T) {
+	t.Parallel()
 	screen := "\x1b[2K== clarify =====================  1/3\r\n  ? What should it say?\r\n\x1b7\x1b[1Astatus\x1b8+ Goal achieved in round 2\r\n- time 1:02 · tokens 80.1K in · cost $0.4012\r\n"
 	good := []string{"== clarify ====  1/3", "? What should it say?", "+ Goal achieved in round 2", "- time 0:30 · tokens … · cost $0.3605"}
 	if line := missingPictureLine(good, screen); line != "" {

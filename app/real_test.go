@@ -37,6 +37,7 @@ func binEnv(t *testing.T, srv *claudetest.Server, extra ...string) []string {
 }
 
 func TestOnceRunsOneStepOfTheRealCLIThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 		return claudetest.Say("the answer is 42 \x1b]0;owned\x07\x1b[2J done")
 	})
@@ -220,6 +221,7 @@ func (p *ptyRun) exitWithin(t *testing.T, limit time.Duration) int {
 }
 
 func TestSetupWritesTheEnvFile0600AfterOneProbe(t *testing.T) {
+	t.Parallel()
 	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply { return claudetest.Say("hi") })
 	cfg := t.TempDir()
 	// The person's own lines in the file stay; the old credentials and
@@ -261,6 +263,7 @@ func TestSetupWritesTheEnvFile0600AfterOneProbe(t *testing.T) {
 }
 
 func TestSetupRejectedCredentialsKeepTheOldFile(t *testing.T) {
+	t.Parallel()
 	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 		return claudetest.Reply{Fault: &claudetest.Fault{Status: 401, Type: "authentication_error", Message: "invalid x-api-key"}}
 	})
@@ -356,6 +359,7 @@ func manifestErrors(t *testing.T, path string) []string {
 }
 
 func TestSIGTERMLeavesAKilledBySignalRowAndDiesByTheSignal(t *testing.T) {
+	t.Parallel()
 	cmd, manifest, _ := startSlowOnce(t)
 	clis := childPIDs(cmd.Process.Pid)
 	if len(clis) == 0 {
@@ -388,6 +392,7 @@ func TestSIGTERMLeavesAKilledBySignalRowAndDiesByTheSignal(t *testing.T) {
 }
 
 func TestCtrlCOnOnceExits130InOneLine(t *testing.T) {
+	t.Parallel()
 	cmd, manifest, stderr := startSlowOnce(t)
 	cmd.Process.Signal(os.Interrupt)
 	st := waitExit(t, cmd)
@@ -403,6 +408,7 @@ func TestCtrlCOnOnceExits130InOneLine(t *testing.T) {
 }
 
 func TestAWorkflowProgramGetsTheSameCommandLine(t *testing.T) {
+	t.Parallel()
 	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
 		switch {
 		case r.MaxTokens == 16:
@@ -459,6 +465,7 @@ func ownflowServer(t *testing.T) *claudetest.Server {
 }
 
 func TestBareProgramAsksForTheRequestOnATerminal(t *testing.T) {
+	t.Parallel()
 	srv := ownflowServer(t)
 	p := startPTYBin(t, ownflowBin, binEnv(t, srv), "-w", t.TempDir())
 	p.expect(t, "要做什么? 一句话就够,回车开始(Ctrl-C 退出)")
@@ -479,6 +486,7 @@ func TestBareProgramAsksForTheRequestOnATerminal(t *testing.T) {
 }
 
 func TestBareProgramCtrlDAtThePromptCancels(t *testing.T) {
+	t.Parallel()
 	p := startPTYBin(t, ownflowBin, binEnv(t, ownflowServer(t)), "-w", t.TempDir())
 	p.expect(t, "要做什么?")
 	p.expect(t, "> ")
@@ -490,6 +498,7 @@ func TestBareProgramCtrlDAtThePromptCancels(t *testing.T) {
 }
 
 func TestPipedRequestRunsWithoutAHeader(t *testing.T) {
+	t.Parallel()
 	srv := ownflowServer(t)
 	cmd := exec.Command(ownflowBin, "-w", t.TempDir())
 	cmd.Env = binEnv(t, srv)
@@ -517,6 +526,7 @@ func TestPipedRequestRunsWithoutAHeader(t *testing.T) {
 }
 
 func TestBareProgramCtrlCAtThePromptCancels(t *testing.T) {
+	t.Parallel()
 	p := startPTYBin(t, ownflowBin, binEnv(t, ownflowServer(t)), "-w", t.TempDir())
 	p.expect(t, "要做什么?")
 	p.expect(t, "> ")
@@ -531,6 +541,7 @@ func TestBareProgramCtrlCAtThePromptCancels(t *testing.T) {
 }
 
 func TestARunDirThatCannotBeWrittenSaysSo(t *testing.T) {
+	t.Parallel()
 	srv := ownflowServer(t)
 	file := filepath.Join(t.TempDir(), "not-a-dir")
 	os.WriteFile(file, nil, 0o600)

@@ -40,6 +40,7 @@ func smallRun(t *testing.T) string {
 }
 
 func TestReportCommand(t *testing.T) {
+	t.Parallel()
 	run := smallRun(t)
 	t.Run("writes the page and prints its path", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "page.html")
@@ -197,6 +198,7 @@ func requestsOut(urls []string) []string {
 }
 
 func TestReportOfTheDemoLoadsInHeadlessChromium(t *testing.T) {
+	t.Parallel()
 	cli := claudetest.CLIPath(t)
 	browser := chromiumPath(t)
 	ws := t.TempDir()
@@ -453,6 +455,7 @@ func checkDemoFigures(t *testing.T, r *report.Report, runDir string) {
 }
 
 func TestReportPutsTheOutcomeAndTheTopCostDriversAboveTheFirstChart(t *testing.T) {
+	t.Parallel()
 	browser := chromiumPath(t)
 	type view struct {
 		lang, outcome string
@@ -493,6 +496,7 @@ var hostileText = "\x1b[31mred\x1b[0m \x1b]8;;http://evil.example\x07link\x1b]8;
 // bidi characters (a verdict's reason, a question, a tool call, a file
 // name) and fits a 1200-pixel window, long words and all.
 func TestTheReportShowsNoControlTextAndFitsTheWindow(t *testing.T) {
+	t.Parallel()
 	browser := chromiumPath(t)
 	if len(hostileText) > 250 {
 		t.Fatalf("the payload is %d bytes: too long for a file name", len(hostileText))
@@ -535,6 +539,7 @@ func TestTheReportShowsNoControlTextAndFitsTheWindow(t *testing.T) {
 }
 
 func TestTheReportOfA500TurnRunIsReadableInHeadlessChromium(t *testing.T) {
+	t.Parallel()
 	browser := chromiumPath(t)
 	run := reporttest.LongRun(t, reporttest.Long{Lang: "en"})
 	if run.MainTurns < 500 {

@@ -21,6 +21,7 @@ import (
 // the goal step ran a second time). Without the flag, words given on a
 // wake still amend the brief.
 func TestResumeRunCarriesTheRunOnWithoutAddingItsRequestToTheBrief(t *testing.T) {
+	t.Parallel()
 	for _, resume := range []bool{true, false} {
 		name := map[bool]string{true: "resume-run", false: "words"}[resume]
 		t.Run(name, func(t *testing.T) {

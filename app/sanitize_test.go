@@ -39,6 +39,7 @@ func assertClean(t *testing.T, path, out string) {
 // flower reply's printed answer (a model's option), flower report's
 // problems (a file name), and the screen's own lines.
 func TestUntrustedTextIsSanitizedOnEveryTerminalPath(t *testing.T) {
+	t.Parallel()
 	t.Run("exit line", func(t *testing.T) {
 		var errb bytes.Buffer
 		m := &Command{Stderr: &errb}

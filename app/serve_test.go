@@ -35,6 +35,7 @@ import (
 // posts are made with plain HTTP carrying the cookie and the CSRF field
 // the page holds.
 func TestServeDashboard(t *testing.T) {
+	t.Parallel()
 	bin := chromiumPath(t)
 	ctx := context.Background()
 	db := pgtest.Database(t)
@@ -237,6 +238,7 @@ func TestServeDashboard(t *testing.T) {
 // The command refuses another machine's address without --public and
 // says so, and an address in use at start.
 func TestServeRefusesPublicAndBusyAddresses(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Database(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -267,6 +269,7 @@ func TestServeRefusesPublicAndBusyAddresses(t *testing.T) {
 // made for it (kept 0600), which lets a browser in; a later start prints
 // the address without the token and says where it is kept.
 func TestServeStartsOnATerminal(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Database(t)
 	addrRE := regexp.MustCompile(`http://127\.0\.0\.1:\d+/(\?token=[0-9a-f]+)?`)
 	for _, l := range locales {

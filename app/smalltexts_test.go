@@ -162,6 +162,7 @@ func TestTheStartOfARunSaysWhatAPersonMustKnow(t *testing.T) {
 // A question (the unreachable verdict's, written in markdown for flower
 // reply's file) reads on the terminal as words, its lines kept.
 func TestQuestionLinesShowMarkdownAsWords(t *testing.T) {
+	t.Parallel()
 	got := questionLines("The goal was judged **unreachable**: no `macOS` here\nWhat now?")
 	want := []string{"  ? The goal was judged unreachable: no macOS here", "    What now?"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {

@@ -80,6 +80,7 @@ func (p *ptyRun) screen() string {
 }
 
 func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
+	t.Parallel()
 	// A short path: the banner and the closing line are width-limited.
 	ws := shortTempDir(t)
 	texts := demo.TextsFor("en")
@@ -241,6 +242,7 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 }
 
 func TestCtrlCOnTheStarterFlow(t *testing.T) {
+	t.Parallel()
 	t.Run("once resumes with the typed words", func(t *testing.T) {
 		ws := t.TempDir()
 		words := "focus on the tests"
@@ -306,6 +308,7 @@ func TestCtrlCOnTheStarterFlow(t *testing.T) {
 }
 
 func TestPipedStarterFlow(t *testing.T) {
+	t.Parallel()
 	t.Run("with --timeout 0 runs to the end, every question settled at once", func(t *testing.T) {
 		ws := t.TempDir()
 		srv := starterServer(t, ws, nil, nil)
@@ -381,6 +384,7 @@ func TestPipedStarterFlow(t *testing.T) {
 }
 
 func TestClarifyOnlyOnAClarifiedDirectorySaysSo(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	brief := filepath.Join(ws, ".flower", "notes", "brief.md")
 	os.MkdirAll(filepath.Dir(brief), 0o755)
@@ -401,6 +405,7 @@ func TestClarifyOnlyOnAClarifiedDirectorySaysSo(t *testing.T) {
 }
 
 func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	// A machine where flower installed its pinned CLI before: the CLI in
 	// the user's cache, found with no FLOWER_CLAUDE and none on PATH.
 	cache := t.TempDir()

@@ -298,6 +298,7 @@ func TestTheEndingSaysHowEachRunEnded(t *testing.T) {
 }
 
 func TestCtrlCEndsWithTheStoppedBlockInChinese(t *testing.T) {
+	t.Parallel()
 	ws := gitStarterWorkspace(t)
 	coderDone := "结论:写好了 hello.txt"
 	srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {

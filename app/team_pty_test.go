@@ -51,6 +51,7 @@ func fieldStarts(line string) []int {
 // with its state in the person's language, columns that line up in
 // Chinese too, nothing wider than the terminal, the password masked.
 func TestTeamCommandsOnATerminal(t *testing.T) {
+	t.Parallel()
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(fmt.Sprintf("%s/%d", l.name, cols), func(t *testing.T) {
@@ -248,6 +249,7 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 // program holds, are refused before the worker starts (no database is
 // needed to say so), each with what to give, in the person's language.
 func TestWorkerRefusesABadLogFormatAReadablePathAndAMetricsAddressInUse(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -289,6 +291,7 @@ func TestWorkerRefusesABadLogFormatAReadablePathAndAMetricsAddressInUse(t *testi
 // The help names the team's commands and each command's flags, in either
 // locale and width.
 func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want []string

@@ -39,6 +39,7 @@ var (
 // call (a subagent's requests under the Agent call that started it), the
 // rounds' cost the manifest's rows, the run's tokens and cost the ending's.
 func TestARunsSpansReachTheCollectorAsOneTree(t *testing.T) {
+	t.Parallel()
 	rec := newOTLPReceiver(t)
 	ws := gitStarterWorkspace(t)
 	srv := claudetest.NewServer(t, demoHandler(ws, "en", nil, nil))
@@ -278,6 +279,7 @@ func TestACollectorThatDoesNotAnswerCostsOneLine(t *testing.T) {
 // With no endpoint set, tracing starts nothing: no exporter (a collector on
 // the default port gets nothing), and the run is the same.
 func TestNoEndpointNoTraces(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:4318")
 	if err != nil {
 		t.Fatalf("the default OTLP port must be free in this test's network namespace: %v", err)

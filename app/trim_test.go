@@ -31,6 +31,7 @@ func TestTheRuntimeTrimsOnlyWhenTheCommandLineSaysSo(t *testing.T) {
 // Through the built binary on a terminal, English and Chinese, 80 and 160
 // columns: -v says what the Runtime will do with resumed sessions.
 func TestNoTrimReachesTheRuntimeThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	srv := ownflowServer(t)
 	env := binEnv(t, srv)
 	says := map[string][2]string{

@@ -100,6 +100,7 @@ func requestsSince(srv *claudetest.Server, n int, ok func(*claudetest.Request) b
 }
 
 func TestWordsTypedBeforeAKillReachTheNextRun(t *testing.T) {
+	t.Parallel()
 	// Before: the mail lived in the inbox's memory and in the brief; the
 	// wake neither derived the goal again nor told the coordinator, so
 	// the words reached no call of the next run.
@@ -171,6 +172,7 @@ func TestWordsTypedBeforeAKillReachTheNextRun(t *testing.T) {
 // TestWordsTypedJustAfterTheTimeoutGoToTheInbox in human; here the line
 // comes after the timeout's line on the screen.
 func TestMailTypedWhileClarifyRunsSurvivesTheBrief(t *testing.T) {
+	t.Parallel()
 	for _, c := range wordsCases {
 		for _, timedOut := range []bool{false, true} {
 			name := c.name() + map[bool]string{false: "-answered", true: "-timed-out"}[timedOut]
@@ -226,6 +228,7 @@ func readFileT(t *testing.T, path string) string {
 }
 
 func TestCtrlCSaysWhatHappensWhenItHappens(t *testing.T) {
+	t.Parallel()
 	// Before: the first line said "Interrupted this round" at the Ctrl-C,
 	// before anything was; Enter with no words never interrupted; during a
 	// judge Interrupt reported false and nothing said the words wait.
@@ -364,6 +367,7 @@ func TestAWorkerCannotAnswerOrMailAsTheHuman(t *testing.T) {
 // the run ended without a word about them; now the end says they were
 // kept, and the next run's wake offers them.
 func TestWordsGivenDuringTheLastJudgeAreKeptAndSaidSo(t *testing.T) {
+	t.Parallel()
 	for _, c := range wordsCases {
 		t.Run(c.name(), func(t *testing.T) {
 			ws := shortTempDir(t)

@@ -20,6 +20,7 @@ import (
 )
 
 func TestWorkersDrainAndPruneOnATerminal(t *testing.T) {
+	t.Parallel()
 	for _, l := range locales {
 		for _, cols := range []uint16{80, 160} {
 			t.Run(fmt.Sprintf("%s/%d", l.name, cols), func(t *testing.T) {

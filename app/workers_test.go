@@ -8,6 +8,7 @@ import (
 // --ended-before takes an age in days or Go's units, or a date; anything
 // else (a word, a negative age) is refused rather than read as "now".
 func TestParseAgeReadsAgesAndDatesAndRefusesTheRest(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.Local)
 	for in, want := range map[string]time.Time{
 		"30d":                  now.AddDate(0, 0, -30),

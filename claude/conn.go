@@ -814,20 +814,18 @@ func (c *conn) answerPermission(ctx context.Context, raw json.RawMessage) (any, 
 	return res.wire(req.Input), nil
 }
 
-// interruptWait bounds the interrupt close sends to a CLI in mid-turn.
-const interruptWait = time.Second
-
 // close stops the CLI: an interrupt if a turn is running (waiting up to
-// interruptWait for the answer: on EOF alone the CLI would finish the turn
-// and be killed after the grace), then EOF, then SIGTERM, then SIGKILL to
+// the grace for the answer: on EOF alone the CLI would finish the turn and
+// be killed after the grace; a busy machine's CLI took over a second to
+// answer, and was signalled), then EOF, then SIGTERM, then SIGKILL to
 // its whole process group, each after a grace period; then it waits for
 // the goroutines (callbacks only HandlerGrace).
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		grace := orDefault(c.opts.ShutdownGrace, 5*time.Second)
 		if c.busy.Load() {
-			ctx, cancel := context.WithTimeout(context.Background(), interruptWait)
-			if _, err := c.request(ctx, "interrupt", nil, interruptWait); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), grace)
+			if _, err := c.request(ctx, "interrupt", nil, grace); err != nil {
 				slog.Debug("claude: no interrupt before closing", "err", err)
 			}
 			cancel()

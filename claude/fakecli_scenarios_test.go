@@ -228,8 +228,11 @@ func lastResult(t *testing.T, msgs []claude.Message) *claude.ResultMessage {
 	return nil
 }
 
+// testCtx bounds a scenario against a hang: generous, since the fake CLI
+// is this race-instrumented binary and a loaded machine runs it slowly (a
+// 5 MiB line took 40 s with the suite running side by side).
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

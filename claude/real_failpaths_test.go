@@ -161,13 +161,17 @@ func TestRealBackgroundAgentAbsorbedByTheTurnEndsTheQuery(t *testing.T) {
 	}
 }
 
-// Not parallel: the 2 s bound (the issue's) includes the CLI's own exit
-// after EOF (0.1-1.5 s measured), which other CLIs starting at once slow.
-// Signalled instead, the CLI would take the 5 s grace.
+// The mechanism, not a time: with a grace of two minutes, a CLI that had
+// to be signalled (or that finished its 30 s tool) returns after more than
+// a minute; one interrupted returns within seconds on a quiet machine
+// (0.1-1.5 s measured) and well under a minute on a loaded one. The time
+// is logged. (Before, a 2 s bound failed with the suite run side by side:
+// the driver gave the interrupt's answer 1 s, then signalled after 5.)
 func TestRealCancellingAQueryDuringASlowToolInterruptsIt(t *testing.T) {
-	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:cancel": {bash("timeout 30 tail -f /dev/null; echo woke"), claudetest.Say("never")}}.Handler())
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:cancel": {bash("timeout 90 tail -f /dev/null; echo woke"), claudetest.Say("never")}}.Handler())
 	opts := realOptions(t, srv)
 	opts.AllowedTools = []string{"Bash"}
+	opts.ShutdownGrace = 2 * time.Minute
 	ctx, cancel := context.WithCancel(realCtx(t))
 	defer cancel()
 	var cancelledAt time.Time
@@ -192,8 +196,8 @@ func TestRealCancellingAQueryDuringASlowToolInterruptsIt(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
-	if d > 2*time.Second {
-		t.Errorf("Query returned %s after the cancel: the CLI was not interrupted but signalled", d)
+	if d > time.Minute {
+		t.Errorf("Query returned %s after the cancel: the CLI was not interrupted but waited out or signalled", d)
 	}
 	if n := srv.Count(); n != 1 {
 		t.Errorf("the fake API saw %d requests; the interrupted tool's result must never reach it", n)

@@ -222,12 +222,51 @@ func Route(ch *Channel, r Reply) Outcome {
 // WriteReply drops r into dir's replies, written whole, and returns the
 // file's name (the key of its outcome).
 func WriteReply(dir string, r Reply) (string, error) {
+	return WriteReplyOwned(dir, r, nil)
+}
+
+// WriteReplyOwned is WriteReply for a writer other than the run's user
+// (a root worker delivering to its run's user): own is given the replies
+// folder when it makes it and the file before the file appears under its
+// name, so that the run never sees a reply it cannot read yet (it would
+// refuse it, and the person's words would be lost). nil owns nothing.
+func WriteReplyOwned(dir string, r Reply, own func(path string) error) (string, error) {
+	if own == nil {
+		own = func(string) error { return nil }
+	}
 	rdir := filepath.Join(dir, RepliesDir)
-	if err := os.MkdirAll(rdir, 0o700); err != nil {
-		return "", fmt.Errorf("human: the replies directory: %w", err)
+	if _, err := os.Stat(rdir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(rdir, 0o700); err != nil {
+			return "", fmt.Errorf("human: the replies directory: %w", err)
+		}
+		if err := own(rdir); err != nil {
+			return "", fmt.Errorf("human: the replies directory: %w", err)
+		}
+	}
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
 	}
 	name := fmt.Sprintf("%020d-%d.json", time.Now().UnixNano(), os.Getpid())
-	return name, writeJSON(filepath.Join(rdir, name), r)
+	// A dot name until it is whole and owned: the reader skips those.
+	tmp, err := os.CreateTemp(rdir, ".reply-*")
+	if err != nil {
+		return "", fmt.Errorf("human: writing a reply: %w", err)
+	}
+	_, werr := tmp.Write(append(data, '\n'))
+	serr := tmp.Sync()
+	err = errors.Join(werr, serr, tmp.Close())
+	if err == nil {
+		err = own(tmp.Name())
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(rdir, name))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("human: writing a reply: %w", err)
+	}
+	return name, nil
 }
 
 // maxPendingBytes caps pending.json as read by a replier: the questions

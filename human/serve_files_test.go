@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,4 +142,51 @@ func TestServeFilesClearsPendingWhenItStops(t *testing.T) {
 	}
 	acancel()
 	<-asked
+}
+
+// A root worker delivers replies to a run that runs as another user: the
+// file must be the run's before the run can see it under its name. Before,
+// the worker wrote the reply and then handed it over; a run that looked in
+// between could not open it, refused it as bad, and the person's answer was
+// lost (the team's reply test failed so under load).
+func TestWriteReplyOwnedOwnsTheFileBeforeItAppears(t *testing.T) {
+	dir := t.TempDir()
+	var owned []string
+	own := func(p string) error {
+		if strings.HasSuffix(p, RepliesDir) {
+			owned = append(owned, RepliesDir)
+			return nil
+		}
+		if names, _ := filepath.Glob(filepath.Join(dir, RepliesDir, "*.json")); len(names) > 0 {
+			t.Errorf("the reply %v is readable by name before it is owned", names)
+		}
+		if !strings.HasPrefix(filepath.Base(p), ".") {
+			t.Errorf("the file being owned, %s, is not a dot name the reader skips", p)
+		}
+		owned = append(owned, "file")
+		return nil
+	}
+	name, err := WriteReplyOwned(dir, Reply{ID: "q1", Text: "call it tidy"}, own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(owned, ",") != RepliesDir+",file" {
+		t.Errorf("owned %v, want the new replies folder, then the file", owned)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, RepliesDir, name))
+	if err != nil || !strings.Contains(string(b), "call it tidy") {
+		t.Errorf("the reply reads %q, %v", b, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, RepliesDir, ".*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+
+	// An owner that fails leaves no reply, whole or part.
+	_, err = WriteReplyOwned(dir, Reply{ID: "q2", Text: "x"}, func(p string) error { return os.ErrPermission })
+	if err == nil {
+		t.Fatal("a failed hand-over was not reported")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, RepliesDir)); len(entries) != 1 {
+		t.Errorf("after a failed hand-over the folder holds %d entries, want the first reply only", len(entries))
+	}
 }

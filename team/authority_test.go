@@ -155,6 +155,7 @@ func TestAPausedWorkersRunStopsAndAnotherTakesItOverOnceWithinTwoIntervals(t *te
 // The rescuer is the workers', every quarter interval: River's leader
 // looked every 30 s and logged a healthy long run as stuck.
 func TestALongRunIsNotCalledStuckAndItsSilentWorkerIsShown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 slow")
@@ -190,6 +191,7 @@ func TestALongRunIsNotCalledStuckAndItsSilentWorkerIsShown(t *testing.T) {
 // made, so River gave the run to another worker while the first still
 // went on to start it: two processes worked one run.
 func TestACloneSlowerThanTheIntervalKeepsTheRunOnItsWorker(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	const rescue = 4 * time.Second
@@ -223,6 +225,7 @@ func TestACloneSlowerThanTheIntervalKeepsTheRunOnItsWorker(t *testing.T) {
 // A run taken over goes ahead of runs still waiting for their first
 // attempt: someone was already promised it.
 func TestATakenOverRunGoesAheadOfQueuedRuns(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	first := w.submit("task-1 slow")
@@ -261,6 +264,7 @@ func TestATakenOverRunGoesAheadOfQueuedRuns(t *testing.T) {
 // branch): it parks the run, saying which commit was lost, on which worker,
 // and how to bring it back.
 func TestARunWhoseLastWorkNeverReachedTheRemoteIsParkedNotAchievedWithoutIt(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	refuse := filepath.Join(t.TempDir(), "refuse-pushes")

@@ -105,6 +105,7 @@ func attemptsNeverOverlap(t *testing.T, tm *team.Team, id int64) int {
 // The program's answer to bad command lines: exit code 2 and a message
 // that says what to give, nothing queued.
 func TestBadFlagsOfTheTeamCommandsSayWhatToGive(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	cases := []struct {
@@ -149,6 +150,7 @@ func TestBadFlagsOfTheTeamCommandsSayWhatToGive(t *testing.T) {
 // one message naming the database with its password masked, exit code 1,
 // nothing queued.
 func TestSubmitToADatabaseItCannotUseSaysSoWithThePasswordMasked(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	u, err := url.Parse(w.db)
@@ -197,6 +199,7 @@ func TestSubmitToADatabaseItCannotUseSaysSoWithThePasswordMasked(t *testing.T) {
 // with every reason, each naming the repository, and `flower runs rN`
 // shows them.
 func TestARepositoryNoWorkerCanReachIsParkedWithItsReasons(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	missing := filepath.Join(t.TempDir(), "no-such-repo.git")
@@ -274,6 +277,7 @@ func TestARepositoryNoWorkerCanReachIsParkedWithItsReasons(t *testing.T) {
 // parked at once with a reason naming the branch, and the branch is left
 // as it was.
 func TestABranchThatIsNotTheRunsIsParkedAndLeftAlone(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1")
@@ -312,6 +316,7 @@ func TestABranchThatIsNotTheRunsIsParkedAndLeftAlone(t *testing.T) {
 // worked: the run is parked with the reason, its work kept on a branch of
 // its own (nothing lost), the outsider's commit left on the run's branch.
 func TestAPushSomeoneElseBeatIsParkedAndTheWorkKept(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	// The build step's write waits for the test (bounded: the call ends
@@ -380,6 +385,7 @@ func TestAPushSomeoneElseBeatIsParkedAndTheWorkKept(t *testing.T) {
 // started with and says why it waits; any worker of its protocol, another
 // build included, finishes it.
 func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	// The build step's write takes a while; the newer build's worker stops
@@ -402,7 +408,7 @@ func TestAWorkerOfAnotherVersionLeavesTheRun(t *testing.T) {
 		home := t.TempDir()
 		env := append(append([]string{}, w.env...), "HOME="+home, "TMPDIR="+t.TempDir())
 		w.addDir(filepath.Join(home, "runs"))
-		wk, err := tm.NewWorker(w.db, team.WorkerOptions{Name: name, Dir: filepath.Join(home, "runs"), Rescue: 4 * time.Second,
+		wk, err := tm.NewWorker(w.db, team.WorkerOptions{Name: name, Dir: filepath.Join(home, "runs"), Rescue: 8 * time.Second,
 			Flower: teamflow(t), Env: env, Args: []string{"--lang", "en"}, Version: version, Protocol: protocol, Log: log.With("worker", name)})
 		if err != nil {
 			t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 // last holder's transcripts are all in the database, and no process of a
 // run outlived its worker.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("FLOWER_CHAOS_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)

@@ -26,6 +26,7 @@ const nobody = 65534
 // unmount or remount anything; its checkout's .git is read-only; what it
 // writes in its checkout is there for the worker.
 func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
+	t.Parallel()
 	s := guard.DetectSandbox()
 	if !s.Active() {
 		if os.Getenv("CI") != "" {

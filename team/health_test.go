@@ -144,6 +144,7 @@ func checkBrokenWorkerTookNone(t *testing.T, w *world, tm *team.Team, broken *ma
 // --dir in a mount namespace of its own) takes none of three runs; a
 // healthy worker works all three.
 func TestAWorkerWithAReadOnlyDirTakesNoRunAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	home := t.TempDir()
@@ -171,6 +172,7 @@ func TestAWorkerWithAReadOnlyDirTakesNoRunAndSaysWhy(t *testing.T) {
 // works them. Once the file is there, the same worker takes runs again
 // within its rechecks and works one to achieved.
 func TestAWorkerWithNoCLITakesNoRunUntilItHasOne(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	if p, err := exec.LookPath("claude"); err == nil {
@@ -219,6 +221,7 @@ func TestAWorkerWithNoCLITakesNoRunUntilItHasOne(t *testing.T) {
 // do; with --readable naming what the wrapper runs it works a run to
 // achieved; a CLI reached through a symlink under /home runs as it is.
 func TestAWorkerWhoseCLIAHiddenFolderHoldsRunsItOrSaysWhy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	// The real binary, copied where no run sees it whatever the checkout's

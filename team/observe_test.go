@@ -107,6 +107,7 @@ func freeAddr(t *testing.T) string {
 // database's password or the model's key; and an address in use keeps a
 // worker from starting.
 func TestAWorkersMetricsHealthAndLogsAgreeWithAFinishedRun(t *testing.T) {
+	t.Parallel()
 	// A cluster of the test's own: it is stopped and started again.
 	srv := pgtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -57,6 +57,7 @@ func (w *world) rowState(id int64) string {
 // after which River's own remote cancel never reaches it) is still
 // cancelled: stopped, its work pushed, ended cancelled, not achieved.
 func TestCancelStopsARunRunningLongerThanItsRescue(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	w.model.sleep = "sleep 20"
@@ -95,6 +96,7 @@ func TestCancelStopsARunRunningLongerThanItsRescue(t *testing.T) {
 // job is gone (its cleaner deletes ended jobs): the run's row is the
 // truth, settled by any live worker, never started again.
 func TestARunCancelledWhileNoWorkerHoldsItStaysCancelledWhenItsJobIsDeleted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 slow")
@@ -139,6 +141,7 @@ func TestARunCancelledWhileNoWorkerHoldsItStaysCancelledWhenItsJobIsDeleted(t *t
 // A parked run retried goes back to the queue with a new job and works to
 // its end; a retry of a run that is not failed is refused, clearly.
 func TestARetriedParkedRunWorksToItsEnd(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1")
@@ -189,6 +192,7 @@ func TestARetriedParkedRunWorksToItsEnd(t *testing.T) {
 
 // A retry of a running run is refused and leaves it running.
 func TestARetryOfARunningRunIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 slow")
@@ -208,6 +212,7 @@ func TestARetryOfARunningRunIsRefused(t *testing.T) {
 // first's host and how to choose another; once the first stopped, the
 // name is free.
 func TestASecondWorkerOfTheSameNameIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	first := w.worker("twin", "--rescue", "8s")
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(first.out.String(), "takes runs from"); time.Sleep(100 * time.Millisecond) {
@@ -241,6 +246,7 @@ func TestASecondWorkerOfTheSameNameIsRefused(t *testing.T) {
 
 // --team-budget 0 lifts a budget an earlier worker set.
 func TestTeamBudgetZeroLiftsTheBudget(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	first := w.submit("task-1")
@@ -267,6 +273,7 @@ func TestTeamBudgetZeroLiftsTheBudget(t *testing.T) {
 // `flower runs` shows a page (--limit) and says how many more there are;
 // --state keeps the runs in those states; a state that is none is refused.
 func TestRunsPagesAndFiltersByState(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for i := 1; i <= 4; i++ {
 		w.submit("task-" + string(rune('0'+i)))
@@ -301,5 +308,49 @@ func TestRunsPagesAndFiltersByState(t *testing.T) {
 		if code := exitCode(t, err); code != 2 || !strings.Contains(out, "--state done") || !strings.Contains(out, "queued,running,waiting,achieved,stopped,failed,cancelled") {
 			t.Errorf("flower runs --state done (%s): exit %d\n%s", lang, code, out)
 		}
+	}
+}
+
+// A worker whose database answers slower than River's first fetch allows
+// (10 s: a busy machine, a database under load) exited with River's
+// timeout before (the workers test met it with the suite run side by side).
+// Now it says so, tries again and works the run once the database answers.
+// The slowness is a lock held on River's queue table past that bound.
+func TestAWorkerWhoseDatabaseIsSlowAtStartWaitsAndWorks(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, w.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "lock table river_queue in access exclusive mode"); err != nil {
+		t.Fatal(err)
+	}
+	m := w.worker("machine-a")
+	for !strings.Contains(m.out.String(), "the queue did not start") {
+		select {
+		case err := <-m.done:
+			m.done <- err
+			t.Fatalf("the worker exited (%v) while its database was slow:\n%s", err, m.out)
+		case <-ctx.Done():
+			t.Fatalf("the worker never said its queue did not start:\n%s", m.out)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := runOf(t, tm, id, 5*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved || len(r.Failures) > 0 {
+		t.Errorf("%s ended %s with %d failures after the slow start: %s", r.Name(), r.State, len(r.Failures), r.Reason)
 	}
 }

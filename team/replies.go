@@ -263,11 +263,9 @@ func (a *attempt) deliver(ctx context.Context) {
 		default:
 			continue // not asked yet (or not shown waiting yet): kept for it
 		}
-		if _, err := human.WriteReply(dir, hr); err != nil {
-			a.log().Warn("flower worker: a reply was not delivered", "err", err)
-			continue
-		}
-		if err := a.w.confine.handOver(dir); err != nil {
+		// Owned by the run's user before it is there to read: a reply
+		// the run sees and cannot open is refused (and was, under load).
+		if _, err := human.WriteReplyOwned(dir, hr, func(p string) error { return a.w.confine.handOver(p) }); err != nil {
 			a.log().Warn("flower worker: a reply was not delivered", "err", err)
 			continue
 		}

@@ -41,6 +41,7 @@ func dbPassword(t *testing.T, db string) (password, bare string) {
 }
 
 func TestTheDatabasePasswordIsRefusedOnTheCommandLineAndTakenFromAFileOfTheUsersOwn(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	password, bare := dbPassword(t, w.db)
@@ -206,6 +207,7 @@ func TestTheDatabasePasswordIsRefusedOnTheCommandLineAndTakenFromAFileOfTheUsers
 // file), not the run's flower, the CLI or the tool it runs. Checked from
 // /proc and with ps, as root and as an ordinary user.
 func TestPsShowsNoDatabasePasswordWhileAWorkerWorks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	password, _ := dbPassword(t, w.db)
@@ -266,6 +268,7 @@ func TestPsShowsNoDatabasePasswordWhileAWorkerWorks(t *testing.T) {
 // saying which secret in which file (never the secret), and the commit
 // stays in the worker's checkout.
 func TestAWorkHoldingTheAPIKeyIsNotPushedAndTheRunSaysWhy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	const key = "sk-ant-api03-team-test-key-0123456789abcdef"
@@ -315,6 +318,7 @@ func TestAWorkHoldingTheAPIKeyIsNotPushedAndTheRunSaysWhy(t *testing.T) {
 // worker before anything is cloned, with the reason, once: never cloned,
 // never retried, the model never asked.
 func TestARepoIntoTheWorkersOwnFolderIsParkedBeforeItIsCloned(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	first := w.submit("task-1")
@@ -377,6 +381,7 @@ func TestARepoIntoTheWorkersOwnFolderIsParkedBeforeItIsCloned(t *testing.T) {
 // listing, run detail, event, report header, failure or log line shows
 // the token.
 func TestARepositoryTokenIsMaskedInEveryListingEventAndReport(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	const token = "ghp_team-token-s3cret-0123456789"

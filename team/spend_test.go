@@ -115,6 +115,7 @@ func killMidToolCall(t *testing.T, w *world) time.Time {
 }
 
 func TestAKilledAttemptsRequestsAreInTheRunsCost(t *testing.T) {
+	t.Parallel()
 	w := pricedWorld(t, varied())
 	tm := w.open()
 	id := w.submit("task-1 slow")
@@ -147,6 +148,7 @@ func TestAKilledAttemptsRequestsAreInTheRunsCost(t *testing.T) {
 }
 
 func TestABudgetAKilledAttemptSpentStopsTheRun(t *testing.T) {
+	t.Parallel()
 	// The slow tool call's request costs $0.90 and every request after it
 	// $0.20: machine A is killed in the call before its turn ends, so its
 	// process never reports the $0.90; machine B's process gets only what

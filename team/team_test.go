@@ -507,6 +507,7 @@ func branchFile(t *testing.T, remote, branch, file string) string {
 }
 
 func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	n := 20
@@ -676,6 +677,7 @@ func descendants(pid int) []int {
 }
 
 func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 slow", "--budget", "1")
@@ -789,6 +791,7 @@ func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *te
 }
 
 func TestCancelStopsARunningRunCleanlyAndTheNextRunStarts(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	first := w.submit("task-1 slow")
@@ -818,6 +821,7 @@ func TestCancelStopsARunningRunCleanlyAndTheNextRunStarts(t *testing.T) {
 }
 
 func TestTheTeamBudgetStopsWorkersTakingRunsAndRunsSaysWhy(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	first := w.submit("task-1")
@@ -859,6 +863,7 @@ func stopTree(pid int, sig syscall.Signal) {
 }
 
 func TestAWorkerPausedPastItsRescueWritesNothingAfterAnotherTookOver(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 slow")
@@ -919,6 +924,7 @@ func TestAWorkerPausedPastItsRescueWritesNothingAfterAnotherTookOver(t *testing.
 }
 
 func TestPostgreSQLRestartedWhileTwoRunsWorkBothContinue(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -954,6 +960,7 @@ func TestPostgreSQLRestartedWhileTwoRunsWorkBothContinue(t *testing.T) {
 }
 
 func TestARunStopsAtItsBudget(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1", "--budget", "0.0002")
@@ -973,6 +980,7 @@ func TestARunStopsAtItsBudget(t *testing.T) {
 }
 
 func TestEveryStateChangeIsAnEventAFollowerSees(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -1004,6 +1012,7 @@ func TestEveryStateChangeIsAnEventAFollowerSees(t *testing.T) {
 }
 
 func TestSIGTERMLetsTheToolCallFinishThenReleasesTheRunToAnotherWorker(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 pause")
@@ -1062,6 +1071,7 @@ func TestSIGTERMLetsTheToolCallFinishThenReleasesTheRunToAnotherWorker(t *testin
 }
 
 func TestARunCancelledWhileItsWorkerIsDeadEndsCancelled(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	id := w.submit("task-1 slow")

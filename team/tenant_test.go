@@ -34,6 +34,7 @@ func randomHex(t *testing.T) string {
 // making and holds no secret, and the model's API saw the worker's key
 // only in what the worker's proxy sent.
 func TestARunFindsNoCredentialAndReachesNothingOutsideItself(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	apiKey := "sk-ant-team-key-" + randomHex(t)
 	w.env = append(w.env, "ANTHROPIC_API_KEY="+apiKey, "SOME_OTHER_VAR=copy-of-"+apiKey)

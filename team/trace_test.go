@@ -21,6 +21,7 @@ import (
 // them, the run's cost the team's; and the run's own processes still hold
 // no exporter setting (the collector's token stays the worker's).
 func TestAWorkerExportsItsRunsSpansAsOneTrace(t *testing.T) {
+	t.Parallel()
 	rec := tracingtest.New(t)
 	w := newWorld(t)
 	tm := w.open()
@@ -153,6 +154,7 @@ func spanNames(spans []*tracepb.Span) []string {
 // worker reads the same id and submit time), another for a run of the same
 // id in another team's database (created at another time).
 func TestARunsTraceIsTheSameForEveryAttempt(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 4, 12, 0, 0, 123456000, time.UTC)
 	a := team.Run{ID: 7, Created: at}.TraceContext()
 	if b := (team.Run{ID: 7, Created: at.In(time.FixedZone("x", 3600))}).TraceContext(); !a.Equal(b) || !a.IsValid() {

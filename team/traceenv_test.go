@@ -9,6 +9,7 @@ import (
 // token in the headers, and the endpoint that takes writes, never reach a
 // run's flower process, whose environment the model's Bash can read.
 func TestARunInheritsNoTraceExporterSetting(t *testing.T) {
+	t.Parallel()
 	base := []string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT=https://collector.example:4318",
 		"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer s3cret",

@@ -341,7 +341,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// A silent worker's runs are given back before this one fetches: they
 	// go first.
 	w.rescueSilent(ctx)
-	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := w.startQueue(ctx); err != nil {
 		return err
 	}
 	ticking := make(chan struct{})
@@ -361,6 +361,32 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-listening
 	<-ticking
 	return err
+}
+
+// startQueue starts River's client, again while the database is too slow
+// to answer (River gives its first fetch 10 s, and a busy machine or
+// database takes longer): the worker waits and says so rather than exits.
+// It returns nil when ctx ends first; what retrying cannot mend (the
+// client's configuration) is returned at once.
+func (w *Worker) startQueue(ctx context.Context) error {
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		err := w.client.Start(context.WithoutCancel(ctx))
+		var conn *pgconn.ConnectError
+		var netErr net.Error
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &conn) && !errors.As(err, &netErr):
+			return err
+		}
+		w.m.dbFailed(err)
+		w.log.Warn("flower worker: the queue did not start (the database answered too slowly); trying again", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
 }
 
 // listen delivers replies to the runs this worker works as they are given.

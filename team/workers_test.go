@@ -136,6 +136,7 @@ func (w *world) runRows(id int64) map[string]int {
 }
 
 func TestWorkersShowsASilentAndADrainedWorkerWhoseRunAnotherFinishes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	// r2's slow call (checkPrune) outlasts the prune's checks, not the test.
 	w.model.sleep = "sleep 40"
@@ -337,6 +338,7 @@ func checkPrune(t *testing.T, w *world, tm *team.Team, ended int64) {
 // A failed (parked) run's folder stays on its worker for --keep-failed,
 // through the worker's quarter rounds, and goes at the first round after.
 func TestAFailedRunsFolderIsKeptForKeepFailedThenRemoved(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
 	home := t.TempDir()

@@ -165,7 +165,7 @@ func (s *Server) run(ctx context.Context, tool string, args ...string) ([]byte, 
 // Start starts the server (again, after Stop) and waits until it accepts
 // connections.
 func (s *Server) Start(ctx context.Context) error {
-	settings := []string{"-k", s.socket, "-p", strconv.Itoa(port), "-c", "listen_addresses=", "-c", "max_connections=200"}
+	settings := []string{"-k", s.socket, "-p", strconv.Itoa(port), "-c", "listen_addresses=", "-c", "max_connections=600"}
 	if !s.opts.Durable {
 		settings = append(settings, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}

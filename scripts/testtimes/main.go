@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -163,8 +164,8 @@ func (t *table) read(r io.Reader, echo io.Writer) error {
 	// A stream cut short (a killed go test) leaves tests that never ended:
 	// their output is what tells why.
 	for key := range running {
-		if key[1] == "" {
-			continue
+		if key[1] == "" || strings.Contains(key[1], "/") {
+			continue // a package's or a subtest's: its test is named
 		}
 		t.unfinished = append(t.unfinished, key[0]+" "+key[1])
 		if echo != nil {

@@ -17,6 +17,9 @@ type table struct {
 	unfinished []string
 }
 
+// maxUnfinished is how many of the tests that never ended are named.
+const maxUnfinished = 20
+
 type pkgTime struct {
 	name   string
 	result string  // pass, fail, skip (no test files)
@@ -120,7 +123,11 @@ func (t *table) print(w io.Writer, top int) {
 	if len(t.unfinished) > 0 {
 		slices.Sort(t.unfinished)
 		fmt.Fprintf(w, "\n%d tests never ended (the run was cut):\n", len(t.unfinished))
-		for _, n := range t.unfinished {
+		for i, n := range t.unfinished {
+			if i == maxUnfinished {
+				fmt.Fprintf(w, "  and %d more\n", len(t.unfinished)-i)
+				break
+			}
 			fmt.Fprintf(w, "  %s\n", n)
 		}
 	}
