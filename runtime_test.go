@@ -63,7 +63,7 @@ func testSpec() AgentSpec {
 }
 
 func runCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -176,7 +176,7 @@ func TestRealInterruptResumesWithTheWords(t *testing.T) {
 		if r.HasText("use the blue one") {
 			return claudetest.Say("switched to blue")
 		}
-		return bashReply("timeout 60 tail -f /dev/null")
+		return bashReply("timeout 600 tail -f /dev/null")
 	})
 	spec := testSpec()
 	started := make(chan struct{}, 1)
@@ -223,9 +223,10 @@ func TestRealInterruptResumesWithTheWords(t *testing.T) {
 	if !last.HasText("use the blue one") || !last.HasText(PromptsFor(Chinese).InterruptNote[:30]) || !last.HasText("SCENARIO:paint") {
 		t.Error("the resumed session did not get the words, the note and the history")
 	}
-	if d := time.Since(begin); d > 40*time.Second {
-		t.Errorf("the interrupt waited for the tool (%s)", d)
-	}
+	// The mechanism, not a time: a run that waited for its ten-minute
+	// tool would end past runCtx's bound. (A 40 s bound failed with the
+	// suite run side by side, the tool long killed.)
+	t.Logf("the interrupted step ended %s after it began", time.Since(begin).Round(time.Millisecond))
 	if rt.Interrupt("late") {
 		t.Error("Interrupt with no step running should report false")
 	}

@@ -43,6 +43,7 @@ func rowOf(out, name string) string {
 }
 
 func TestDriverWithoutNpmSaysSoAndRunsTheRest(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	cfg := tinyDriver(t, &out)
 	if err := runDriver(testCtx(t), cfg); err != nil {
@@ -82,6 +83,7 @@ func TestDriverWithoutNpmSaysSoAndRunsTheRest(t *testing.T) {
 }
 
 func TestDriverNpmThatFailsIsOneLine(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	cfg := tinyDriver(t, &out)
 	npm := filepath.Join(t.TempDir(), "npm")
@@ -100,6 +102,7 @@ func TestDriverNpmThatFailsIsOneLine(t *testing.T) {
 }
 
 func TestDriverFakeFailingMidRunStopsEachVariant(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	cfg := tinyDriver(t, &out)
 	cfg.reps = 2
@@ -125,6 +128,7 @@ func TestDriverFakeFailingMidRunStopsEachVariant(t *testing.T) {
 }
 
 func TestDriverFakeThatHangsStopsAtTheTimeout(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	cfg := tinyDriver(t, &out)
 	cfg.runTimeout = 5 * time.Second
@@ -152,6 +156,7 @@ func TestDriverFakeThatHangsStopsAtTheTimeout(t *testing.T) {
 }
 
 func TestStoreTiny(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	if err := runStore(testCtx(t), storeConfig{out: &out, entries: 200, reps: 1}); err != nil {
 		t.Fatalf("runStore: %v\n%s", err, out.String())
@@ -170,6 +175,7 @@ func TestStoreTiny(t *testing.T) {
 }
 
 func TestOrchestrationTiny(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 3 * time.Minute}
 	if err := runOrch(testCtx(t), cfg); err != nil {
@@ -188,6 +194,7 @@ func TestOrchestrationTiny(t *testing.T) {
 }
 
 func TestOrchestrationFakeThatFailsIsAClearError(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 3 * time.Minute,
 		wrap: func(claudetest.Handler) claudetest.Handler {
@@ -234,6 +241,7 @@ func TestDrvFigures(t *testing.T) {
 }
 
 func TestOrchestrationFakeThatHangsStopsAtTheTimeout(t *testing.T) {
+	t.Parallel()
 	var out strings.Builder
 	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 10 * time.Second,
 		wrap: func(h claudetest.Handler) claudetest.Handler {

@@ -95,6 +95,7 @@ func checkDump(t *testing.T, dir string, f econFigures) {
 }
 
 func TestEconomyDumpToAFileSaysSo(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "taken")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // repetitions: every glance runs in every variant and the table is
 // printed; no time is a condition.
 func TestGlanceSmallMeasuresEveryVariant(t *testing.T) {
+	t.Parallel()
 	testenv.Sandbox(t)
 	var out bytes.Buffer
 	figs, err := glanceBench(context.Background(), glanceConfig{Reps: 2, Dir: t.TempDir(), Out: &out})

@@ -13,6 +13,7 @@ import (
 // the real CLI and PostgreSQL: every variant works every run, and the
 // report has every figure. No timing is checked.
 func TestQueueTiny(t *testing.T) {
+	t.Parallel()
 	srv := pgtest.Start(t)
 	var out strings.Builder
 	cfg := queueConfig{out: &out, runs: 2, rescue: 30 * time.Second, cli: claudetest.CLIPath(t), pg: srv, timeout: 3 * time.Minute}
@@ -35,6 +36,7 @@ func TestQueueTiny(t *testing.T) {
 // TestQueueReportArithmetic checks the report's sums on made-up figures:
 // runs per minute, the ratios, the overhead and its share, the goals.
 func TestQueueReportArithmetic(t *testing.T) {
+	t.Parallel()
 	run := func(wall, child, process time.Duration) queueRun {
 		return queueRun{wall: wall, child: child, process: process}
 	}
@@ -91,6 +93,7 @@ func TestQueueReportArithmetic(t *testing.T) {
 }
 
 func TestABenchmarksFlagsFollowItsName(t *testing.T) {
+	t.Parallel()
 	chosen, err := chooseBenchmarks([]string{"queue", "-runs", "3", "-rescue", "10s", "-takeover=false", "store"})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package team_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,7 +112,10 @@ type scripted struct {
 	keys   sync.Map // every x-api-key the fake API was sent
 	leak   string   // what a "leak" task writes into its work (a secret)
 	sleep  string
-	slept  sync.Map // task → true once its slow call was handed out
+	// pause is what a "pause" task's call runs before it writes (default
+	// pauseDefault): long enough for what a test does meanwhile.
+	pause string
+	slept sync.Map // task → true once its slow call was handed out
 	// judge, when set, answers the requests it takes (a round's judge).
 	judge func(*claudetest.Request) (claudetest.Reply, bool)
 }
@@ -152,8 +156,8 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	if strings.Contains(all, task+" attack") && s.attack != "" && !usesBash(r, "attacked") {
 		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": s.attack, "description": "attack"}))
 	}
-	if strings.Contains(all, task+" pause") && !usesBash(r, "sleep 4.5") {
-		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "-" + task + "; sleep 4.5; " + write, "description": "pause, write"}))
+	if pause := cmp.Or(s.pause, pauseDefault); strings.Contains(all, task+" pause") && !usesBash(r, pause) {
+		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "-" + task + "; " + pause + "; " + write, "description": "pause, write"}))
 	}
 	if strings.Contains(all, task+" slow") {
 		if _, done := s.slept.LoadOrStore(task, true); !done {
@@ -162,6 +166,9 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	}
 	return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": write, "description": "write"}))
 }
+
+// pauseDefault is a "pause" task's wait.
+const pauseDefault = "sleep 4.5"
 
 func requestText(r *claudetest.Request) string {
 	var b strings.Builder
@@ -1043,7 +1050,7 @@ func TestSIGTERMLetsTheToolCallFinishThenReleasesTheRunToAnotherWorker(t *testin
 		var call string
 		for _, m := range req.Messages {
 			for _, b := range m.Content {
-				if b.Type == "tool_use" && strings.Contains(string(b.Input), "sleep 4.5") {
+				if b.Type == "tool_use" && strings.Contains(string(b.Input), pauseDefault) {
 					call = b.ID
 				}
 			}

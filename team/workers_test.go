@@ -140,6 +140,9 @@ func TestWorkersShowsASilentAndADrainedWorkerWhoseRunAnotherFinishes(t *testing.
 	w := newWorld(t)
 	// r2's slow call (checkPrune) outlasts the prune's checks, not the test.
 	w.model.sleep = "sleep 40"
+	// A's call outlasts the drain's way to it on a loaded machine (4.5 s
+	// did not: the run ended on A before A heard of the drain).
+	w.model.pause = "sleep 30"
 	tm := w.open()
 	const rescue = 8 * time.Second
 	id := w.submit("task-1 pause")
@@ -183,7 +186,7 @@ func TestWorkersShowsASilentAndADrainedWorkerWhoseRunAnotherFinishes(t *testing.
 	if !strings.Contains(a.out.String(), "drained at a person's request") {
 		t.Errorf("the drained worker does not say why it stopped:\n%s", a.out)
 	}
-	if !w.toolCallFinished("sleep 4.5") {
+	if !w.toolCallFinished(w.model.pause) {
 		t.Error("the tool call in flight did not finish before the drained worker released the run")
 	}
 	runs := waitFor(t, tm, 3*time.Minute, "r1 ended", allEnded)
