@@ -338,6 +338,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if p := w.checkEnv(ctx); p != nil {
 		w.setBroken(ctx, p)
 	}
+	w.killOrphans()
+	defer w.killOrphans()
 	// A silent worker's runs are given back before this one fetches: they
 	// go first.
 	w.rescueSilent(ctx)
