@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -160,11 +161,48 @@ func startCmdPTYWinsize(t *testing.T, cmd *exec.Cmd, dir string, env []string, s
 		}
 	}()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
+		stopAll(cmd)
 		tty.Close()
 		<-p.done
 	})
 	return p
+}
+
+// stopAll kills cmd's process group and every process that shares its
+// HOME or XDG_CONFIG_HOME (its CLIs, in groups of their own), and waits
+// until they are gone: a CLI still writing into a test's HOME failed the
+// removal of its temporary folder ("directory not empty") on a loaded
+// machine.
+func stopAll(cmd *exec.Cmd) {
+	if cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Process.Kill()
+	var marks []string
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME"} {
+		// Only a test's own folder: a HOME shared with the machine would
+		// name every process of it.
+		if kv := envValue(cmd.Env, k); strings.HasPrefix(kv, k+"="+os.TempDir()+string(os.PathSeparator)) {
+			marks = append(marks, kv)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var left []int
+		for _, kv := range marks {
+			for _, pid := range processesWithEnv(kv) {
+				if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); pid != os.Getpid() && !bytes.Contains(b, []byte(") Z ")) {
+					left = append(left, pid)
+				}
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // expect waits until the output holds s.

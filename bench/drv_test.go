@@ -27,7 +27,7 @@ func tinyDriver(t *testing.T, out *strings.Builder) driverConfig {
 }
 
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -16,7 +16,7 @@ func TestQueueTiny(t *testing.T) {
 	t.Parallel()
 	srv := pgtest.Start(t)
 	var out strings.Builder
-	cfg := queueConfig{out: &out, runs: 2, rescue: 30 * time.Second, cli: claudetest.CLIPath(t), pg: srv, timeout: 3 * time.Minute}
+	cfg := queueConfig{out: &out, runs: 2, rescue: 30 * time.Second, cli: claudetest.CLIPath(t), pg: srv, timeout: 10 * time.Minute} // a hang guard: side by side with the suite, 2 runs took over 3 min
 	ctx := testCtx(t)
 	if err := runQueue(ctx, cfg); err != nil {
 		t.Fatalf("runQueue: %v\n%s", err, out.String())
