@@ -23,7 +23,7 @@ func tinyDriver(t *testing.T, out *strings.Builder) driverConfig {
 		t.Fatal(err)
 	}
 	return driverConfig{out: out, calls: 5, reps: 1, root: root, cli: claudetest.CLIPath(t),
-		npm: filepath.Join(t.TempDir(), "no-npm-here"), sdkDir: t.TempDir(), runTimeout: 90 * time.Second}
+		npm: filepath.Join(t.TempDir(), "no-npm-here"), sdkDir: t.TempDir(), runTimeout: 8 * time.Minute} // hang guards: a loaded machine runs the CLI slowly
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -177,7 +177,7 @@ func TestStoreTiny(t *testing.T) {
 func TestOrchestrationTiny(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 3 * time.Minute}
+	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 8 * time.Minute}
 	if err := runOrch(testCtx(t), cfg); err != nil {
 		t.Fatalf("runOrch: %v\n%s", err, out.String())
 	}
@@ -196,7 +196,7 @@ func TestOrchestrationTiny(t *testing.T) {
 func TestOrchestrationFakeThatFailsIsAClearError(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 3 * time.Minute,
+	cfg := orchConfig{out: &out, reps: 1, cli: claudetest.CLIPath(t), runTimeout: 8 * time.Minute,
 		wrap: func(claudetest.Handler) claudetest.Handler {
 			return func(context.Context, *claudetest.Request) claudetest.Reply {
 				return claudetest.Reply{Fault: claudetest.PromptTooLong()}
