@@ -148,7 +148,11 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 			t.Logf("machine B:\n%s", b.out)
 		}
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	// Killed once the call in flight is in the database's transcripts: the
+	// takeover of a call in flight is what is tested, not a kill racing
+	// the write-back. (A 1.5 s wait failed with the suite side by side:
+	// machine B resumed from before the build step.)
+	waitStoredTranscriptHolds(t, ctx, dbURL, sleep)
 	for _, pid := range append(descendants(a.cmd.Process.Pid), a.cmd.Process.Pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -203,5 +207,26 @@ func TestFaultATeamWorkerKilledMidToolCall(t *testing.T) {
 	}
 	if last == nil || !last.HasText("the plan: one file") || !usesTool(last, sleep) {
 		t.Fatal("machine B's build request does not carry machine A's session")
+	}
+}
+
+// waitStoredTranscriptHolds waits until a transcript in the database at dbURL
+// holds text (a worker writes a run's transcripts back every few seconds).
+func waitStoredTranscriptHolds(t *testing.T, ctx context.Context, dbURL, text string) {
+	t.Helper()
+	tm, err := team.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		err := tm.Pool().QueryRow(ctx, `select count(*) from session_entries where position($1::bytea in payload) > 0`, []byte(text)).Scan(&n)
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the call in flight never reached the database's transcripts (err %v)", err)
+		}
 	}
 }
