@@ -34,7 +34,7 @@ func realStarter(t *testing.T, srv *claudetest.Server, ask string, o StarterOpti
 	ch := wf.Channel.(*human.Channel)
 	answerer(t, ch, answers...)
 	rt := newTestRuntimeIn(t, o.Workspace, srv, WithRunDir(o.RunDir), WithWorkbench(wf.Workbench))
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang guard: two suites side by side took over 4 min
 	defer cancel()
 	var sink func(Event)
 	if onEvent != nil {

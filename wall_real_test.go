@@ -567,7 +567,9 @@ func TestRealASlowGlanceEndsWithinItsLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("the step took %v with a %v glance limit", took.Round(time.Millisecond), limit)
-	if took > limit+30*time.Second {
+	// Unbounded, each glance would take the CLI's own Bash timeout (two
+	// minutes); a loaded machine took 39 s bounded.
+	if took > limit+90*time.Second {
 		t.Errorf("the step took %v: the glance was not bounded", took)
 	}
 	if res.Text != "went on" {
