@@ -71,6 +71,8 @@ type attempt struct {
 	stop context.CancelCauseFunc
 	// rs is the run's state in the database, kept by this attempt.
 	rs *runState
+	// cp keeps the work tree with the transcripts (checkpoint.go).
+	cp *checkpoints
 	// revoke ends the run's token for the worker's API proxy.
 	revoke func()
 	// info gives pid: the run's process inside its confinement (0 when
@@ -202,6 +204,10 @@ func (a *attempt) work(ctx context.Context) error {
 	if err := a.lostWork(ctx, head); err != nil {
 		return err
 	}
+	if err := a.restore(ctx, head); err != nil {
+		w.m.gitFailed(err)
+		return a.failed(ctx, err)
+	}
 	a.log().Info("flower worker: working", "head", head)
 
 	state, err := a.openState(ctx)
@@ -215,7 +221,7 @@ func (a *attempt) work(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(a.runDir, flower.LineageName)); err == nil {
 		a.continuing = true
 	}
-	defer func() { _ = state.close(context.WithoutCancel(ctx), false) }()
+	defer func() { _ = state.close(context.WithoutCancel(ctx), false, false) }()
 	if done, err := a.countEarlierSpend(ctx); done {
 		return err
 	}
@@ -313,13 +319,20 @@ loop:
 	if !a.stillOurs(ctx) {
 		return errLost
 	}
-	if err := state.close(ctx, true); err != nil {
+	// The work is committed and pushed before the last write-back, so the
+	// transcripts it writes describe a tree the branch holds.
+	pushErr := a.saveWithin(ctx, "end of attempt", max(2*time.Minute, 2*w.o.Rescue))
+	if errors.Is(pushErr, errLost) {
+		return errLost
+	}
+	// A run whose work could not be pushed is parked below, its work on
+	// this machine: its transcripts are written all the same.
+	if err := state.close(ctx, true, pushErr == nil); err != nil {
 		if errors.Is(err, runstate.ErrLeaseLost) {
 			return errLost
 		}
 		return a.failed(ctx, fmt.Errorf("the run's state did not reach the database: %w", err))
 	}
-	pushErr := a.saveWithin(ctx, "end of attempt", max(2*time.Minute, 2*w.o.Rescue))
 	end, hasEnding := readEnding(a.runDir, started)
 	a.mu.Lock()
 	if total, ok := manifestCost(a.runDir); ok {

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/flowerrun/flower/claude"
@@ -93,37 +94,56 @@ func (m *sessionMirror) pull(ctx context.Context) error {
 	return nil
 }
 
-// push appends to the remote what the local store holds beyond what the
-// remote is known to hold.
-func (m *sessionMirror) push(ctx context.Context) error {
+// unsent reads what the local store holds beyond what the remote is known
+// to hold: each transcript's new entries, for send.
+func (m *sessionMirror) unsent(ctx context.Context) ([]tail, error) {
 	ks, err := keys(ctx, m.local, m.project)
 	if err != nil {
-		return fmt.Errorf("listing the run's transcripts: %w", err)
+		return nil, fmt.Errorf("listing the run's transcripts: %w", err)
 	}
+	var tails []tail
 	for _, k := range ks {
 		lk := k
 		lk.ProjectKey = m.project
 		local, err := m.local.Load(ctx, lk)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n, known := m.sent[k]
 		if !known {
 			remote, err := m.remote.Load(ctx, k)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			n = len(remote)
+			m.sent[k] = n
 		}
 		if len(local) > n {
-			if err := m.remote.Append(ctx, k, local[n:]); err != nil {
-				return err
-			}
-			m.spent.add(local[n:])
-			m.usage.add(local[n:], true)
-			n = len(local)
+			tails = append(tails, tail{key: k, from: n, entries: local[n:]})
 		}
-		m.sent[k] = n
+	}
+	return tails, nil
+}
+
+// tail is a transcript's entries from position from on.
+type tail struct {
+	key     claude.SessionKey
+	from    int
+	entries []json.RawMessage
+}
+
+// send appends tails to the remote (what unsent read).
+func (m *sessionMirror) send(ctx context.Context, tails []tail) error {
+	for _, t := range tails {
+		if m.sent[t.key] != t.from {
+			continue // sent already
+		}
+		if err := m.remote.Append(ctx, t.key, t.entries); err != nil {
+			return err
+		}
+		m.spent.add(t.entries)
+		m.usage.add(t.entries, true)
+		m.sent[t.key] = t.from + len(t.entries)
 	}
 	return nil
 }

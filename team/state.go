@@ -32,6 +32,9 @@ type runState struct {
 	db       *flower.Database
 	pg       *postgres.Store
 	sessions *sessionMirror
+	// work is the run's work tree, checkpointed before each write-back
+	// of its transcripts (nil: none).
+	work *checkpoints
 
 	mu     sync.Mutex // one write-back at a time
 	closed bool
@@ -103,18 +106,34 @@ func (a *attempt) openState(ctx context.Context) (*runState, error) {
 		_ = db.Close(ctx)
 		return nil, fmt.Errorf("laying out %s's transcripts: %w", a.name(), err)
 	}
-	return &runState{db: db, pg: pg, sessions: sm, kick: make(chan struct{}, 1)}, nil
+	return &runState{db: db, pg: pg, sessions: sm, work: a.cp, kick: make(chan struct{}, 1)}, nil
 }
 
 // sync writes back what changed since the last sync: transcripts first,
 // then the run's files (whose lineage names those transcripts).
 func (s *runState) sync(ctx context.Context) error {
+	return s.syncWith(ctx, true)
+}
+
+// syncWith is sync; with checkpoint, the transcripts are read first and
+// written only once the work tree as it is now is in a checkpoint
+// (checkpoint.go): never ahead of the files they describe.
+func (s *runState) syncWith(ctx context.Context, checkpoint bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
-	if err := s.sessions.push(ctx); err != nil {
+	tails, err := s.sessions.unsent(ctx)
+	if err != nil {
+		return err
+	}
+	if checkpoint && s.work != nil {
+		if err := s.work.save(ctx); err != nil {
+			return fmt.Errorf("the work tree is not in a checkpoint, so the conversation that describes it waits: %w", err)
+		}
+	}
+	if err := s.sessions.send(ctx, tails); err != nil {
 		return err
 	}
 	return s.db.Sync(ctx, nil)
@@ -152,10 +171,10 @@ func (s *runState) keep(ctx context.Context, ours func(context.Context) bool, wa
 // close writes everything back (when write is set and the run is still
 // this worker's) and releases the run; without write it writes nothing. Its error is the attempt's: a run
 // whose last files did not reach the database has not ended well.
-func (s *runState) close(ctx context.Context, write bool) error {
+func (s *runState) close(ctx context.Context, write, checkpoint bool) error {
 	var err error
 	if write {
-		err = s.sync(ctx)
+		err = s.syncWith(ctx, checkpoint)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

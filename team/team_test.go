@@ -101,7 +101,8 @@ var taskRE = regexp.MustCompile(`task-(\d+)`)
 // scripted is the fake model of the team tests. A request "task-N" plans
 // (asking the human first when it says "ask"), then writes task-N.txt
 // with Bash; "slow" makes that call sleep first, so a worker can be
-// killed in the middle of it.
+// killed in the middle of it; "early" writes first and then makes a slow
+// call.
 type scripted struct {
 	// marker is touched when a slow call starts: in the run's own tmp
 	// folder (beside its checkout), the only place outside its checkout
@@ -149,6 +150,16 @@ func (s *scripted) reply(ctx context.Context, r *claudetest.Request) claudetest.
 	write := "echo " + task + " > " + task + ".txt && mkdir -p .flower/notes && echo why > .flower/notes/" + task + ".md"
 	if strings.Contains(all, task+" leak") {
 		write += " && echo " + s.leak + " > leak-" + task + ".txt" // the worker's own key, into the work
+	}
+	if strings.Contains(all, task+" early") {
+		// Writes first, then a slow call: a worker killed in that call
+		// leaves the write done in the session and uncommitted.
+		if !wrote(r, write) {
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": write, "description": "write"}))
+		}
+		if _, done := s.slept.LoadOrStore(task, true); !done {
+			return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": "touch " + s.marker + "; " + s.sleep, "description": "slow"}))
+		}
 	}
 	if wrote(r, write) {
 		return claudetest.Say("made the change for " + task)
@@ -511,6 +522,23 @@ func (w *world) waitStored(id int64, d time.Duration, ok func(steps map[string]s
 }
 
 // branchFile reads a file of the run's branch on the remote.
+// waitTranscriptHolds waits until a run's transcript in the database
+// holds text (what names the call: what) and fails the test after 30 s.
+func waitTranscriptHolds(t *testing.T, tm *team.Team, text, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		err := tm.Pool().QueryRow(context.Background(), `select count(*) from session_entries where store_key like 'run:%' and position($1::bytea in payload) > 0`,
+			[]byte(text)).Scan(&n)
+		if err == nil && n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached the database's transcripts (err %v)", what, err)
+		}
+	}
+}
+
 func branchFile(t *testing.T, remote, branch, file string) string {
 	out, err := exec.Command("git", "-C", remote, "show", branch+":"+file).CombinedOutput()
 	if err != nil {
@@ -705,17 +733,7 @@ func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *te
 	// not a kill racing the write-back: a loaded machine took longer than
 	// the 1.5 s once waited; the chaos test kills at any moment.
 	w.waitStored(id, 30*time.Second, func(steps map[string]string) bool { return steps["build"] != "" })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var n int
-		err := tm.Pool().QueryRow(context.Background(), `select count(*) from session_entries where store_key like 'run:%' and position($1::bytea in payload) > 0`,
-			[]byte(w.model.sleep)).Scan(&n)
-		if err == nil && n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed call never reached the database's transcripts (err %v)", err)
-		}
-	}
+	waitTranscriptHolds(t, tm, w.model.sleep, "the killed call")
 	run := descendants(a.cmd.Process.Pid)
 	killed := time.Now()
 	// The worker's process group, as an operator's kill does: the run's
@@ -800,6 +818,66 @@ func TestAWorkerKilledMidToolCallIsTakenOverByAnotherThatResumesTheSession(t *te
 	}
 	if last == nil || !last.HasText("the plan for task-1") || !usesBash(last, w.model.sleep) {
 		t.Fatal("machine B's build request does not carry machine A's session")
+	}
+}
+
+// TestATakeoverKeepsTheFilesTheSessionRemembers: the build step writes
+// task-1.txt, then makes a slow call; its worker is killed in that call,
+// before the step ends and its work is committed. The machine that takes
+// the run over resumes a session in which the file was written: it finds
+// the file in its checkout (the checkpoint pushed before that transcript
+// was written back), and the run ends achieved with the file on its
+// branch. Before checkpoints the takeover checked out the plan's commit,
+// the model went on as if the file were there, and the run ended achieved
+// without it.
+func TestATakeoverKeepsTheFilesTheSessionRemembers(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1 early")
+	const rescue = 8 * time.Second
+	a := w.worker("machine-a", "--rescue", rescue.String())
+	w.waitMarker(markerName, 3*time.Minute)
+	// The slow call is in the database's transcripts, so the write before
+	// it is too: the takeover resumes after it.
+	waitTranscriptHolds(t, tm, w.model.sleep, "the slow call")
+	if got := branchFile(t, w.remote, "flower/r1", "task-1.txt"); got != "" {
+		t.Fatalf("task-1.txt is on the branch before the step ended (%q): nothing would be tested", got)
+	}
+	if err := syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-a.done
+	a.done <- nil // for the cleanup
+	killed := time.Now()
+	b := w.worker("machine-b", "--rescue", rescue.String())
+	r := waitFor(t, tm, 4*time.Minute, "r1 ended", allEnded)[0]
+	if r.State != team.Achieved {
+		t.Fatalf("%s ended %s: %s\n%s", r.Name(), r.State, r.Reason, b.out)
+	}
+	if got := startedBy(t, tm, id); len(got) != 2 || got[1] != "machine-b" {
+		t.Fatalf("the run was started by %v, want machine-a then machine-b", got)
+	}
+	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
+		t.Errorf("the run ended achieved and its branch holds %q in task-1.txt, want task-1 (written before the kill)", got)
+	}
+	// Machine B did not write it again: its session remembered the write.
+	for _, req := range w.srv.Requests() {
+		writes := 0
+		for _, m := range req.Messages {
+			for _, bl := range m.Content {
+				if bl.Type == "tool_use" && strings.Contains(string(bl.Input), "echo task-1 > task-1.txt") {
+					writes++
+				}
+			}
+		}
+		if req.At.After(killed) && writes > 1 {
+			t.Errorf("machine B's session holds the write %d times: it was made again", writes)
+			break
+		}
+	}
+	if !strings.Contains(b.out.String(), "restored from its checkpoint") {
+		t.Errorf("machine B's log does not say it restored the work:\n%s", b.out)
 	}
 }
 

@@ -132,9 +132,15 @@ func (e *gitError) Unwrap() error { return e.err }
 // git runs git in dir and returns its stdout without the trailing newline.
 // A context that ended is the error then, whatever git said.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	return gitWith(ctx, dir, nil, args...)
+}
+
+// gitWith is git with extra variables in its environment (GIT_INDEX_FILE
+// for a checkpoint's own index).
+func gitWith(ctx context.Context, dir string, extra []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safety...), args...)...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
+	cmd.Env = append(gitEnv(), extra...)
 	cmd.WaitDelay = waitDelay
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -696,6 +702,11 @@ func (e *SecretError) Unwrap() error { return ErrSecret }
 // always looked for. It reads every commit, not only the last tree: a
 // secret added and removed again is still in the history pushed.
 func FindSecret(ctx context.Context, dir string, secrets []Secret) error {
+	return findSecretIn(ctx, dir, "HEAD", secrets)
+}
+
+// findSecretIn is FindSecret of what a push of rev would send.
+func findSecretIn(ctx context.Context, dir, rev string, secrets []Secret) error {
 	if origin, err := git(ctx, dir, "remote", "get-url", "origin"); err == nil && secretOf(origin) != "" {
 		secrets = append(secrets, Secret{Kind: "the repository's token (in origin's address)", Value: secretOf(origin)})
 	}
@@ -719,7 +730,7 @@ func FindSecret(ctx context.Context, dir string, secrets []Secret) error {
 	// neither the repository's diff drivers nor its text conversions.
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safety...),
 		"-c", "core.quotePath=false", "log", "-p", "--no-color", "--no-ext-diff", "--no-textconv", "--text", "--no-renames",
-		"--unified=0", "--format=commit %H", "HEAD", "--not", "--remotes=origin", "--")...)
+		"--unified=0", "--format=commit %H", rev, "--not", "--remotes=origin", "--")...)
 	cmd.Dir, cmd.Env, cmd.WaitDelay = dir, gitEnv(), waitDelay
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -851,19 +862,7 @@ func RemoteHead(ctx context.Context, dir, branch string) (string, error) {
 	if err := CheckBranch(ctx, branch); err != nil {
 		return "", err
 	}
-	ref := "refs/heads/" + branch
-	out, err := git(ctx, dir, append(credentialArgs(dir), "ls-remote", "origin", ref)...)
-	if err != nil {
-		url, _ := git(ctx, dir, "remote", "get-url", "origin")
-		return "", unreachable(ctx, url, err)
-	}
-	// ls-remote matches patterns by their tail; keep the exact ref only.
-	for _, line := range strings.Split(out, "\n") {
-		if id, name, ok := strings.Cut(line, "\t"); ok && name == ref {
-			return id, nil
-		}
-	}
-	return "", nil
+	return RemoteRef(ctx, dir, "refs/heads/"+branch)
 }
 
 // short is a commit id as people read it.
