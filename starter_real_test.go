@@ -285,7 +285,7 @@ func TestRealStarterAKilledProcessResumesTheWorkSession(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	var sid string
-	for deadline := time.Now().Add(90 * time.Second); sid == "" || !hung.Load() || !storeHas(t, runDir, ws, sid); {
+	for deadline := time.Now().Add(5 * time.Minute); sid == "" || !hung.Load() || !storeHas(t, runDir, ws, sid); {
 		select {
 		case err := <-exited:
 			t.Fatalf("the helper ended before it was killed: %v\n%s", err, out.String())

@@ -193,7 +193,7 @@ func TestRealAKilledProcessKeepsItsSessionInTheLineage(t *testing.T) {
 	// Wait until the step's session is in the lineage and in the store,
 	// with its turn still running; then kill the process outright.
 	var sid string
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(5 * time.Minute)
 	for sid == "" || !hung.Load() || !storeHas(t, runDir, ws, sid) {
 		select {
 		case err := <-exited:

@@ -350,7 +350,7 @@ func startSlowOnce(t *testing.T) (*exec.Cmd, string, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(5 * time.Minute)
 	for srv.Count() < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("the step's request never arrived")
