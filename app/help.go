@@ -729,6 +729,9 @@ func (m *Command) workerUsage(l flower.Lang) string {
                       这个 HOME);不加这个参数就拒绝
   --readable PATH     让每个运行都能只读这个文件或目录(可以写多次),例如包装脚本调用的
                       CLI、/home 下的工具链;运行平时看不到 /tmp、/run、/root、/home
+  --pass-env NAME     把这个 worker 环境里的变量 NAME 交给每个运行(可以写多次),例如
+                      GOPROXY;运行的环境从空的开始,只有 PATH、语言、时区、TERM 和 CLI
+                      关掉外联的开关,其余(令牌、密钥、套接字)都拿不到
   --keep-failed D     失败(搁置)的运行在 DIR 下的目录保留多久(默认 72h)
   --keep-ended D      其他结束的运行(达成、停下、取消)的目录保留多久(默认 0:
                       结束时删掉)
@@ -777,6 +780,10 @@ Flags:
   --readable PATH     let every run read this file or folder (repeat it for
                       more): what a CLI wrapper runs, a toolchain under /home;
                       runs see neither /tmp, /run, /root nor /home otherwise
+  --pass-env NAME     give every run this worker's variable NAME (repeat it for
+                      more), e.g. GOPROXY; a run's environment starts empty but
+                      for PATH, the locale, TZ, TERM and the CLI's switches
+                      that turn its traffic off: no token, key or socket else
   --keep-failed D     keep a failed (parked) run's folder under DIR this long
                       (default 72h)
   --keep-ended D      keep the folder of a run that ended otherwise (achieved,

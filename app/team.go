@@ -136,7 +136,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	var concurrency, maxFailures int
 	var teamBudget float64
 	var unconfined bool
-	var readable []string
+	var readable, passEnv []string
 	var drain string
 	var keepFailed, keepEnded time.Duration
 	var logFormat, metricsAddr string
@@ -148,6 +148,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	fs.StringVar(&metricsAddr, "metrics", "", "")
 	fs.BoolVar(&unconfined, "unconfined", false, "")
 	fs.Var(listValue{&readable}, "readable", "")
+	fs.Var(listValue{&passEnv}, "pass-env", "")
 	g.register(fs)
 	db.register(fs)
 	fs.StringVar(&dir, "dir", "flower-worker", "")
@@ -178,6 +179,11 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 			return usageErrorf(text(lang, "workerReadable"), p)
 		}
 		readable[i] = filepath.Clean(p)
+	}
+	for _, name := range passEnv {
+		if team.CheckPassEnv(name) != nil {
+			return usageErrorf(text(lang, "workerPassEnv"), name)
+		}
 	}
 	// One line per record, on stderr, folded and masked by the handler
 	// itself; the library's own lines go through it too. In json every
@@ -236,7 +242,7 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	}
 	w, err := t.NewWorker(url, team.WorkerOptions{
 		Name: name, Dir: dir, Concurrency: concurrency, Rescue: rescue, TeamBudget: budgetGiven,
-		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Readable: readable, Lang: lang, KeepFailed: keepFailed, KeepEnded: keepEnded,
+		MaxFailures: maxFailures, Args: runArgs, Unconfined: unconfined, Readable: readable, PassEnv: passEnv, Lang: lang, KeepFailed: keepFailed, KeepEnded: keepEnded,
 		Log: logger, Metrics: metrics,
 	})
 	if short := (*team.RescueTooShortError)(nil); errors.As(err, &short) {

@@ -248,7 +248,7 @@ func TestTeamCommandsOnATerminal(t *testing.T) {
 // A worker's log format it does not know, and a metrics address another
 // program holds, are refused before the worker starts (no database is
 // needed to say so), each with what to give, in the person's language.
-func TestWorkerRefusesABadLogFormatAReadablePathAndAMetricsAddressInUse(t *testing.T) {
+func TestWorkerRefusesABadLogFormatAReadablePathAPassEnvAndAMetricsAddressInUse(t *testing.T) {
 	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -277,6 +277,15 @@ func TestWorkerRefusesABadLogFormatAReadablePathAndAMetricsAddressInUse(t *testi
 					checkLanguage(t, l.english, p.screen())
 				}
 
+				for _, name := range []string{"NOT A NAME", "PGPASSWORD", "FLOWER_DATABASE_URL"} {
+					p = startPTYCols(t, cols, env, "worker", "--pass-env", name)
+					if code := p.wait(t); code != ExitUsage {
+						t.Errorf("--pass-env %s: exit %d, want %d\n%s", name, code, ExitUsage, p.screen())
+					}
+					p.expectFlat(t, fmt.Sprintf(t1("workerPassEnv"), name))
+					checkLanguage(t, l.english, p.screen())
+				}
+
 				p = startPTYCols(t, cols, env, "worker", "--metrics", addr)
 				if code := p.wait(t); code != ExitFailure {
 					t.Errorf("--metrics %s in use: exit %d, want %d\n%s", addr, code, ExitFailure, p.screen())
@@ -301,7 +310,7 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 		{[]string{"submit", "--help"}, []string{"Usage: flower submit [--db-file FILE] --repo REPO", "--branch B", "--budget USD", "--no-check",
 			"$FLOWER_DATABASE_URL", "mode 0600", "~/.pgpass", "a password in --db is refused"}},
 		{[]string{"worker", "--help"}, []string{"Usage: flower worker [--db-file FILE]", "--concurrency N", "--dir DIR", "--name NAME", "--rescue D",
-			"--team-budget USD", "--max-failures N", "--unconfined", "--readable PATH", "--log-format F", "--metrics ADDR", "default none", "$FLOWER_DATABASE_URL"}},
+			"--team-budget USD", "--max-failures N", "--unconfined", "--readable PATH", "--pass-env NAME", "--log-format F", "--metrics ADDR", "default none", "$FLOWER_DATABASE_URL"}},
 		{[]string{"runs", "--help"}, []string{"Usage: flower runs [--db-file FILE] [--state S[,S]] [--limit N] [RUN]"}},
 		{[]string{"retry", "--help"}, []string{"Usage: flower retry [--db-file FILE] RUN"}},
 		{[]string{"cancel", "--help"}, []string{"Usage: flower cancel [--db-file FILE] RUN"}},

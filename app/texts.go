@@ -264,6 +264,8 @@ var texts = map[string][2]string{
 	"teamWorking":              {"+ worker %s 开始接活:%s,同时最多 %d 个运行,目录 %s(Ctrl-C 或 SIGTERM:放下手上的运行,交给别的 worker)", "+ worker %s takes runs from %s, up to %d at once, in %s (Ctrl-C or SIGTERM: releases its runs to other workers)"},
 	"teamWorkerStopped":        {"- worker %s 停了;手上的运行已放回队列", "- worker %s stopped; its runs went back to the queue"},
 	"teamWorkerDrained":        {"- worker %s 按人的要求收尾完毕(flower worker --drain),停了;手上的运行已放回队列", "- worker %s drained at a person's request (flower worker --drain) and stopped; its runs went back to the queue"},
+	"workerPassEnv":            {"--pass-env %s:给一个环境变量的名字(字母、数字和 _);数据库的地址和 PG* 变量不能交给运行", "--pass-env %s: give an environment variable's name (letters, digits and _); the database's address and the PG* variables are never a run's"},
+	"teamWorkerPassesNote":     {"%s 把自己环境里的 %s 交给它的运行(--pass-env);其余的变量运行都拿不到", "%s gives its runs %s from its own environment (--pass-env); they get no other variable of it"},
 	"workerReadable":           {"--readable %s:给一个这台机器上存在的文件或目录的绝对路径(例如 /opt/claude)", "--readable %s: give the absolute path of a file or folder that exists on this machine (e.g. /opt/claude)"},
 	"teamKeepFailed":           {"--keep-failed %s:给一个正的时长(例如 72h),失败的运行的目录在 worker 上留这么久", "--keep-failed %s: give a duration above 0 (e.g. 72h), how long a failed run's folder stays on its worker"},
 	"teamNoWorkers":            {"还没有 worker 加入。在一台机器上启动一个:%s worker", "no worker has joined yet. Start one on a machine: %s worker"},

@@ -69,6 +69,9 @@ func (m *Command) runWorkers(ctx context.Context, args []string) error {
 		case team.WorkerSilent:
 			notes = append(notes, fmt.Sprintf(text(lang, "teamWorkerSilentNote"), w.Name, span(w.Silence), w.Rescue))
 		}
+		if w.Live() && len(w.PassEnv) > 0 {
+			notes = append(notes, fmt.Sprintf(text(lang, "teamWorkerPassesNote"), w.Name, strings.Join(w.PassEnv, ", ")))
+		}
 		// A second or two is the heartbeat's trip; a minute is a clock.
 		if skew := w.ClockSkew.Round(time.Second); w.Live() && (skew > 30*time.Second || skew < -30*time.Second) {
 			key := "teamClockAhead"

@@ -78,9 +78,15 @@ func TestWorkersDrainAndPruneOnATerminal(t *testing.T) {
 					if w.drain > 0 {
 						drain = time.Now()
 					}
-					exec(`insert into team_workers (name, host, pid, version, rescue_seconds, concurrency, started, heartbeat, state, drain_requested_at, clock_skew_seconds)
-						values ($1, $1 || '.example.com', 4242, $2, 120, 2, now() - interval '3 hours', now() - make_interval(secs => $3), $4, $5, $6)`,
-						w.name, version, w.heardAgo, w.state, drain, w.skew)
+					// What two workers pass their runs (--pass-env): the
+					// live one's is noted, the gone one's is not.
+					pass := []string{}
+					if w.name == "machine-b" || w.name == "machine-e" {
+						pass = []string{"GOPROXY", "NPM_CONFIG_REGISTRY"}
+					}
+					exec(`insert into team_workers (name, host, pid, version, rescue_seconds, concurrency, started, heartbeat, state, drain_requested_at, clock_skew_seconds, pass_env)
+						values ($1, $1 || '.example.com', 4242, $2, 120, 2, now() - interval '3 hours', now() - make_interval(secs => $3), $4, $5, $6, $7)`,
+						w.name, version, w.heardAgo, w.state, drain, w.skew, pass)
 				}
 
 				p = startPTYCols(t, cols, env, "workers")
@@ -139,12 +145,16 @@ func TestWorkersDrainAndPruneOnATerminal(t *testing.T) {
 				for _, s := range []string{
 					fmt.Sprintf(t1("teamWorkerBrokenNote"), "machine-d", "its --dir /srv/flower"),
 					fmt.Sprintf(t1("teamClockAhead"), "machine-g", "5m0s"),
+					fmt.Sprintf(t1("teamWorkerPassesNote"), "machine-b", "GOPROXY, NPM_CONFIG_REGISTRY"),
 				} {
 					s = screen.Cut(s, int(cols)-1)
 					s = strings.TrimSuffix(s, "…")
 					if !strings.Contains(notes, s[:min(len(s), 40)]) {
 						t.Errorf("the notes do not say %q:\n%s", s, notes)
 					}
+				}
+				if strings.Contains(notes, fmt.Sprintf(t1("teamWorkerPassesNote"), "machine-e", "GOPROXY")[:20]) {
+					t.Errorf("the notes say what a gone worker passed its runs:\n%s", notes)
 				}
 				if !strings.Contains(notes, "machine-c") {
 					t.Errorf("the notes do not say machine-c is silent:\n%s", notes)

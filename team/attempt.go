@@ -449,7 +449,7 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		maps.Copy(set, api)
 		a.revoke = revoke
 	}
-	cmd.Env = childEnv(w.o.Env, set, w.envSecrets()...)
+	cmd.Env = runEnv(w.o.Env, w.o.PassEnv, set, w.envSecrets()...)
 	// Its own process group, so that it (and its CLI) can be stopped as
 	// one; killed with the worker, so that a dead worker leaves nothing
 	// that still writes.
@@ -469,37 +469,6 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 	cmd.ExtraFiles = append(cmd.ExtraFiles, a.leash.r)
 	cmd.Env = append(cmd.Env, flower.LeashFDEnv+"="+strconv.Itoa(2+len(cmd.ExtraFiles)), flower.LeashEnv+"="+w.o.Rescue.String())
 	return cmd, logFile, nil
-}
-
-// childEnv is base without what could speak for the team (the database's
-// URL and every libpq setting, any variable holding one of secrets) and
-// with set.
-func childEnv(base []string, set map[string]string, secrets ...string) []string {
-	out := make([]string, 0, len(base)+len(set))
-	for _, kv := range base {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; ok || teamOnlyEnv(k) || slices.ContainsFunc(secrets, func(s string) bool { return s != "" && strings.Contains(v, s) }) {
-			continue
-		}
-		out = append(out, kv)
-	}
-	for k, v := range set {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-// teamOnlyEnv says the variable k is the worker's, never a run's: the
-// database's URL, how a run is named and leased in it, libpq's settings
-// (PGPASSWORD, PGPASSFILE, PGSERVICE...) and the trace exporter's
-// (OTEL_EXPORTER_OTLP_*: a collector's token in its headers, an endpoint
-// that takes writes). A run's process is the run's: it exports no trace.
-func teamOnlyEnv(k string) bool {
-	switch k {
-	case flower.DatabaseEnv, flower.RunNameEnv, flower.LeaseEnv, "DATABASE_URL", "FLOWER_ENV":
-		return true
-	}
-	return strings.HasPrefix(k, "PG") || strings.HasPrefix(k, "OTEL_EXPORTER_OTLP_")
 }
 
 // stopChild lets the tool calls in flight finish and the model answer

@@ -166,13 +166,14 @@ func (w *Worker) checkFlower() *envProblem {
 	return nil
 }
 
-// runView is a variable as a run's flower sees it: the worker's Env, less
-// what is the team's alone, with a HOME and XDG folders of the run's own
-// (fresh, so empty: a stand-in that does not exist).
+// runView is a variable as a run's flower sees it: what it gets of the
+// worker's Env (runEnv), the CLI the worker hands it (FLOWER_CLAUDE), and
+// a HOME and XDG folders of the run's own (fresh, so empty: a stand-in
+// that does not exist).
 func (w *Worker) runView() func(string) (string, bool) {
 	vars := map[string]string{}
 	for _, kv := range w.o.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok && !teamOnlyEnv(k) {
+		if k, v, ok := strings.Cut(kv, "="); ok && (k == cliinstall.FromEnv || passed(k, w.o.PassEnv) && !teamOnlyEnv(k)) {
 			vars[k] = v
 		}
 	}
@@ -281,7 +282,7 @@ func (w *Worker) startConfined(ctx context.Context, program string, args ...stri
 	defer cancel()
 	cmd := exec.Command(program, args...)
 	cmd.Dir = home
-	cmd.Env = childEnv(w.o.Env, map[string]string{"HOME": home, "TMPDIR": tmp, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
+	cmd.Env = runEnv(w.o.Env, w.o.PassEnv, map[string]string{"HOME": home, "TMPDIR": tmp, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
 		"CLAUDE_CODE_TMPDIR": tmp, "XDG_CONFIG_HOME": filepath.Join(home, ".config")}, w.envSecrets()...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	rw, ro, hide := w.confinedPaths(program, home, tmp)

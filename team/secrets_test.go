@@ -284,8 +284,8 @@ func TestAWorkHoldingTheAPIKeyIsNotPushedAndTheRunSaysWhy(t *testing.T) {
 	if got := branchFile(t, w.remote, r.Branch, "leak-task-1.txt"); got != "" {
 		t.Errorf("the remote's %s holds the leaked file: %q", r.Branch, got)
 	}
-	if out, _ := exec.Command("git", "-C", w.remote, "grep", "-I", "-l", key, "--all").CombinedOutput(); strings.Contains(string(out), "leak") {
-		t.Errorf("the key reached the remote: %s", out)
+	if commits := remoteCommitsHolding(t, w.remote, key); commits != "" {
+		t.Errorf("the key reached the remote in %s", commits)
 	}
 	if refs, _ := exec.Command("git", "-C", w.remote, "for-each-ref", "--format=%(refname)").CombinedOutput(); strings.Contains(string(refs), "kept") {
 		t.Errorf("the work was pushed to a branch of its own: %s", refs)
@@ -479,4 +479,70 @@ func TestARepositoryTokenIsMaskedInEveryListingEventAndReport(t *testing.T) {
 		i := strings.Index(seen.String(), token)
 		t.Errorf("the token is shown: …%s…", seen.String()[max(i-200, 0):min(i+50, seen.Len())])
 	}
+}
+
+// A run's environment starts empty (issue 41, 1): the worker's tokens
+// (the dashboard's, GitHub's, AWS's) and its agent socket reach no run,
+// a variable the operator names with --pass-env does, `flower workers`
+// says which, and a token of the worker's written into the work is not
+// pushed, naming the variable (before, the run's Bash read all four and
+// pushed three on its branch).
+func TestARunGetsNoVariableOfItsWorkerButThosePassedAndPushesNone(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	tm := w.open()
+	tokens := map[string]string{
+		"FLOWER_SERVE_TOKEN":    "serve-" + randomHex(t),
+		"GITHUB_TOKEN":          "ghp_" + randomHex(t),
+		"AWS_SECRET_ACCESS_KEY": "aws-" + randomHex(t),
+	}
+	env := []string{"SSH_AUTH_SOCK=" + filepath.Join(t.TempDir(), "agent.sock"), "GOPROXY=https://goproxy.example/" + randomHex(t)}
+	for k, v := range tokens {
+		env = append(env, k+"="+v)
+	}
+	w.model.attack = "env > ../tmp/env.out; echo attacked"
+	w.model.leak = tokens["GITHUB_TOKEN"]
+	id := w.submit("task-1 leak, then task-1 attack")
+	mc := w.workerWith("machine-a", env, "--pass-env", "GOPROXY")
+	r := runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+
+	seen, err := os.ReadFile(filepath.Join(w.dirs[0], team.RunName(id), "tmp", "env.out"))
+	if err != nil {
+		t.Fatalf("the run's env: %v\n%s", err, mc.out)
+	}
+	for k, v := range tokens {
+		if strings.Contains(string(seen), v) || strings.Contains(string(seen), k+"=") {
+			t.Errorf("the run's Bash saw the worker's %s", k)
+		}
+	}
+	if strings.Contains(string(seen), "SSH_AUTH_SOCK") {
+		t.Error("the run's Bash saw the worker's SSH_AUTH_SOCK")
+	}
+	if !strings.Contains(string(seen), env[1]) {
+		t.Errorf("the run did not get GOPROXY, passed with --pass-env:\n%s", seen)
+	}
+
+	if r.State != team.Failed || !strings.Contains(r.Reason, "GITHUB_TOKEN") || !strings.Contains(r.Reason, "leak-task-1.txt") {
+		t.Errorf("%s ended %s: %s; want parked, naming the worker's GITHUB_TOKEN and the file", r.Name(), r.State, r.Reason)
+	}
+	for k, v := range tokens {
+		if commits := remoteCommitsHolding(t, w.remote, v); commits != "" {
+			t.Errorf("the worker's %s reached the remote in %s", k, commits)
+		}
+		if strings.Contains(r.Reason, v) {
+			t.Error("the run's reason shows the token it names")
+		}
+	}
+
+	shown, err := w.flower("workers", "--db-file", w.dbFile, "--lang", "en")
+	if err != nil || !strings.Contains(shown, "machine-a gives its runs GOPROXY from its own environment (--pass-env)") {
+		t.Errorf("flower workers does not say what machine-a passes its runs (%v):\n%s", err, shown)
+	}
+}
+
+// remoteCommitsHolding lists the commits of any ref of remote (the
+// hidden checkpoint refs too) that add or remove value.
+func remoteCommitsHolding(t *testing.T, remote, value string) string {
+	t.Helper()
+	return strings.TrimSpace(git(t, remote, "log", "--all", "--format=%h", "-S", value))
 }

@@ -167,7 +167,10 @@ create table team_workers (
 	// paused), then given up with where the work may be.
 	`alter table team_runs add column pushing_at timestamptz;
 alter table team_runs add column pushing_by text not null default '';`,
-	workersMigration}}
+	workersMigration,
+	// The variables a worker passes its runs (--pass-env), for `flower
+	// workers` to show.
+	`alter table team_workers add column pass_env text[] not null default '{}';`}}
 
 // Run is one run of the queue.
 type Run struct {

@@ -70,6 +70,12 @@ type WorkerOptions struct {
 	// Env is the runs' environment before the worker adds its own
 	// (default os.Environ()): credentials and the CLI's settings.
 	Env []string
+	// PassEnv names the variables of Env each run gets besides the ones
+	// every run gets (PATH, the locale, TERM, the CLI's switches that turn
+	// its traffic off): a run's environment starts empty, so a token the
+	// worker holds reaches no run unless named here. Each must pass
+	// CheckPassEnv.
+	PassEnv []string
 	// Args are added to each run's command line before the request
 	// (e.g. "--lang", "en").
 	Args []string
@@ -221,6 +227,11 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	if o.Env == nil {
 		o.Env = os.Environ()
 	}
+	for _, name := range o.PassEnv {
+		if err := CheckPassEnv(name); err != nil {
+			return nil, err
+		}
+	}
 	for _, p := range o.Readable {
 		if !filepath.IsAbs(p) {
 			return nil, fmt.Errorf("team: a readable path must be absolute: %s", p)
@@ -236,7 +247,7 @@ func (t *Team) NewWorker(url string, o WorkerOptions) (*Worker, error) {
 	password := t.pool.Config().ConnConfig.Password
 	w := &Worker{t: t, url: withPassword(url, password), o: o, confine: confine, drain: make(chan struct{}), drainRequest: make(chan struct{}), attempts: map[int64]*attempt{},
 		cancels: map[int64]context.CancelCauseFunc{},
-		secrets: pushSecrets(o.Env, url, password), m: newMetrics(t)}
+		secrets: pushSecrets(o.Env, o.PassEnv, url, password), m: newMetrics(t)}
 	// Every line names the worker and shows none of its secrets, whatever
 	// handler the caller gave: the masking is the handler's own.
 	w.log = slog.New(withSecrets(cmp.Or(o.Log, slog.Default()).Handler(), w.secretValues())).With("worker", o.Name)
@@ -691,12 +702,12 @@ func (w *Worker) register(ctx context.Context) error {
 		}
 		// A drain asked of an earlier worker of this name was that
 		// worker's: this one starts afresh.
-		_, err = tx.Exec(ctx, `insert into team_workers (name, host, pid, version, rescue_seconds, concurrency, clock_skew_seconds)
-			values ($1, $2, $3, $4, $5, $6, extract(epoch from $7::timestamptz - now()))
+		_, err = tx.Exec(ctx, `insert into team_workers (name, host, pid, version, rescue_seconds, concurrency, clock_skew_seconds, pass_env)
+			values ($1, $2, $3, $4, $5, $6, extract(epoch from $7::timestamptz - now()), $8)
 			on conflict (name) do update set host = excluded.host, pid = excluded.pid, version = excluded.version,
 			rescue_seconds = excluded.rescue_seconds, concurrency = excluded.concurrency, clock_skew_seconds = excluded.clock_skew_seconds,
-			started = now(), heartbeat = now(), state = 'working', drain_requested_at = null`,
-			w.o.Name, w.host, os.Getpid(), w.o.Version, w.o.Rescue.Seconds(), w.o.Concurrency, w.o.Clock())
+			pass_env = excluded.pass_env, started = now(), heartbeat = now(), state = 'working', drain_requested_at = null`,
+			w.o.Name, w.host, os.Getpid(), w.o.Version, w.o.Rescue.Seconds(), w.o.Concurrency, w.o.Clock(), append([]string{}, w.o.PassEnv...))
 		return err
 	})
 }
@@ -791,7 +802,7 @@ func (w *Worker) envSecrets() []string {
 // CLI's settings: every value, not only the first that wins), and the
 // database's password, given in its URL or found by pgx (~/.pgpass,
 // PGPASSWORD). The repository's token gitwork finds itself.
-func pushSecrets(env []string, dbURL, dbPassword string) []gitwork.Secret {
+func pushSecrets(env, pass []string, dbURL, dbPassword string) []gitwork.Secret {
 	vars := map[string]string{}
 	for _, kv := range env {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -832,6 +843,12 @@ func pushSecrets(env []string, dbURL, dbPassword string) []gitwork.Secret {
 	_, _ = files.LoadDotenv()
 	add("the database's password", postgres.PasswordOf(dbURL))
 	add("the database's password", dbPassword)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, v := range envSecretValues([]string{kv}, pass) {
+			add("the worker's "+k, v)
+		}
+	}
 	return out
 }
 

@@ -60,6 +60,9 @@ type WorkerInfo struct {
 	// ClockSkew is its clock minus the database's at its last heartbeat
 	// (positive: ahead); a difference of a second or two is the trip.
 	ClockSkew time.Duration
+	// PassEnv names the variables of its own environment it gives its
+	// runs beyond the ones every run gets (WorkerOptions.PassEnv).
+	PassEnv []string
 }
 
 // Live reports whether the worker is still there to take or finish runs.
@@ -69,7 +72,7 @@ func (w WorkerInfo) Live() bool { return w.State != WorkerGone && w.State != Wor
 // by name.
 func (t *Team) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	rows, err := t.pool.Query(ctx, `select w.name, w.host, w.pid, w.version, w.concurrency, w.rescue_seconds, w.started, w.heartbeat,
-			greatest(extract(epoch from now() - w.heartbeat)::float8, 0), w.state, w.drain_requested_at, w.clock_skew_seconds,
+			greatest(extract(epoch from now() - w.heartbeat)::float8, 0), w.state, w.drain_requested_at, w.clock_skew_seconds, w.pass_env,
 			coalesce((select array_agg(r.id order by r.id) from team_runs r join river_job j on j.id = r.job_id
 				where r.host = w.name and j.state = 'running' and r.state in ('running', 'waiting')), '{}')
 		from team_workers w
@@ -83,7 +86,7 @@ func (t *Team) Workers(ctx context.Context) ([]WorkerInfo, error) {
 		var said string
 		var drain *time.Time
 		err := row.Scan(&w.Name, &w.Host, &w.PID, &w.Version, &w.Concurrency, &rescue, &w.Started, &w.Heartbeat,
-			&silence, &said, &drain, &skew, &w.Runs)
+			&silence, &said, &drain, &skew, &w.PassEnv, &w.Runs)
 		if err != nil {
 			return w, err
 		}
