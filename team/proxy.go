@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ type keyProxy struct {
 
 	ln  net.Listener
 	srv *http.Server
+	log *slog.Logger
 
 	mu     sync.Mutex
 	tokens map[string]string // token → run
@@ -52,7 +54,7 @@ func newKeyProxy(env []string, log *slog.Logger) (*keyProxy, error) {
 		}
 		return ""
 	}
-	p := &keyProxy{tokens: map[string]string{}}
+	p := &keyProxy{tokens: map[string]string{}, log: log}
 	switch {
 	case get("ANTHROPIC_API_KEY") != "":
 		p.header, p.value, p.envKey = "X-Api-Key", get("ANTHROPIC_API_KEY"), "ANTHROPIC_API_KEY"
@@ -95,31 +97,75 @@ func newKeyProxy(env []string, log *slog.Logger) (*keyProxy, error) {
 	return p, nil
 }
 
-// guard lets through only requests that carry a live run's token.
+// guard lets through only requests that carry a live run's token and
+// are on proxyAllowed: the worker's key is for a run's model calls, not
+// for the rest of the API (batches, files, models, the organisation's).
 func (p *keyProxy) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := r.Header.Get("X-Api-Key")
 		if tok == "" {
 			tok = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		}
-		if !p.valid(tok) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"type":"error","error":{"type":"authentication_error","message":"flower worker: this run's API token is unknown or its run has ended"}}`))
+		run, ok := p.runOf(tok)
+		if !ok {
+			refuse(w, http.StatusUnauthorized, "authentication_error", "flower worker: this run's API token is unknown or its run has ended")
+			return
+		}
+		if why := proxyRefuses(r); why != "" {
+			p.log.Warn("flower worker: the API proxy refused a run's request", "run", run, "method", r.Method, "path", r.URL.Path, "why", why)
+			refuse(w, http.StatusForbidden, "permission_error", "flower worker: "+why)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (p *keyProxy) valid(tok string) bool {
+// proxyAllowed are the requests a run's CLI makes of the API: its model
+// calls and their token counts. Anything else is refused.
+var proxyAllowed = map[string]string{
+	"/v1/messages":              http.MethodPost,
+	"/v1/messages/count_tokens": http.MethodPost,
+}
+
+// proxyRefusedBetas are the betas that would reach stored objects
+// (batches, files) through an allowed path.
+var proxyRefusedBetas = []string{"message-batches", "files-api"}
+
+// proxyRefuses says why r is not forwarded ("" when it is).
+func proxyRefuses(r *http.Request) string {
+	if method, ok := proxyAllowed[r.URL.Path]; !ok || r.Method != method {
+		return fmt.Sprintf("a run may only call POST /v1/messages and POST /v1/messages/count_tokens through this proxy, not %s %s", r.Method, r.URL.Path)
+	}
+	for _, h := range r.Header.Values("Anthropic-Beta") {
+		for _, beta := range strings.Split(h, ",") {
+			beta = strings.TrimSpace(beta)
+			for _, refused := range proxyRefusedBetas {
+				if strings.HasPrefix(beta, refused) {
+					return fmt.Sprintf("the beta %q is not for a run", beta)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// refuse answers as the API does, with an error of its kind.
+func refuse(w http.ResponseWriter, status int, kind, message string) {
+	body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": kind, "message": message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// runOf is the run tok was issued to.
+func (p *keyProxy) runOf(tok string) (string, bool) {
 	if tok == "" {
-		return false
+		return "", false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.tokens[tok]
-	return ok
+	run, ok := p.tokens[tok]
+	return run, ok
 }
 
 // issue gives run a token and the variables its process gets instead of

@@ -32,7 +32,8 @@ func randomHex(t *testing.T) string {
 // outside its own run: the victim run still waits for its person, the
 // queue and budgets are as they were, the remote has no branch of its
 // making and holds no secret, and the model's API saw the worker's key
-// only in what the worker's proxy sent.
+// only in what the worker's proxy sent, which forwards the run's model
+// calls and refuses the rest of the API.
 func TestARunFindsNoCredentialAndReachesNothingOutsideItself(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -81,6 +82,9 @@ func TestARunFindsNoCredentialAndReachesNothingOutsideItself(t *testing.T) {
 		"git push " + w.remote + " HEAD:refs/heads/evil",
 		"git commit --allow-empty -q -m evil",
 		"cp -r " + home + "/.claude stolen-claude",
+		// The worker's key for the rest of the API, through the proxy.
+		`for p in "GET /v1/models" "POST /v1/messages/batches" "POST /v1/files" "GET /v1/organizations/me" "DELETE /v1/messages"; do ` +
+			`set -- $p; echo "== proxy $1 $2"; curl -s -X $1 -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' -d '{}' "$ANTHROPIC_BASE_URL$2"; echo; done`,
 		"} > ../tmp/attack.out 2>&1; echo attacked",
 	}, "\n")
 	attacker := w.submit("task-2 attack")
@@ -95,6 +99,10 @@ func TestARunFindsNoCredentialAndReachesNothingOutsideItself(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "ANTHROPIC_API_KEY=flower-run-") {
 		t.Errorf("the run's environment does not hold its proxy token; the attack's output:\n%.3000s", out)
+	}
+	if n := strings.Count(string(out), `"permission_error"`); n != 5 {
+		i := strings.Index(string(out), "== proxy")
+		t.Errorf("the proxy refused %d of the five calls to the rest of the API; the attack's output:\n%s", n, out[max(i, 0):])
 	}
 	for what, secret := range map[string]string{
 		"the database's password":   dbPassword,
