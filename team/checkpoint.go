@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/flowerrun/flower/internal/gitwork"
 )
@@ -31,6 +32,9 @@ type checkpoints struct {
 	expect, tree, parent string
 	secrets              []gitwork.Secret
 }
+
+// checkpointWait bounds reading a work tree into a checkpoint.
+const checkpointWait = 2 * time.Minute
 
 // restore lays the run's latest checkpoint into the checkout when it was
 // made on head, the commit the checkout is at: the work an earlier
@@ -61,7 +65,11 @@ func (a *attempt) restore(ctx context.Context, head string) error {
 func (c *checkpoints) save(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	tree, err := gitwork.WorkTree(ctx, c.dir, c.index)
+	// Not cut when the write-back is stopped: git killed in the middle
+	// leaves the index locked (a whole run failed on that).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkpointWait)
+	defer cancel()
+	tree, err := gitwork.WorkTree(wctx, c.dir, c.index)
 	if err != nil || tree == c.tree {
 		return err
 	}

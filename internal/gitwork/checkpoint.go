@@ -26,8 +26,13 @@ func CheckpointRef(branch string) string { return "refs/flower/checkpoint/" + br
 // untracked files alike (git add -A: excluded files stay out), and returns
 // its id. It stages into index, a file of the caller's and never dir's own
 // index, so dir's index and branch are left as they are; kept between
-// calls, it spares git re-reading files that did not change.
+// calls, it spares git re-reading files that did not change. The index is
+// the caller's alone, one call at a time: a lock a cut call left on it
+// (git killed with its context) is removed first.
 func WorkTree(ctx context.Context, dir, index string) (string, error) {
+	if err := os.Remove(index + ".lock"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("gitwork: clearing the checkpoint index's lock: %w", err)
+	}
 	env := []string{"GIT_INDEX_FILE=" + index}
 	if _, err := os.Stat(index); err != nil {
 		if _, err := gitWith(ctx, dir, env, "read-tree", "HEAD"); err != nil {

@@ -37,6 +37,12 @@ func TestACheckpointCarriesUncommittedWorkToAnotherMachine(t *testing.T) {
 	if again, _ := WorkTree(ctx, a, index); again != tree {
 		t.Errorf("the same files gave another tree: %s, then %s", tree, again)
 	}
+	// A call cut in the middle (git killed with its context) leaves the
+	// index locked; the next call goes on. (A whole team run failed on it.)
+	write(t, index+".lock", "")
+	if again, err := WorkTree(ctx, a, index); err != nil || again != tree {
+		t.Errorf("after a lock left behind: %s, %v; want %s", again, err, tree)
+	}
 	cp, err := PushCheckpoint(ctx, a, ref, tree, head, "", nil)
 	if err != nil {
 		t.Fatal(err)
