@@ -284,7 +284,7 @@ func (w *Worker) startConfined(ctx context.Context, program string, args ...stri
 	cmd.Dir = home
 	cmd.Env = runEnv(w.o.Env, w.o.PassEnv, map[string]string{"HOME": home, "TMPDIR": tmp, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
 		"CLAUDE_CODE_TMPDIR": tmp, "XDG_CONFIG_HOME": filepath.Join(home, ".config")}, w.envSecrets()...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = runProcAttr()
 	rw, ro, hide := w.confinedPaths(program, home, tmp)
 	cmd, info, err := w.confine.confined(cmd, rw, ro, hide)
 	if err != nil {
@@ -332,8 +332,8 @@ func cliFailure(err error, out []byte) string {
 // .env beside the flower program). A key that only a repository's own
 // .env would give is not counted: it is not the worker's to rely on.
 func (w *Worker) checkCredentials() *envProblem {
-	if w.proxy != nil {
-		return nil
+	if w.proxy != nil || holdsKey(w.o.Env) {
+		return nil // its proxy serves the key (started from it by Run)
 	}
 	look := w.runView()
 	set := map[string]string{}

@@ -43,6 +43,18 @@ type keyProxy struct {
 	tokens map[string]string // token → run
 }
 
+// holdsKey says env holds a key for the model's API: the worker then
+// serves it to its runs through its proxy.
+func holdsKey(env []string) bool {
+	last := map[string]string{} // the last of a name wins, as for newKeyProxy
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			last[k] = v
+		}
+	}
+	return last["ANTHROPIC_API_KEY"] != "" || last["ANTHROPIC_AUTH_TOKEN"] != ""
+}
+
 // newKeyProxy starts the proxy when env holds a key (nil, nil when it
 // holds none: the runs then have nothing to be kept from).
 func newKeyProxy(env []string, log *slog.Logger) (*keyProxy, error) {
