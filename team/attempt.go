@@ -450,10 +450,9 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		a.revoke = revoke
 	}
 	cmd.Env = runEnv(w.o.Env, w.o.PassEnv, set, w.envSecrets()...)
-	// Its own process group, so that it (and its CLI) can be stopped as
-	// one; killed with the worker, so that a dead worker leaves nothing
-	// that still writes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Its own session and group (runProcAttr): stopped as one, gone with
+	// the worker, and without the worker's terminal.
+	cmd.SysProcAttr = runProcAttr()
 	rw, ro, hide := a.confinedPaths(tmp)
 	for _, d := range rw {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -597,6 +596,7 @@ func (a *attempt) failed(ctx context.Context, cause error) error {
 		return a.park(ctx, fmt.Sprintf("failed %d times on %d workers:\n%s", len(counted), len(hosts), strings.Join(reasons, "\n")))
 	}
 	next := time.Now().Add(w.retry.after(len(a.job.Errors) + 1)).Local().Format("15:04:05")
+	a.log().Warn("flower worker: the attempt failed; the run goes back to the queue", "retry_at", next, "err", cause)
 	if err := a.setState(ctx, Queued, "attempt failed on "+w.o.Name+", to be retried at "+next+": "+cause.Error(), false); err != nil {
 		return err
 	}

@@ -269,3 +269,12 @@ func cliPaths(path string) []string {
 	}
 	return paths
 }
+
+// runProcAttr starts a run's process (or the probe of its CLI) in a
+// session of its own, which is its own process group too: stopped as one
+// (a signal to the group), killed with the worker, and without the
+// worker's controlling terminal, so that nothing the run starts can open
+// /dev/tty or type into the operator's shell (TIOCSTI).
+func runProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+}

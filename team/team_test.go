@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"os"
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
@@ -248,6 +251,9 @@ type world struct {
 
 	mu   sync.Mutex
 	dirs []string // every worker's --dir
+	// onTerminal starts the next workers on a terminal of their own, as
+	// from an operator's shell.
+	onTerminal bool
 }
 
 // markerName is what the scripted model touches when a slow call starts.
@@ -344,6 +350,9 @@ type machine struct {
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan error
+	// tty is the terminal it was started on (world.onTerminal), its
+	// input side: what a process types into it waits there.
+	tty *os.File
 }
 
 type lockedBuffer struct {
@@ -399,6 +408,19 @@ func (w *world) workerEnvIn(home, name string, env []string, extra ...string) *m
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	mc := &machine{name: name, dir: filepath.Join(home, "runs"), cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = mc.out, mc.out
+	if w.onTerminal {
+		// Started from an operator's shell: the terminal is its
+		// controlling one (a session of its own, which is a group too).
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		w.t.Cleanup(func() { ptmx.Close(); tty.Close() })
+		mc.tty = tty
+		cmd.Stdin = tty
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		go func() { _, _ = io.Copy(io.Discard, ptmx) }()
+	}
 	if err := cmd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
@@ -453,6 +475,10 @@ func waitFor(t *testing.T, tm *team.Team, d time.Duration, what string, ok func(
 			var b strings.Builder
 			for _, r := range runs {
 				fmt.Fprintf(&b, "  %s %s on %s: %s\n", r.Name(), r.State, r.Host, r.Reason)
+				// A later reason hides why an attempt failed.
+				for _, f := range r.Failures {
+					fmt.Fprintf(&b, "    failed on %s at %s: %s\n", f.Host, f.At.Format("15:04:05"), f.Reason)
+				}
 			}
 			t.Fatalf("after %s, still not %s (err %v):\n%s", d, what, err, b.String())
 		}

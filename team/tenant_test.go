@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/flowerrun/flower/team"
 )
 
@@ -154,4 +156,67 @@ func TestARunFindsNoCredentialAndReachesNothingOutsideItself(t *testing.T) {
 func gitOut(dir string, args ...string) (string, error) {
 	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// A run has no controlling terminal (issue 41, 10): a worker started from
+// an operator's shell keeps that terminal, and a process of the run that
+// shares it (the run's flower is pid 1 of the run's namespace, and runs
+// the project's own checks) could type into it with TIOCSTI and run a
+// command in the operator's shell. The CLI starts its tools in sessions of
+// their own; the run's flower and everything it starts must be in one of
+// the run's own too: no process of the run has the worker's terminal,
+// /dev/tty opens for none, and nothing reaches the terminal's input.
+func TestARunCannotTypeIntoItsWorkersTerminal(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	w.onTerminal = true
+	tm := w.open()
+	w.model.attack = `python3 -c '
+import fcntl, glob, termios
+for f in glob.glob("/proc/[0-9]*/stat"):
+    try:
+        stat = open(f).read()
+    except OSError:
+        continue
+    tty = int(stat[stat.rindex(")") + 2:].split()[4])
+    print("ctty", f, stat[:stat.rindex(")") + 1], tty)
+try:
+    fd = open("/dev/tty", "w")
+    for c in b"echo TYPED-BY-THE-RUN\n":
+        fcntl.ioctl(fd, termios.TIOCSTI, bytes([c]))
+    print("TIOCSTI went through")
+except OSError as e:
+    print("refused:", e)
+' > ../tmp/tty.out 2>&1; echo attacked`
+	id := w.submit("task-1 attack")
+	mc := w.worker("machine-a")
+	r := runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved {
+		t.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+	}
+	out, err := os.ReadFile(filepath.Join(w.dirs[0], team.RunName(id), "tmp", "tty.out"))
+	if err != nil {
+		t.Fatalf("the attack's output: %v\n%s", err, mc.out)
+	}
+	if !strings.Contains(string(out), "refused:") {
+		t.Errorf("the run's process reached its worker's terminal: %s", out)
+	}
+	seen := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[0] != "ctty" {
+			continue
+		}
+		seen++
+		if f[len(f)-1] != "0" {
+			t.Errorf("a process of the run has the worker's terminal as its own: %s", line)
+		}
+	}
+	if seen < 2 {
+		t.Errorf("the attack saw %d processes of the run (the run's flower, the CLI, its Bash at least):\n%s", seen, out)
+	}
+	// Whatever was typed waits in the terminal's input: nothing may.
+	if n, err := unix.IoctlGetInt(int(mc.tty.Fd()), unix.TIOCINQ); err != nil || n > 0 {
+		t.Errorf("the worker's terminal holds %d bytes of input the run typed (%v)", n, err)
+	}
 }
