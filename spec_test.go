@@ -706,7 +706,7 @@ func TestRealCoordinatorOptions(t *testing.T) {
 	o.BaseEnv = claudetest.BaseEnv()
 	maps.Copy(o.Env, claudetest.Env(t, srv))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var result *claude.ResultMessage
 	for m, err := range claude.Query(ctx, FirstMessage(wb, spec, "SCENARIO:wall go"), o) {

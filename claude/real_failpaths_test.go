@@ -150,7 +150,7 @@ func TestRealBackgroundAgentAbsorbedByTheTurnEndsTheQuery(t *testing.T) {
 	opts.Agents = map[string]claude.AgentDefinition{"tester": {Description: "runs checks", Prompt: "You test.", Tools: []string{"Bash"}}}
 	var hook toolHook
 	hook.options(&opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	msgs, err := collect(t, ctx, "SCENARIO:absorbed", opts)
 	if err != nil {

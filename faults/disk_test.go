@@ -112,7 +112,7 @@ func diskFullHelper() int {
 		return 0
 	}
 	fill(cfg.Full, cfg.Leave)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	r, _ := rt.Run(ctx, spec(), cfg.Prompt, flower.RunOptions{OnEvent: func(e flower.Event) {
 		res.Events = append(res.Events, string(e.Kind)+": "+e.Text)

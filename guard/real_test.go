@@ -23,7 +23,7 @@ import (
 
 func realRun(t *testing.T, prompt string, opts claude.Options) []claude.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var msgs []claude.Message
 	for m, err := range claude.Query(ctx, prompt, opts) {
