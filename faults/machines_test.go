@@ -152,6 +152,9 @@ func descendants(pid int) []int {
 	return out
 }
 
+// lease is machine A's in TestFaultARunContinuedOnAnotherMachine.
+const lease = 15 * time.Second
+
 func TestFaultARunContinuedOnAnotherMachine(t *testing.T) {
 	t.Parallel()
 	fault(t, "a run whose machine dies (flower and its CLI killed with SIGKILL mid-tool-call) is continued from PostgreSQL by another machine with its own HOME and its own clone: the same session resumed from the store (none of the first machine's CLI files there), the lineage and spills restored, every pointed byte readable there, and every line of both machines' CLI transcripts in the database in order")
@@ -184,6 +187,11 @@ func TestFaultARunContinuedOnAnotherMachine(t *testing.T) {
 		return claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{"command": bigCmd, "description": "count"}))
 	})
 	a, b := newMachine(t, srv, remote, dbURL), newMachine(t, srv, remote, dbURL)
+	// A lease machine B's start cannot outlast on a loaded machine: with
+	// 3 s, B took longer than that to look and found the run free.
+	for _, mc := range []*machine{a, b} {
+		mc.cmdEnv = append(mc.cmdEnv, flower.LeaseEnv+"="+lease.String())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -226,7 +234,7 @@ func TestFaultARunContinuedOnAnotherMachine(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b.ws, "runs", flower.LineageName)); err == nil {
 		t.Fatal("machine B, refused, laid out the run anyway")
 	}
-	time.Sleep(3500 * time.Millisecond) // past A's 3 s lease
+	time.Sleep(lease + 500*time.Millisecond) // past A's lease
 
 	before := srv.Count()
 	second, outB := b.command(ctx)
