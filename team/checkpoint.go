@@ -3,6 +3,7 @@ package team
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -40,9 +41,16 @@ const checkpointWait = 2 * time.Minute
 // made on head, the commit the checkout is at: the work an earlier
 // attempt did after its last commit.
 func (a *attempt) restore(ctx context.Context, head string) error {
+	// The index lives in the worker's own folder, not the run's state
+	// folder: a run's processes write there, and the worker's git must not
+	// read an index (or follow a link) the run planted.
+	own := filepath.Join(a.w.o.Dir, ".flower-checkpoints")
+	if err := os.MkdirAll(own, 0o700); err != nil {
+		return err
+	}
 	a.cp = &checkpoints{
 		dir: a.checkout, ref: gitwork.CheckpointRef(a.run.Branch),
-		index: filepath.Join(a.state, "checkpoint-index"), secrets: a.w.secrets,
+		index: filepath.Join(own, a.name()+".index"), secrets: a.w.secrets,
 	}
 	remote, restored, err := gitwork.RestoreCheckpoint(ctx, a.checkout, a.cp.ref, head)
 	if err != nil {
