@@ -1053,14 +1053,19 @@ func TestPostgreSQLRestartedWhileTwoRunsWorkBothContinue(t *testing.T) {
 	tm := w.open()
 	w.submit("task-1 pause")
 	w.submit("task-2 pause")
-	w.worker("machine-a", "--rescue", "30s")
-	w.worker("machine-b", "--rescue", "30s")
+	// The restart must end within the rescue interval for the runs to
+	// stay where they are; on a loaded CI machine stopping and starting
+	// a cluster took tens of seconds, so the interval is the default's
+	// (a longer silence hands a run on: TestAWorkerPausedPastItsRescueWritesNothingAfterAnotherTookOver).
+	w.worker("machine-a", "--rescue", "2m")
+	w.worker("machine-b", "--rescue", "2m")
 	w.waitMarker(markerName+"-task-1", 3*time.Minute)
 	w.waitMarker(markerName+"-task-2", 3*time.Minute)
+	restarting := time.Now()
 	if err := srv.Restart(ctx); err != nil {
 		t.Fatalf("restart: %v\n%s", err, srv.Log())
 	}
-	t.Log("PostgreSQL restarted while both runs were in their tool call")
+	t.Logf("PostgreSQL restarted in %s while both runs were in their tool call", time.Since(restarting).Round(time.Millisecond))
 	runs := waitFor(t, tm, 4*time.Minute, "both ended", func(runs []team.Run) bool { return len(runs) == 2 && allEnded(runs) })
 	for _, r := range runs {
 		if r.State != team.Achieved {
