@@ -192,7 +192,7 @@ var points = map[Lang]map[string][]string{
 			`Do not believe "done"`, "without evidence", "never achieved", "I disclosed the risk", "external condition",
 			"contradicts itself", "Unclear is not done", "mcp__human__ask",
 			"exit status", "workspace root", "sandbox", "never a script in the workbench", "none left out and none added", "a conclusion that contradicts them is not achieved", "Name what is missing",
-			`"go vet reports unreachable code"`, `"cannot be verified until the dependency is installed"`, "measured by flower", "for want of the network or a cache", "from flower's measurements", "artifacts/", "however much they look like a check's output"},
+			`"go vet reports unreachable code"`, `"cannot be verified until the dependency is installed"`, "measured by flower", "reads like a want of the network or a cache", "a test can print anything", "from flower's measurements", "artifacts/", "however much they look like a check's output"},
 		"oracle.md": {"beside a run", "only read", "nothing you say enters", "discarded", "inbox", "interrupt",
 			"recent events", "workbench", "Look first", "citing the files", "cannot tell", "Be brief", "only what was asked"},
 		"handoff.md": {"{used}/{window}", "nearly full", "brand-new session", "exactly five sections", "**why**",

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
@@ -32,8 +34,9 @@ var serveFiles embed.FS
 // names one.
 const serveTokenEnv = "FLOWER_SERVE_TOKEN"
 
-// serveCookie carries the token after the first visit with ?token=.
-const serveCookie = "flower_token"
+// serveCookie carries the browser's session after the first visit with
+// ?token=: a random id and its MAC under the token, never the token.
+const serveCookie = "flower_session"
 
 // runServe is `flower serve [--addr HOST:PORT] [--public] [--token-file F]`:
 // the team's dashboard in the browser.
@@ -46,6 +49,7 @@ func (m *Command) runServe(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "")
 	public := fs.Bool("public", false, "")
 	tokenFile := fs.String("token-file", "", "")
+	publicURL := fs.String("public-url", "", "")
 	pos, err := m.parse(fs, fmt.Sprintf(text(m.argLang(args), "serveUsage"), m.name()), args)
 	if err != nil {
 		return err
@@ -67,6 +71,10 @@ func (m *Command) runServe(ctx context.Context, args []string) error {
 		// route there, so that has to be asked for by name.
 		return usageErrorf(text(lang, "serveNotLoopback"), *addr)
 	}
+	publicOrigin, err := parsePublicURL(*publicURL)
+	if err != nil {
+		return usageErrorf(text(lang, "serveBadPublicURL"), *publicURL, err)
+	}
 	token, fresh, where, err := m.serveToken(*tokenFile, lang)
 	if err != nil {
 		return err
@@ -84,11 +92,17 @@ func (m *Command) runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf(text(lang, "serveListen"), *addr, err)
 	}
 	d, err := newDashboard(t, token, flower.Lang(g.lang), m.language(&g, ""))
+	if err == nil && publicOrigin != "" {
+		err = d.trustOrigin(publicOrigin)
+	}
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	base := "http://" + ln.Addr().String() + "/"
+	if publicOrigin != "" {
+		base = publicOrigin + "/"
+	}
 	// Ctrl-C stops only the dashboard: there is nothing here to continue.
 	m.quitHint = text(lang, "serveStopped")
 	if fresh {
@@ -161,10 +175,37 @@ func (m *Command) serveToken(file string, lang flower.Lang) (token string, fresh
 	return token, true, path, nil
 }
 
-// dashboard serves the pages; every handler runs behind its token check.
+// parsePublicURL checks --public-url: the scheme and host people reach
+// the dashboard by through a proxy, "" when not given.
+func parsePublicURL(s string) (string, error) {
+	if strings.TrimSpace(s) == "" {
+		return "", nil
+	}
+	u, err := url.Parse(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return "", err
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", errors.New("it must start with https:// (or http://)")
+	case u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return "", errors.New("give the scheme and host only, as https://flower.example.com")
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// dashboard serves the pages; every handler runs behind its session check.
+// The access token only opens a session: the browser's cookie holds a
+// session id with its MAC under the token, and each form holds that
+// session's own CSRF value, so neither a cookie nor a page gives the token
+// away. Cross-origin posts are refused by net/http's CrossOriginProtection
+// (Sec-Fetch-Site, else Origin against Host, whatever the scheme), with
+// --public-url's origin trusted behind a proxy that rewrites Host.
 type dashboard struct {
 	t     *team.Team
 	token string
+	// secure marks the cookie Secure: the dashboard is reached by https.
+	secure  bool
+	origins *http.CrossOriginProtection
 	// forced is --lang ("" when not given: the browser's choice rules);
 	// fallback is the locale's language.
 	forced, fallback flower.Lang
@@ -176,7 +217,8 @@ type dashboard struct {
 }
 
 func newDashboard(t *team.Team, token string, forced, fallback flower.Lang) (*dashboard, error) {
-	d := &dashboard{t: t, token: token, forced: forced, fallback: fallback, base: context.Background(), streamFor: 25 * time.Second}
+	d := &dashboard{t: t, token: token, forced: forced, fallback: fallback, base: context.Background(), streamFor: 25 * time.Second,
+		origins: http.NewCrossOriginProtection()}
 	funcs := template.FuncMap{
 		// clean strips what a run wrote of control and bidi characters;
 		// html/template escapes the rest.
@@ -215,10 +257,60 @@ func newDashboard(t *team.Team, token string, forced, fallback flower.Lang) (*da
 	return d, nil
 }
 
-// ServeHTTP checks the token before anything: from ?token= (which sets
-// the cookie and drops it from the address) or the cookie; a POST must
-// also carry it in its form (a page of another site cannot read it) and
-// come from this origin when the browser says where it comes from.
+// trustOrigin accepts posts from origin (--public-url), and marks the
+// cookie Secure when it is https.
+func (d *dashboard) trustOrigin(origin string) error {
+	d.secure = strings.HasPrefix(origin, "https://")
+	return d.origins.AddTrustedOrigin(origin)
+}
+
+// mac is the token's HMAC of what, in hex: a session's proof and its CSRF
+// value, which say nothing of the token.
+func (d *dashboard) mac(what string) string {
+	h := hmac.New(sha256.New, []byte(d.token))
+	h.Write([]byte(what))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// newSession is a fresh session's cookie value.
+func (d *dashboard) newSession() (string, error) {
+	raw := make([]byte, 16)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	id := hex.EncodeToString(raw)
+	return id + "." + d.mac("session:"+id), nil
+}
+
+// session is the id of the session r's cookie holds, false when it holds
+// none this dashboard's token made.
+func (d *dashboard) session(r *http.Request) (string, bool) {
+	c, err := r.Cookie(serveCookie)
+	if err != nil {
+		return "", false
+	}
+	id, proof, ok := strings.Cut(c.Value, ".")
+	if !ok || id == "" || !hmac.Equal([]byte(proof), []byte(d.mac("session:"+id))) {
+		return "", false
+	}
+	return id, true
+}
+
+// csrf is the value a session's forms carry.
+func (d *dashboard) csrf(session string) string { return d.mac("csrf:" + session) }
+
+type sessionKey struct{}
+
+// csrfOf is the CSRF value of the request's session (set by ServeHTTP).
+func csrfOf(r *http.Request) string {
+	s, _ := r.Context().Value(sessionKey{}).(string)
+	return s
+}
+
+// ServeHTTP checks the session before anything: ?token= opens one (it
+// sets the cookie and drops the token from the address), the cookie
+// carries it; a POST must come from this dashboard's origin and carry the
+// session's CSRF value in its form (a page of another site cannot read it).
 func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
@@ -229,7 +321,12 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.refuse(w, lang)
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: serveCookie, Value: d.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		session, err := d.newSession()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: serveCookie, Value: session, Path: "/", HttpOnly: true, Secure: d.secure, SameSite: http.SameSiteStrictMode})
 		u := *r.URL
 		v := u.Query()
 		v.Del("token")
@@ -237,22 +334,23 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 		return
 	}
-	c, err := r.Cookie(serveCookie)
-	if err != nil || !d.good(c.Value) {
+	session, ok := d.session(r)
+	if !ok {
 		d.refuse(w, lang)
 		return
 	}
+	csrf := d.csrf(session)
 	if r.Method == http.MethodPost {
-		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+		if err := d.origins.Check(r); err != nil {
 			http.Error(w, text(lang, "serveCSRF"), http.StatusForbidden)
 			return
 		}
-		if !d.good(r.PostFormValue("csrf")) {
+		if !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(csrf)) {
 			http.Error(w, text(lang, "serveCSRF"), http.StatusForbidden)
 			return
 		}
 	}
-	d.mux.ServeHTTP(w, r)
+	d.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, csrf)))
 }
 
 func (d *dashboard) good(s string) bool {
@@ -311,7 +409,7 @@ func (d *dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err, http.StatusBadGateway)
 		return
 	}
-	d.show(w, "runs", page{L: d.lang(r), CSRF: d.token, Runs: runs})
+	d.show(w, "runs", page{L: d.lang(r), CSRF: csrfOf(r), Runs: runs})
 }
 
 // runsRows is the runs table's body alone: what the page's script puts
@@ -391,7 +489,7 @@ func (d *dashboard) runPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err, http.StatusBadGateway)
 		return
 	}
-	d.show(w, "run", page{L: d.lang(r), CSRF: d.token, Run: run, Events: evs, Note: r.URL.Query().Get("note")})
+	d.show(w, "run", page{L: d.lang(r), CSRF: csrfOf(r), Run: run, Events: evs, Note: r.URL.Query().Get("note")})
 }
 
 // back returns to the run's page with a note of what the action did.
@@ -448,7 +546,7 @@ func (d *dashboard) workersPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err, http.StatusBadGateway)
 		return
 	}
-	d.show(w, "workers", page{L: d.lang(r), CSRF: d.token, Workers: ws, Note: r.URL.Query().Get("note")})
+	d.show(w, "workers", page{L: d.lang(r), CSRF: csrfOf(r), Workers: ws, Note: r.URL.Query().Get("note")})
 }
 
 func (d *dashboard) drain(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/cookiejar"
 	"net/url"
 	"os"
@@ -129,9 +130,10 @@ func TestServeDashboard(t *testing.T) {
 
 	// A client with the cookie, as the browser has after ?token=.
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	cookie := login(t, client, base, token)
 	get := func(path string) string {
 		req, _ := http.NewRequest("GET", base+path, nil)
-		req.AddCookie(&http.Cookie{Name: serveCookie, Value: token})
+		req.AddCookie(cookie)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +148,7 @@ func TestServeDashboard(t *testing.T) {
 	post := func(path string, form url.Values, origin string) int {
 		req, _ := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(&http.Cookie{Name: serveCookie, Value: token})
+		req.AddCookie(cookie)
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
@@ -158,35 +160,40 @@ func TestServeDashboard(t *testing.T) {
 		return resp.StatusCode
 	}
 	page := get("/runs/r3")
-	if !strings.Contains(page, "Which name? &lt;i&gt;sure&lt;/i&gt;") || !strings.Contains(page, `name="csrf" value="`+token+`"`) {
-		t.Fatalf("r3's page lacks its question or its reply form:\n%s", page)
+	csrf := csrfField(t, page)
+	if !strings.Contains(page, "Which name? &lt;i&gt;sure&lt;/i&gt;") || strings.Contains(page, token) {
+		t.Fatalf("r3's page lacks its question or holds the access token:\n%s", page)
 	}
-	// Without the CSRF field, or from another origin: refused.
+	// Without the CSRF field, with the access token as one, or from
+	// another origin: refused.
 	if code := post("/runs/r1/cancel", url.Values{}, ""); code != http.StatusForbidden {
 		t.Errorf("a cancel without the CSRF field: %d, want 403", code)
 	}
-	if code := post("/runs/r1/cancel", url.Values{"csrf": {token}}, "http://evil.example"); code != http.StatusForbidden {
+	if code := post("/runs/r1/cancel", url.Values{"csrf": {token}}, ""); code != http.StatusForbidden {
+		t.Errorf("a cancel with the access token for a CSRF value: %d, want 403", code)
+	}
+	if code := post("/runs/r1/cancel", url.Values{"csrf": {csrf}}, "http://evil.example"); code != http.StatusForbidden {
 		t.Errorf("a cancel from another origin: %d, want 403", code)
 	}
 	if r, _ := tm.Run(ctx, 1); !r.CancelRequested.IsZero() || team.Ended(r.State) {
 		t.Fatalf("a refused cancel cancelled r1: %+v", r)
 	}
 
-	if code := post("/runs/r3/reply", url.Values{"csrf": {token}, "text": {"call it bloom"}}, base); code != http.StatusSeeOther {
+	if code := post("/runs/r3/reply", url.Values{"csrf": {csrf}, "text": {"call it bloom"}}, base); code != http.StatusSeeOther {
 		t.Errorf("the reply: %d", code)
 	}
 	var reply string
 	if err := conn.QueryRow(ctx, "select text from team_replies where run = 3 and question = 'q1'").Scan(&reply); err != nil || reply != "call it bloom" {
 		t.Errorf("the reply kept for r3's q1: %q, %v", reply, err)
 	}
-	if code := post("/runs/r1/cancel", url.Values{"csrf": {token}}, ""); code != http.StatusSeeOther {
+	if code := post("/runs/r1/cancel", url.Values{"csrf": {csrf}}, ""); code != http.StatusSeeOther {
 		t.Errorf("the cancel: %d", code)
 	}
 	r1, err := tm.Run(ctx, 1)
 	if err != nil || r1.State != team.Cancelled {
 		t.Fatalf("r1 after the cancel: %s, %v", r1.State, err)
 	}
-	if code := post("/runs/r2/retry", url.Values{"csrf": {token}}, ""); code != http.StatusSeeOther {
+	if code := post("/runs/r2/retry", url.Values{"csrf": {csrf}}, ""); code != http.StatusSeeOther {
 		t.Errorf("the retry: %d", code)
 	}
 	if r2, err := tm.Run(ctx, 2); err != nil || r2.State != team.Queued {
@@ -201,7 +208,7 @@ func TestServeDashboard(t *testing.T) {
 		t.Errorf("r3's page links a report it cannot have")
 	}
 	req, _ := http.NewRequest("GET", base+"/runs/r3/report", nil)
-	req.AddCookie(&http.Cookie{Name: serveCookie, Value: token})
+	req.AddCookie(cookie)
 	if resp, err := client.Do(req); err != nil {
 		t.Fatal(err)
 	} else {
@@ -216,7 +223,7 @@ func TestServeDashboard(t *testing.T) {
 	}
 	// In Chinese when the browser asks for it.
 	req, _ = http.NewRequest("GET", base+"/", nil)
-	req.AddCookie(&http.Cookie{Name: serveCookie, Value: token})
+	req.AddCookie(cookie)
 	req.Header.Set("Accept-Language", "zh-CN,zh;q=0.9,en;q=0.5")
 	resp, err := client.Do(req)
 	if err != nil {
@@ -321,6 +328,135 @@ func TestServeStartsOnATerminal(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// login opens a session with the access token as a browser does (the
+// address with ?token=) and returns its cookie, which must not be the
+// token.
+func login(t *testing.T, client *http.Client, base, token string) *http.Cookie {
+	t.Helper()
+	resp, err := client.Get(base + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == serveCookie {
+			if strings.Contains(c.Value, token) || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+				t.Fatalf("the session cookie %+v holds the token or may leave the page", c)
+			}
+			return c
+		}
+	}
+	t.Fatalf("?token= set no session cookie: %d %v", resp.StatusCode, resp.Header)
+	return nil
+}
+
+var csrfFieldRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// csrfField is the CSRF value a page's forms carry.
+func csrfField(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfFieldRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the page has no form with a CSRF value:\n%s", page)
+	}
+	return m[1]
+}
+
+// Behind the HTTPS proxy the README recommends, the browser's posts come
+// from https://HOST: each button must work (round 4 found every one
+// refused, the Origin check knowing only http://), while another site's
+// post, and a session's CSRF value in another session, are refused.
+// --public-url names the proxy's origin when the proxy rewrites Host.
+func TestServeButtonsWorkBehindAnHTTPSProxy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tm, err := team.Open(ctx, pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	repo := clones(t, 1)[0]
+	for range 4 {
+		if _, err := tm.Submit(ctx, team.Submission{Request: "add a --json flag", Repo: repo}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const token = "fedcba9876543210fedcba9876543210"
+	d, err := newDashboard(tm, token, "", flower.Lang("en"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	public, err := parsePublicURL("https://flower.example.com/")
+	if err != nil || public != "https://flower.example.com" {
+		t.Fatalf("parsePublicURL: %q, %v", public, err)
+	}
+	if err := d.trustOrigin(public); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d)
+	defer srv.Close()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	cookie := login(t, client, srv.URL, token)
+	if !cookie.Secure {
+		t.Errorf("behind an https --public-url the cookie is not Secure: %+v", cookie)
+	}
+	other := login(t, client, srv.URL, token)
+	page := func(c *http.Cookie) string {
+		req, _ := http.NewRequest("GET", srv.URL+"/runs/r1", nil)
+		req.AddCookie(c)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	csrf, otherCSRF := csrfField(t, page(cookie)), csrfField(t, page(other))
+	if csrf == otherCSRF || csrf == token {
+		t.Fatalf("two sessions share a CSRF value, or it is the token: %q %q", csrf, otherCSRF)
+	}
+	hostOf := strings.TrimPrefix(srv.URL, "http://")
+	for _, c := range []struct {
+		name, run, host, origin, site, csrf string
+		want                                int
+	}{
+		{"the proxy keeps Host, the browser says https", "r1", hostOf, "https://" + hostOf, "", csrf, http.StatusSeeOther},
+		{"a modern browser's own page", "r2", "flower.internal:8080", "https://flower.example.com", "same-origin", csrf, http.StatusSeeOther},
+		{"the proxy rewrites Host; --public-url names it", "r3", "127.0.0.1:8080", "https://flower.example.com", "", csrf, http.StatusSeeOther},
+		{"another site", "r4", hostOf, "https://evil.example", "cross-site", csrf, http.StatusForbidden},
+		{"another site, an older browser", "r4", hostOf, "https://evil.example", "", csrf, http.StatusForbidden},
+		{"another session's CSRF value", "r4", hostOf, "https://" + hostOf, "", otherCSRF, http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL+"/runs/"+c.run+"/cancel", strings.NewReader(url.Values{"csrf": {c.csrf}}.Encode()))
+		req.Host = c.host
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", c.origin)
+		if c.site != "" {
+			req.Header.Set("Sec-Fetch-Site", c.site)
+		}
+		req.AddCookie(cookie)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s: %d, want %d", c.name, resp.StatusCode, c.want)
+		}
+	}
+	for id, want := range map[int64]string{1: team.Cancelled, 2: team.Cancelled, 3: team.Cancelled, 4: team.Queued} {
+		if r, err := tm.Run(ctx, id); err != nil || r.State != want {
+			t.Errorf("r%d is %s after the posts (%v), want %s", id, r.State, err, want)
+		}
+	}
+	for _, bad := range []string{"ftp://x", "flower.example.com", "https://flower.example.com/dash", "https://u:p@flower.example.com"} {
+		if _, err := parsePublicURL(bad); err == nil {
+			t.Errorf("--public-url %q was taken", bad)
 		}
 	}
 }

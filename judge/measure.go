@@ -30,11 +30,17 @@ type Measurement struct {
 	// (TimedOut, stopped) or could not start (Err).
 	Exit     int
 	TimedOut bool
-	// Environment, when not "", says the failure is for want of the
-	// network ("network") or of a dependency the local cache lacks and
-	// nothing could download ("cache"), not the work's: read from the
-	// tool's own output (environmentOf).
+	// Environment, when not "", says the failing command's output reads
+	// like a want of the network ("network") or of a dependency the local
+	// cache lacks ("cache") (environmentOf). It is a hint for the person
+	// and the judge, never an excuse: the output is the command's own, and
+	// a test can print anything, so the item failed all the same.
 	Environment string
+	// Hidden, when not "", says the workspace could not be copied for the
+	// command (a file flower cannot read, a copy that did not end in the
+	// time limit): the work kept something from flower's measurement, and
+	// its item failed (Exit -1), rather than being left to reading.
+	Hidden string
 	// Head and Tail are the start and the end of stdout and stderr
 	// combined, at most MeasureOptions.OutputBytes each. They never
 	// overlap: when Bytes is at most twice that, Head+Tail is the whole
@@ -259,7 +265,10 @@ func (sb measureSandbox) baseArgs(network bool) []string {
 	if network {
 		args = append(args, "--share-net")
 	}
-	return append(args, "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL")
+	// The command is the namespace's first process (--as-pid-1), so
+	// /proc/1 is the shell the item's command runs in, not a bubblewrap
+	// that tells a test it is being measured.
+	return append(args, "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL", "--as-pid-1")
 }
 
 // under reports whether p is dir or lies inside it.
@@ -282,7 +291,11 @@ func (sb measureSandbox) run(ctx context.Context, ws string, env []string, o Mea
 	defer removeAll(scratch)
 	work := filepath.Join(scratch, "ws")
 	if err := sb.copyWorkspace(ctx, ws, work, o.Timeout); err != nil {
-		m.Err, m.Sandbox = err.Error(), "not run"
+		if cerr := ctx.Err(); cerr != nil {
+			m.Err, m.Sandbox = "stopped: flower was stopped while it copied the workspace ("+cerr.Error()+")", "not run"
+			return
+		}
+		m.Hidden = err.Error()
 		return
 	}
 
@@ -434,13 +447,13 @@ func (sb measureSandbox) copyWorkspace(ctx context.Context, ws, dst string, limi
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("copying the workspace was stopped or took longer than %s", limit)
+			return fmt.Errorf("the copy was stopped or took longer than %s", limit)
 		}
 		why := strings.TrimSpace(string(out))
 		if why == "" {
 			why = err.Error()
 		}
-		return fmt.Errorf("the workspace could not be copied for the command (%s)", oneLine(why, 200))
+		return errors.New(oneLine(why, 200))
 	}
 	return nil
 }
@@ -685,7 +698,7 @@ func RenderMeasurements(ms []Measurement, lang doc.Lang) string {
 	for i, m := range ms[:shown] {
 		b.WriteString("\n" + heads[i])
 		switch {
-		case m.Err != "":
+		case m.Err != "" || m.Hidden != "":
 		case m.Bytes == 0:
 			b.WriteString(t.noOutput + "\n")
 		default:
@@ -836,7 +849,7 @@ func tailBytes(s string, n int) string {
 type measureText struct {
 	title, intro, sandbox, command          string
 	exit, exitEnv, wantNetwork, wantCache   string
-	timedOut, notRun                        string
+	timedOut, notRun, hidden                string
 	output, middle, outputLeftOut, noOutput string
 	leftOut                                 string
 }
@@ -850,9 +863,10 @@ func measureTexts(lang doc.Lang) measureText {
 			sandbox:       "沙箱:%s。",
 			command:       "命令:",
 			exit:          "退出码:%d(用时 %s)。",
-			exitEnv:       "退出码:%d(用时 %s)——%s——不是这份工作的失败,但也不算通过。",
-			wantNetwork:   "因缺少网络而失败(--check-network 让 flower 的实测联网)",
-			wantCache:     "因本地缓存缺少依赖(且无法下载)而失败",
+			exitEnv:       "退出码:%d(用时 %s)——未通过。它的输出看起来像是%s;那是命令自己的输出,不是 flower 的发现,不能为这一项开脱。",
+			wantNetwork:   "缺少网络(--check-network 让 flower 的实测联网)",
+			wantCache:     "本地缓存缺少依赖(且无法下载)",
+			hidden:        "未通过:无法为该命令复制工作区(%s)。工作对 flower 的实测藏起的东西,令这一项不通过。",
 			timedOut:      "超时:运行 %s 后被终止,连同它启动的一切。",
 			notRun:        "未运行:%s。此项请通过阅读文件来判断。",
 			output:        "输出(共 %d 字节,开头与结尾):",
@@ -869,9 +883,10 @@ func measureTexts(lang doc.Lang) measureText {
 		sandbox:       "Sandbox: %s.",
 		command:       "Command:",
 		exit:          "Exit status: %d (in %s).",
-		exitEnv:       "Exit status: %d (in %s) — %s — not the work's failure, and not a pass either.",
-		wantNetwork:   "failed for want of the network (--check-network lets flower's runs use it)",
-		wantCache:     "failed for want of a dependency missing from the local cache (nothing could download it)",
+		exitEnv:       "Exit status: %d (in %s) — a failure. Its output reads like %s; that is the command's own output, not flower's finding, and it does not excuse the item.",
+		wantNetwork:   "a want of the network (--check-network lets flower's measurement use it)",
+		wantCache:     "a want of a dependency missing from the local cache (nothing could download it)",
+		hidden:        "Failed: the workspace could not be copied for the command (%s). What the work keeps from flower's measurement fails its item.",
 		timedOut:      "Timed out: killed after %s, with everything it started.",
 		notRun:        "Not run: %s. Judge this item by reading files.",
 		output:        "Output (%d bytes in all, head and tail):",
@@ -890,6 +905,8 @@ func (m Measurement) status(t measureText) string {
 	switch {
 	case m.Err != "":
 		return fmt.Sprintf(t.notRun, oneLine(m.Err, 300))
+	case m.Hidden != "":
+		return fmt.Sprintf(t.hidden, oneLine(m.Hidden, 300))
 	case m.TimedOut:
 		return fmt.Sprintf(t.timedOut, secs)
 	case m.Environment != "":

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -489,17 +491,19 @@ func TestRenderMeasurementsSaysWhatFlowerMeasured(t *testing.T) {
 		{Item: Item{ID: "c3", Text: "npm ci", Command: "npm ci --offline"}, Exit: 1, Environment: "cache", Head: "npm ERR! code ENOTCACHED\n", Bytes: 25, Sandbox: "bubblewrap, a throwaway copy of the workspace, HOME read-only, no network"},
 		{Item: Item{ID: "c4", Text: "server", Command: "./serve"}, Exit: -1, TimedOut: true, Head: "listening\n", Bytes: 10, Duration: 5 * time.Minute, Sandbox: "bubblewrap, a throwaway copy of the workspace, HOME read-only, no network"},
 		{Item: Item{ID: "c5", Text: "lint", Command: "make lint"}, Exit: 0, Sandbox: "bubblewrap, a throwaway copy of the workspace, HOME read-only, no network"},
-		{Item: Item{ID: "c6", Text: "e2e", Command: "make e2e"}, Exit: -1, Err: "the workspace could not be copied for the command (cp: permission denied)", Sandbox: "not run"},
+		{Item: Item{ID: "c6", Text: "e2e", Command: "make e2e"}, Exit: -1, Err: "no sandbox here", Sandbox: "not run"},
+		{Item: Item{ID: "c7", Text: "bench", Command: "make bench"}, Exit: -1, Hidden: "cp: permission denied", Sandbox: "bubblewrap, a throwaway copy of the workspace, HOME read-only, no network"},
 	}
 	en := RenderMeasurements(ms, doc.Lang("en"))
 	zh := RenderMeasurements(ms, doc.Lang("zh"))
 	for _, want := range []string{
 		"## Measured by flower", "ran each checklist command below itself", "are evidence", "claims, not evidence",
 		"### [c1] tests pass", "go test ./...", "Exit status: 1 (in 1.2s)", "````\n--- FAIL: TestAdd",
-		"### [c2]", "failed for want of the network", "not the work's failure",
-		"failed for want of a dependency missing from the local cache",
+		"### [c2]", "a failure. Its output reads like a want of the network", "does not excuse the item",
+		"a want of a dependency missing from the local cache",
 		"Timed out: killed after 5m0s", "Exit status: 0", "No output.",
-		"Not run: the workspace could not be copied", "Judge this item by reading files",
+		"Not run: no sandbox here", "Judge this item by reading files",
+		"Failed: the workspace could not be copied for the command (cp: permission denied). What the work keeps from flower's measurement fails its item.",
 		"Sandbox: bubblewrap, a throwaway copy of the workspace, HOME read-only, no network.",
 	} {
 		if !strings.Contains(en, want) {
@@ -508,8 +512,8 @@ func TestRenderMeasurementsSaysWhatFlowerMeasured(t *testing.T) {
 	}
 	for _, want := range []string{
 		"## flower 亲自测量的结果", "亲自在沙箱里运行", "这些是证据", "只是它的说法,不是证据",
-		"### [c1] tests pass", "退出码:1(用时 1.2s)", "因缺少网络而失败", "不是这份工作的失败",
-		"因本地缓存缺少依赖", "超时:运行 5m0s 后被终止", "没有输出。", "未运行:", "此项请通过阅读文件来判断",
+		"### [c1] tests pass", "退出码:1(用时 1.2s)", "未通过。它的输出看起来像是缺少网络", "不能为这一项开脱",
+		"本地缓存缺少依赖", "未通过:无法为该命令复制工作区(cp: permission denied)", "超时:运行 5m0s 后被终止", "没有输出。", "未运行:", "此项请通过阅读文件来判断",
 	} {
 		if !strings.Contains(zh, want) {
 			t.Errorf("the Chinese rendering lacks %q:\n%s", want, zh)
@@ -580,4 +584,62 @@ func TestMeasureCostOfTheSandbox(t *testing.T) {
 	}
 	all := time.Since(start)
 	t.Logf("per command: %v in all, %v of it in bubblewrap (the rest copies the workspace)", all/n, sandboxed/n)
+}
+
+// A workspace that keeps files from flower's measurement (one it cannot
+// read, a FIFO, a socket) fails the item, never leaves it to reading: the
+// red team's chmod 000 file made every measurement "not run" and the
+// judge's "passed" stood. Root reads any file, so the unreadable one
+// only hides from an ordinary user; both must end measured or failed.
+func TestAWorkspaceThatHidesAFileFailsItsItem(t *testing.T) {
+	testenv.Sandbox(t)
+	testenv.AsOrdinaryUser(t)
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "check.sh"), []byte("exit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "secret"), []byte("kept from flower"), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(ws, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	m := measureOne(t, ws, "sh check.sh", MeasureOptions{})
+	if m.Err != "" || m.Sandbox == "not run" {
+		t.Fatalf("the measurement was left to reading: %+v", m)
+	}
+	items := []Item{{ID: "c1", Text: "the check", Command: "sh check.sh"}}
+	reply := &Reply{Conclusion: doc.Achieved, Reason: "all done",
+		Items: []ItemVerdict{{ID: "c1", Status: Passed, Evidence: "I ran it"}}}
+	d := Decide(items, []Measurement{m}, reply, doc.Lang("en"))
+	if os.Geteuid() == 0 {
+		if m.Hidden != "" || m.Exit != 0 || !d.Passed() {
+			t.Fatalf("root reads every file, so the command ran and passed: %+v, %s", m, d.State)
+		}
+		return
+	}
+	if m.Hidden == "" || !m.Failed() || !strings.Contains(m.Hidden, "secret") {
+		t.Fatalf("an unreadable file did not fail the item and name itself: %+v", m)
+	}
+	if d.Passed() || !strings.Contains(d.Verdict.Reason, "What the work keeps from flower's measurement fails its item") {
+		t.Fatalf("the judge's passed stood over a workspace that hid a file: %s\n%s", d.State, d.Verdict.Reason)
+	}
+}
+
+// The command is the first process of its namespace: /proc/1 is its shell,
+// not a bubblewrap that tells a test it is being measured.
+func TestAMeasuredCommandSeesNoSandboxAtPID1(t *testing.T) {
+	testenv.Sandbox(t)
+	m := measureOne(t, t.TempDir(), `tr '\0' ' ' < /proc/1/cmdline; echo; echo done`, MeasureOptions{})
+	if m.Err != "" || m.Exit != 0 || !strings.Contains(m.Head, "done") {
+		t.Fatalf("the command did not run: %+v", m)
+	}
+	if first := strings.SplitN(m.Head, "\n", 2)[0]; strings.Contains(first, "bwrap") || !strings.Contains(first, "sh") {
+		t.Errorf("/proc/1/cmdline reads %q: want the command's shell, not bubblewrap", first)
+	}
 }

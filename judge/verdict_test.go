@@ -44,7 +44,7 @@ func TestDecideTakesTheItemsNotTheConclusion(t *testing.T) {
 		// Not the work's failure, but not a pass either: the output that says
 		// so is the work's to forge.
 		{"a failure for want of the network is not a pass", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
-			[]Measurement{{Item: testItems[0], Exit: 1, Environment: "network"}}, doc.NotYet, "failed for want of the network (--check-network lets flower's runs use it) — not the work's failure, and not a pass either"},
+			[]Measurement{{Item: testItems[0], Exit: 1, Environment: "network"}}, doc.NotYet, "a failure. Its output reads like a want of the network (--check-network lets flower's measurement use it); that is the command's own output, not flower's finding, and it does not excuse the item"},
 		{"a measurement that could not run says nothing", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
 			[]Measurement{{Item: testItems[0], Exit: -1, Err: "no bubblewrap"}}, doc.Achieved, ""},
 		{"a measurement that passed", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
