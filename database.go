@@ -50,6 +50,13 @@ const (
 	LeashEnv   = "FLOWER_LEASH"
 )
 
+// ReplyKeyFDEnv names the file descriptor a team worker gives a run's
+// process its reply key on (a pipe holding the key, read once at start):
+// the run's front end takes only the reply files signed with it
+// (human.ServeSignedFiles), since the run's own processes can write that
+// folder. Not an environment value: those the run's tools can read.
+const ReplyKeyFDEnv = "FLOWER_REPLY_KEY_FD"
+
 // DatabaseWait bounds how long a run waits for its database to come back
 // (a restart, a network blip) before it stops, resumable.
 const DatabaseWait = 2 * time.Minute

@@ -80,6 +80,10 @@ type Config struct {
 	CLIPath string
 	// NoBequest turns off the end-of-run hand-over.
 	NoBequest bool
+	// ReplyKey, when set, makes the run's file front end take only the
+	// reply files signed with it (a team run: see flower.ReplyKeyFDEnv).
+	// The key's bytes as a string: a Config stays comparable.
+	ReplyKey string
 }
 
 // globals are the flags every subcommand accepts, before or after it.

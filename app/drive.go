@@ -192,7 +192,11 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		}()
 		go func() {
 			defer wg.Done()
-			if err := human.ServeFiles(sctx, ch, ReplyDir(cfg.RunDir)); err != nil {
+			var key []byte
+			if cfg.ReplyKey != "" {
+				key = []byte(cfg.ReplyKey)
+			}
+			if err := human.ServeSignedFiles(sctx, ch, ReplyDir(cfg.RunDir), key); err != nil {
 				ui.Screen.Line(screen.Yellow, "! flower reply will not reach this run: "+err.Error())
 			}
 		}()

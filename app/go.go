@@ -28,6 +28,9 @@ func (m *Command) runGo(ctx context.Context, args []string) (err error) {
 	if err := m.holdLeash(); err != nil {
 		return err
 	}
+	if cfg.ReplyKey, err = m.takeReplyKey(); err != nil {
+		return err
+	}
 	ui := m.newUI(cfg.Lang)
 	defer ui.Screen.Close()
 	if sub := typoOf(cfg.Request); sub != "" && !own && !m.typedGo {

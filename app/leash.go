@@ -1,11 +1,16 @@
 package app
 
 import (
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/flowerrun/flower"
 )
@@ -27,6 +32,14 @@ func (m *Command) holdLeash() error {
 	ttl, terr := time.ParseDuration(m.getenv(flower.LeashEnv))
 	if err != nil || fd < 3 || terr != nil || ttl <= 0 {
 		return usageErrorf("%s=%q and %s=%q: a team worker gives a file descriptor above 2 and a duration", flower.LeashFDEnv, fdText, flower.LeashEnv, m.getenv(flower.LeashEnv))
+	}
+	// A team run's tools run as this process's user: not dumpable, it
+	// cannot be traced by them, nor its memory, environment or open files
+	// read through /proc (the judge, the measurement, the person's channel
+	// and the reply key live there). As its PID namespace's first process
+	// it ignores the SIGKILL and SIGSTOP they could send it.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("flower: a team run could not shield itself from its own tools (prctl PR_SET_DUMPABLE): %w", err)
 	}
 	// Not handed on: the CLI and the model's Bash have no use for it (a
 	// shell reading it would take the worker's confirmations).
@@ -54,4 +67,33 @@ func (m *Command) holdLeash() error {
 		}
 	}()
 	return nil
+}
+
+// takeReplyKey reads the reply key a team worker gave on the descriptor
+// flower.ReplyKeyFDEnv names (nil when none) and closes it, before any
+// process that could inherit it starts.
+func (m *Command) takeReplyKey() (string, error) {
+	fdText := m.getenv(flower.ReplyKeyFDEnv)
+	if fdText == "" {
+		return "", nil
+	}
+	fd, err := strconv.Atoi(fdText)
+	if err != nil || fd < 3 {
+		return "", usageErrorf("%s=%q: a team worker gives a file descriptor above 2", flower.ReplyKeyFDEnv, fdText)
+	}
+	syscall.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "reply key")
+	if f == nil {
+		return "", usageErrorf("%s=%d is not an open file", flower.ReplyKeyFDEnv, fd)
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return "", fmt.Errorf("flower: reading the reply key its worker gave: %w", err)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(text)))
+	if err != nil || len(key) < 16 {
+		return "", usageErrorf("%s=%d holds no reply key (%d bytes): a team worker writes one in hex", flower.ReplyKeyFDEnv, fd, len(text))
+	}
+	return string(key), nil
 }

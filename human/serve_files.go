@@ -2,6 +2,10 @@ package human
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +60,24 @@ type Reply struct {
 	ID   string `json:"id,omitempty"`
 	Text string `json:"text"`
 	Skip bool   `json:"skip,omitempty"`
+	// Sig is the reply's signature (SignReply) where the front end
+	// accepts only signed replies (ServeSignedFiles).
+	Sig string `json:"sig,omitempty"`
+}
+
+// SignReply is the signature of reply r delivered under file name: the
+// HMAC-SHA256 under key of the name and the reply's fields, in hex. The
+// name is in it so that a signed file copied under another name is no
+// reply.
+func SignReply(key []byte, name string, r Reply) string {
+	h := hmac.New(sha256.New, key)
+	for _, field := range []string{name, r.ID, r.Text, strconv.FormatBool(r.Skip)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(field)))
+		h.Write(n[:])
+		h.Write([]byte(field))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Outcome says what a reply did: "answered", "declined", "mail",
@@ -81,6 +103,14 @@ type Outcome struct {
 // returns nil when ctx ends, or an error when dir cannot be made. Files
 // that cannot be read are logged and left for the human to see.
 func ServeFiles(ctx context.Context, ch *Channel, dir string) error {
+	return ServeSignedFiles(ctx, ch, dir, nil)
+}
+
+// ServeSignedFiles is ServeFiles taking only the reply files signed with
+// key (SignReply); nil takes every reply. A team run's front end is signed
+// by its worker: the run's own processes can write the folder, and a reply
+// they drop there is refused and named, never taken as the person's.
+func ServeSignedFiles(ctx context.Context, ch *Channel, dir string, key []byte) error {
 	for _, d := range []string{dir, filepath.Join(dir, RepliesDir), filepath.Join(dir, OutcomesDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("human: the reply directory: %w", err)
@@ -91,7 +121,7 @@ func ServeFiles(ctx context.Context, ch *Channel, dir string) error {
 	tick := time.NewTicker(filePollTick)
 	defer tick.Stop()
 	for {
-		consumeReplies(ch, dir)
+		consumeReplies(ch, dir, key)
 		now := pendingQuestions(ch)
 		if first || !reflect.DeepEqual(now, published) {
 			if err := writeJSON(filepath.Join(dir, PendingName), PendingFile{Questions: now, PID: os.Getpid()}); err != nil {
@@ -121,9 +151,10 @@ func pendingQuestions(ch *Channel) []PendingQuestion {
 
 // consumeReplies applies the reply files, oldest name first (WriteReply
 // names them by time). A file that is not a reply (a link, a FIFO, a
-// device, over MaxReplyBytes, not JSON, not text) is renamed to .bad,
-// never read past its cap, and its outcome says why.
-func consumeReplies(ch *Channel, dir string) {
+// device, over MaxReplyBytes, not JSON, not text, unsigned where key is
+// given) is renamed to .bad, never read past its cap, and its outcome says
+// why.
+func consumeReplies(ch *Channel, dir string, key []byte) {
 	rdir := filepath.Join(dir, RepliesDir)
 	entries, err := os.ReadDir(rdir)
 	if err != nil {
@@ -139,6 +170,9 @@ func consumeReplies(ch *Channel, dir string) {
 		r, err := readReply(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if err == nil && key != nil && !hmac.Equal([]byte(r.Sig), []byte(SignReply(key, name, r))) {
+			err = fmt.Errorf("%w: %s is not signed by the person's side (flower reply, the dashboard, the worker): a reply written by the run itself is never taken as the person's", errNotAReply, name)
 		}
 		var out Outcome
 		if err != nil {
@@ -222,7 +256,7 @@ func Route(ch *Channel, r Reply) Outcome {
 // WriteReply drops r into dir's replies, written whole, and returns the
 // file's name (the key of its outcome).
 func WriteReply(dir string, r Reply) (string, error) {
-	return WriteReplyOwned(dir, r, nil)
+	return WriteReplyOwned(dir, r, nil, nil)
 }
 
 // WriteReplyOwned is WriteReply for a writer other than the run's user
@@ -230,7 +264,8 @@ func WriteReply(dir string, r Reply) (string, error) {
 // folder when it makes it and the file before the file appears under its
 // name, so that the run never sees a reply it cannot read yet (it would
 // refuse it, and the person's words would be lost). nil owns nothing.
-func WriteReplyOwned(dir string, r Reply, own func(path string) error) (string, error) {
+// With a key the reply is signed for ServeSignedFiles.
+func WriteReplyOwned(dir string, r Reply, key []byte, own func(path string) error) (string, error) {
 	if own == nil {
 		own = func(string) error { return nil }
 	}
@@ -243,11 +278,15 @@ func WriteReplyOwned(dir string, r Reply, own func(path string) error) (string, 
 			return "", fmt.Errorf("human: the replies directory: %w", err)
 		}
 	}
+	name := fmt.Sprintf("%020d-%d.json", time.Now().UnixNano(), os.Getpid())
+	r.Sig = ""
+	if key != nil {
+		r.Sig = SignReply(key, name, r)
+	}
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%020d-%d.json", time.Now().UnixNano(), os.Getpid())
 	// A dot name until it is whole and owned: the reader skips those.
 	tmp, err := os.CreateTemp(rdir, ".reply-*")
 	if err != nil {

@@ -166,7 +166,7 @@ func TestWriteReplyOwnedOwnsTheFileBeforeItAppears(t *testing.T) {
 		owned = append(owned, "file")
 		return nil
 	}
-	name, err := WriteReplyOwned(dir, Reply{ID: "q1", Text: "call it tidy"}, own)
+	name, err := WriteReplyOwned(dir, Reply{ID: "q1", Text: "call it tidy"}, nil, own)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +182,91 @@ func TestWriteReplyOwnedOwnsTheFileBeforeItAppears(t *testing.T) {
 	}
 
 	// An owner that fails leaves no reply, whole or part.
-	_, err = WriteReplyOwned(dir, Reply{ID: "q2", Text: "x"}, func(p string) error { return os.ErrPermission })
+	_, err = WriteReplyOwned(dir, Reply{ID: "q2", Text: "x"}, nil, func(p string) error { return os.ErrPermission })
 	if err == nil {
 		t.Fatal("a failed hand-over was not reported")
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, RepliesDir)); len(entries) != 1 {
 		t.Errorf("after a failed hand-over the folder holds %d entries, want the first reply only", len(entries))
+	}
+}
+
+// A signed front end (a team run's) takes only the replies its worker
+// signed: a file the run's own processes drop into the folder, unsigned,
+// signed with another key, or a signed one copied under another name, is
+// refused and named, and the question still waits for the person.
+func TestServeSignedFilesRefusesARepliesTheRunWroteItself(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	ch := New(WithTimeout(time.Minute))
+	dir := filepath.Join(t.TempDir(), "human")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := ServeSignedFiles(ctx, ch, dir, key); err != nil {
+			t.Error(err)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	waitPending(t, dir, 0)
+	got := make(chan Ask, 1)
+	go func() {
+		a, _ := ch.Ask(context.Background(), "Ship it?", nil)
+		got <- a
+	}()
+	q := waitPending(t, dir, 1).Questions[0]
+	wait := func(name string) Outcome {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer wcancel()
+		o, err := WaitOutcome(wctx, dir, name)
+		if err != nil {
+			t.Fatalf("no outcome for %s: %v", name, err)
+		}
+		return o
+	}
+	forged := []struct {
+		what string
+		key  []byte
+	}{{"unsigned", nil}, {"signed with another key", []byte("another key of the run's own....")}}
+	for _, f := range forged {
+		name, err := WriteReplyOwned(dir, Reply{ID: q.ID, Text: "yes, ship it"}, f.key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := wait(name); o.Result != "refused" || !strings.Contains(o.Note, name) || !strings.Contains(o.Note, "not signed by the person's side") {
+			t.Errorf("a reply %s: %+v, want refused and named", f.what, o)
+		}
+	}
+	// A signed reply copied under another name.
+	name, err := WriteReplyOwned(dir, Reply{ID: "q99", Text: "the person's words"}, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := os.ReadFile(filepath.Join(dir, RepliesDir, name))
+	wait(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := strings.Replace(name, ".json", "9.json", 1)
+	if err := os.WriteFile(filepath.Join(dir, RepliesDir, copied), []byte(strings.Replace(string(signed), `"q99"`, `"`+q.ID+`"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o := wait(copied); o.Result != "refused" {
+		t.Errorf("a signed reply copied under another name with its question changed: %+v, want refused", o)
+	}
+	if len(ch.Pending()) != 1 {
+		t.Fatalf("a refused reply settled the question: %+v", ch.Pending())
+	}
+	name, err = WriteReplyOwned(dir, Reply{ID: q.ID, Text: "no, wait"}, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := wait(name); o.Result != "answered" || o.Answer != "no, wait" {
+		t.Errorf("the worker's signed reply: %+v", o)
+	}
+	if a := <-got; a.Answer != "no, wait" {
+		t.Errorf("the question was answered %q, want the signed reply's words", a.Answer)
 	}
 }

@@ -1193,6 +1193,21 @@ func (g *repo) rel(p string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
+// readKept reads the kept index and its file information.
+func readKept(path string) ([]byte, os.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := io.ReadAll(f)
+	return data, info, err
+}
+
 // snapshot writes the working state as a git tree through flower's own
 // index in dir (kept there: its stat cache makes the next snapshot fast),
 // and returns it with the commit checked out ("" before the first commit).
@@ -1206,7 +1221,13 @@ func (g *repo) snapshot(ctx context.Context, dir string) (tree, commit string, e
 	f.Close()
 	defer os.Remove(index)
 	fresh := true
-	if data, err := os.ReadFile(kept); err == nil && os.WriteFile(index, data, 0o600) == nil {
+	// The copy keeps the kept index's time: git trusts an entry's stat
+	// only when the file's time is older than its index's, and rehashes
+	// the rest (racy git). A copy made now would make a file rewritten in
+	// the second its entry was taken, at its old size, look unchanged: a
+	// test renamed to stop running went unseen.
+	if data, info, err := readKept(kept); err == nil && os.WriteFile(index, data, 0o600) == nil &&
+		os.Chtimes(index, info.ModTime(), info.ModTime()) == nil {
 		fresh = false
 	} else {
 		os.Remove(index) // git wants to create it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +85,8 @@ type attempt struct {
 	lastKind event.Kind
 	// leash ties the run's process to this attempt's confirmations.
 	leash *leash
+	// replyKey signs the replies delivered to the run (replyKeyOf).
+	replyKey []byte
 	// continuing says an earlier attempt started the run (its lineage
 	// was laid out): this one carries it on, the request not given again.
 	continuing bool
@@ -244,6 +247,9 @@ func (a *attempt) work(ctx context.Context) error {
 		}
 	}()
 
+	if a.replyKey, err = a.w.t.replyKeyOf(actx, a.run.ID); err != nil {
+		return a.failed(ctx, err)
+	}
 	cmd, logFile, err := a.command()
 	if err != nil {
 		return a.failed(ctx, err)
@@ -467,6 +473,22 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 	}
 	cmd.ExtraFiles = append(cmd.ExtraFiles, a.leash.r)
 	cmd.Env = append(cmd.Env, flower.LeashFDEnv+"="+strconv.Itoa(2+len(cmd.ExtraFiles)), flower.LeashEnv+"="+w.o.Rescue.String())
+	// The reply key down a pipe the process reads once: a pipe's 64 KiB
+	// buffer holds it whole, so the write never waits for the reader.
+	keyR, keyW, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, nil, err
+	}
+	_, err = keyW.Write([]byte(hex.EncodeToString(a.replyKey)))
+	keyW.Close()
+	if err != nil {
+		keyR.Close()
+		logFile.Close()
+		return nil, nil, err
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, keyR)
+	cmd.Env = append(cmd.Env, flower.ReplyKeyFDEnv+"="+strconv.Itoa(2+len(cmd.ExtraFiles)))
 	return cmd, logFile, nil
 }
 

@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -265,7 +266,7 @@ func (a *attempt) deliver(ctx context.Context) {
 		}
 		// Owned by the run's user before it is there to read: a reply
 		// the run sees and cannot open is refused (and was, under load).
-		if _, err := human.WriteReplyOwned(dir, hr, func(p string) error { return a.w.confine.handOver(p) }); err != nil {
+		if _, err := human.WriteReplyOwned(dir, hr, a.replyKey, func(p string) error { return a.w.confine.handOver(p) }); err != nil {
 			a.log().Warn("flower worker: a reply was not delivered", "err", err)
 			continue
 		}
@@ -298,4 +299,20 @@ func (a *attempt) markWaiting(ctx context.Context, p human.PendingFile) bool {
 		_, err := tx.Exec(ctx, "update team_runs set question = $2 where id = $1", a.run.ID, question)
 		return err
 	}) == nil
+}
+
+// replyKeyOf is run's reply key, made now (crypto/rand) if no worker made
+// it before: every attempt of the run signs with the same key, so a reply
+// delivered and not read before a takeover is still the person's.
+func (t *Team) replyKeyOf(ctx context.Context, run int64) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	var key []byte
+	err := t.pool.QueryRow(ctx, "update team_runs set reply_key = coalesce(reply_key, $2) where id = $1 returning reply_key", run, fresh).Scan(&key)
+	if err != nil {
+		return nil, fmt.Errorf("team: the run's reply key: %w", err)
+	}
+	return key, nil
 }

@@ -170,7 +170,10 @@ alter table team_runs add column pushing_by text not null default '';`,
 	workersMigration,
 	// The variables a worker passes its runs (--pass-env), for `flower
 	// workers` to show.
-	`alter table team_workers add column pass_env text[] not null default '{}';`}}
+	`alter table team_workers add column pass_env text[] not null default '{}';`,
+	// The key the run's replies are signed with (human.SignReply), made
+	// by the first worker that delivers one: only workers read it.
+	`alter table team_runs add column reply_key bytea;`}}
 
 // Run is one run of the queue.
 type Run struct {
