@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // errCut is what a client sees when the connection breaks during a call.
@@ -362,5 +366,64 @@ func TestCloseFailsNamingWhatDidNotReachTheBackend(t *testing.T) {
 	}
 	if _, ok := b.stored("r", RunDir, "ending.json"); ok {
 		t.Fatal("a refused write was stored")
+	}
+}
+
+// The run's processes write the folders the worker mirrors (issue 41, 6):
+// one swaps a folder of its own with a link to the worker's private
+// folder in a tight loop (renameat2's exchange) while the mirror syncs.
+// The red team had the worker's own file stored as the run's within
+// 0.2 s; no stored file may ever hold it.
+func TestAFolderSwappedForALinkNeverGetsTheWorkersFileStored(t *testing.T) {
+	ctx := context.Background()
+	b := newMem()
+	p := places(t)
+	private := t.TempDir()
+	if err := os.WriteFile(filepath.Join(private, "notes.md"), []byte("the worker's own secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	put(t, p, Workbench, "notes/notes.md", "the run's notes")
+	sub, link := filepath.Join(p[Workbench], "notes"), filepath.Join(p[Workbench], "elsewhere")
+	if err := os.Symlink(private, link); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Open(ctx, b, "r", p, Options{SyncEvery: time.Hour, Log: logTo(&lockedBuf{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	var stop atomic.Bool
+	var swaps atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			if unix.Renameat2(unix.AT_FDCWD, sub, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE) == nil {
+				swaps.Add(1)
+			}
+		}
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	syncs := 0
+	for time.Now().Before(deadline) {
+		_ = m.Sync(ctx)
+		syncs++
+		// Rewritten each time, so that each sync reads it again.
+		_ = os.WriteFile(filepath.Join(sub, "notes.md"), []byte(fmt.Sprintf("the run's notes %d", syncs)), 0o600)
+		b.mu.Lock()
+		for _, f := range b.files["r"] {
+			if strings.Contains(string(f.Data), "secret") {
+				b.mu.Unlock()
+				stop.Store(true)
+				<-done
+				t.Fatalf("after %d syncs and %d swaps the worker's private file is stored as the run's %s", syncs, swaps.Load(), f.Path)
+			}
+		}
+		b.mu.Unlock()
+	}
+	stop.Store(true)
+	<-done
+	if swaps.Load() < 100 || syncs < 10 {
+		t.Fatalf("the race was not run: %d swaps, %d syncs", swaps.Load(), syncs)
 	}
 }

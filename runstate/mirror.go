@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower/internal/atomicfile"
+	"github.com/flowerrun/flower/internal/beneath"
 )
 
 // Defaults of Options.
@@ -580,7 +581,18 @@ func (m *Mirror) scan(full bool) ([]Change, map[fileKey]seen, error) {
 			continue
 		}
 		base = filepath.Clean(base)
-		err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		// The run writes its folders while they are read: each file is
+		// read beneath its root (os.Root), so a folder the run swaps for
+		// a link between the walk and the read never leads the reader
+		// out of the run's own files (the worker's private ones).
+		dir, err := os.OpenRoot(base)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("runstate: read %s: %w", base, err)
+		}
+		err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil
@@ -632,12 +644,18 @@ func (m *Mirror) scan(full bool) ([]Change, map[fileKey]seen, error) {
 				next[k] = old
 				return nil
 			}
-			data, err := os.ReadFile(p)
+			data, err := beneath.ReadFile(dir, rel, MaxFile)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return nil
 				}
-				return err
+				// Swapped for a link out, a FIFO, or grown past the
+				// limit since the look: what it was stays stored.
+				if had {
+					next[k] = old
+				}
+				m.log.Warn("runstate: a file of the run was not read: it is not the regular file beneath the run's folder it was a moment before", "path", p, "err", err)
+				return nil
 			}
 			s := seen{size: int64(len(data)), sum: sha256.Sum256(data)}
 			if int64(len(data)) == st.Size() {
@@ -655,6 +673,7 @@ func (m *Mirror) scan(full bool) ([]Change, map[fileKey]seen, error) {
 			}
 			return nil
 		})
+		dir.Close()
 		if err != nil {
 			return nil, nil, fmt.Errorf("runstate: read %s: %w", base, err)
 		}

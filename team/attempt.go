@@ -29,6 +29,7 @@ import (
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/guard"
 	"github.com/flowerrun/flower/human"
+	"github.com/flowerrun/flower/internal/beneath"
 	"github.com/flowerrun/flower/internal/gitwork"
 	"github.com/flowerrun/flower/runstate"
 )
@@ -290,7 +291,7 @@ func (a *attempt) work(ctx context.Context) error {
 
 	// The events an earlier attempt recorded are in the database already:
 	// only what this attempt's process adds is followed.
-	tail := &tailer{path: filepath.Join(a.runDir, "events.jsonl"), offset: a.laidOutEvents}
+	tail := &tailer{dir: a.checkout, name: filepath.Join(runDirName, "events.jsonl"), offset: a.laidOutEvents}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var exitErr error
@@ -339,7 +340,7 @@ loop:
 		}
 		return a.failed(ctx, fmt.Errorf("the run's state did not reach the database: %w", err))
 	}
-	end, hasEnding := readEnding(a.runDir, started)
+	end, hasEnding := readEnding(a.checkout, started)
 	a.mu.Lock()
 	if total, ok := manifestCost(a.runDir); ok {
 		// The run's own record of what it cost, every process's rows:
@@ -936,15 +937,17 @@ func trimPayload(p map[string]any) map[string]any {
 	return out
 }
 
-// tailer reads the lines appended to a file since the last call.
+// tailer reads the lines appended to a file since the last call: name
+// beneath dir, the run's checkout, which the run writes (beneath.Open: a
+// folder it swaps for a link never leads the worker out of it).
 type tailer struct {
-	path    string
-	offset  int64
-	partial []byte
+	dir, name string
+	offset    int64
+	partial   []byte
 }
 
 func (t *tailer) next() [][]byte {
-	f, err := os.Open(t.path)
+	f, err := beneath.OpenIn(t.dir, t.name)
 	if err != nil {
 		return nil
 	}
@@ -997,10 +1000,11 @@ func manifestCost(runDir string) (float64, bool) {
 }
 
 // readEnding reads the ending written since started (an older one is an
-// earlier attempt's, laid out from the database).
-func readEnding(runDir string, started time.Time) (ending, bool) {
+// earlier attempt's, laid out from the database), beneath the run's
+// checkout.
+func readEnding(checkout string, started time.Time) (ending, bool) {
 	var e ending
-	data, err := os.ReadFile(filepath.Join(runDir, "ending.json"))
+	data, err := beneath.ReadFileIn(checkout, filepath.Join(runDirName, "ending.json"), 1<<20)
 	if err != nil || json.Unmarshal(data, &e) != nil || e.Outcome == "" || e.Ended.Before(started) {
 		return e, false
 	}
