@@ -50,6 +50,12 @@ const (
 	LeashEnv   = "FLOWER_LEASH"
 )
 
+// APISocketEnv names the unix socket of a team worker's API proxy. A
+// confined run has a network of its own with nothing in it; its flower
+// listens on ANTHROPIC_BASE_URL's address inside that network and
+// forwards each connection to this socket, the run's only way out.
+const APISocketEnv = "FLOWER_API_SOCKET"
+
 // ReplyKeyFDEnv names the file descriptor a team worker gives a run's
 // process its reply key on (a pipe holding the key, read once at start):
 // the run's front end takes only the reply files signed with it

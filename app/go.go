@@ -31,6 +31,9 @@ func (m *Command) runGo(ctx context.Context, args []string) (err error) {
 	if cfg.ReplyKey, err = m.takeReplyKey(); err != nil {
 		return err
 	}
+	if err := m.forwardAPI(); err != nil {
+		return err
+	}
 	ui := m.newUI(cfg.Lang)
 	defer ui.Screen.Close()
 	if sub := typoOf(cfg.Request); sub != "" && !own && !m.typedGo {

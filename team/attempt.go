@@ -453,6 +453,11 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 	}
 	if w.proxy != nil {
 		api, revoke := w.proxy.issue(a.name())
+		if w.confine.apiSocket == "" {
+			// Not confined: the run shares this machine's network
+			// and reaches the proxy's address itself.
+			delete(api, flower.APISocketEnv)
+		}
 		maps.Copy(set, api)
 		a.revoke = revoke
 	}

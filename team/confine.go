@@ -25,6 +25,12 @@ type confinement struct {
 	// setpriv drops root to runUID between bubblewrap's two stages when
 	// the worker is root ("" otherwise).
 	setpriv string
+	// apiSocket, when set, gives each run a network of its own with
+	// nothing in it but its loopback: the host's loopback ports, abstract
+	// sockets, the metrics, the dashboard and the database are out of
+	// reach, and the model's API is reached through the worker's proxy on
+	// this unix socket, bound in (see flower.APISocketEnv).
+	apiSocket string
 }
 
 // runUID is the user a root worker's runs run as: an ordinary user, so
@@ -71,14 +77,18 @@ var ErrUnconfined = errors.New("team: runs cannot be confined here")
 // (what git runs from a repository's config runs in the worker, which
 // commits and pushes); its own PID namespace shows no process but the
 // run's (no other environment, no command line); no capability, as root
-// too. The network stays: the model's API is reached through the
-// worker's proxy on 127.0.0.1. The returned file gives the process's own
-// PID once it has started (bubblewrap's --info-fd).
+// too. With an API socket the run has a network of its own, empty (see
+// apiSocket); without one (a worker without a key to proxy) the network
+// stays. The returned file gives the process's own PID once it has
+// started (bubblewrap's --info-fd).
 func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []string) (*exec.Cmd, *os.File, error) {
 	if c.bwrap == "" {
 		return cmd, nil, nil
 	}
 	mounts := []string{"--ro-bind", "/", "/", "--dev", "/dev"}
+	if c.apiSocket != "" {
+		ro = append(slices.Clone(ro), c.apiSocket)
+	}
 	hidden := []string{"/tmp", "/var/tmp", "/run", "/root", "/home"}
 	hidden = append(hidden, hide...)
 	// A folder is hidden before what lies in it is bound again: shorter
@@ -129,8 +139,12 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 	mounts = append(mounts, binds...)
 	// The run's own PID namespace (no other process, environment or
 	// command line), no capability, gone with the worker.
-	isolate := []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--as-pid-1", "--die-with-parent", "--cap-drop", "ALL", "--info-fd", "3", "--chdir", cmd.Dir, "--", cmd.Path}
+	isolate := []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
+	if c.apiSocket != "" {
+		isolate = append(isolate, "--unshare-net")
+	}
+	isolate = append(isolate,
+		"--as-pid-1", "--die-with-parent", "--cap-drop", "ALL", "--info-fd", "3", "--chdir", cmd.Dir, "--", cmd.Path)
 	var args []string
 	if c.setpriv == "" {
 		args = append(append(append(mounts, "--proc", "/proc"), isolate...), cmd.Args[1:]...)

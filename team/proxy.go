@@ -12,9 +12,13 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/flowerrun/flower"
 )
 
 // defaultAPI is the Messages API's address when the worker's environment
@@ -38,6 +42,12 @@ type keyProxy struct {
 	ln  net.Listener
 	srv *http.Server
 	log *slog.Logger
+	// socket is the same proxy on a unix socket: a confined run has a
+	// network of its own with nothing in it, and reaches the proxy only
+	// through this socket, bound into its confinement (APISocketEnv).
+	socket    string
+	socketDir string
+	socketLn  net.Listener
 
 	mu     sync.Mutex
 	tokens map[string]string // token → run
@@ -101,12 +111,41 @@ func newKeyProxy(env []string, log *slog.Logger) (*keyProxy, error) {
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	p.srv = &http.Server{Handler: p.guard(rp), ReadHeaderTimeout: 30 * time.Second}
-	go func() {
-		if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("flower worker: the runs' API proxy stopped", "err", err)
-		}
-	}()
+	if err := p.listenUnix(); err != nil {
+		p.ln.Close()
+		return nil, err
+	}
+	for _, ln := range []net.Listener{p.ln, p.socketLn} {
+		go func() {
+			if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Warn("flower worker: the runs' API proxy stopped", "err", err)
+			}
+		}()
+	}
 	return p, nil
+}
+
+// listenUnix opens the proxy's unix socket in a folder of its own: short
+// (a socket's path has room for about 100 bytes), open to the run's user
+// (a root worker's runs run as another), and removed at Close.
+func (p *keyProxy) listenUnix() error {
+	dir, err := os.MkdirTemp("", "flower-api-")
+	if err == nil && len(dir) > 90 {
+		os.Remove(dir)
+		dir, err = os.MkdirTemp("/tmp", "flower-api-")
+	}
+	if err != nil {
+		return fmt.Errorf("the runs' API proxy has no folder for its socket: %w", err)
+	}
+	p.socketDir, p.socket = dir, filepath.Join(dir, "api.sock")
+	if p.socketLn, err = net.Listen("unix", p.socket); err == nil {
+		err = errors.Join(os.Chmod(dir, 0o711), os.Chmod(p.socket, 0o666))
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("the runs' API proxy cannot listen on %s: %w", p.socket, err)
+	}
+	return nil
 }
 
 // guard lets through only requests that carry a live run's token and
@@ -192,6 +231,9 @@ func (p *keyProxy) issue(run string) (env map[string]string, revoke func()) {
 	env = map[string]string{
 		"ANTHROPIC_BASE_URL": "http://" + p.ln.Addr().String(),
 		p.envKey:             tok,
+		// Inside its own network the run's flower serves that address
+		// itself and forwards to the socket (app's forwardAPI).
+		flower.APISocketEnv: p.socket,
 	}
 	return env, func() {
 		p.mu.Lock()
@@ -204,4 +246,5 @@ func (p *keyProxy) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = p.srv.Shutdown(ctx)
+	os.RemoveAll(p.socketDir)
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,5 +284,120 @@ func TestARunCannotForgeItsPersonsWordsOrReachItsFlower(t *testing.T) {
 		if strings.Contains(e.Text, "FORGED-BY-THE-RUN") && e.Kind != event.ToolCall && e.Kind != event.ToolResult {
 			t.Errorf("the forged words are the person's in the run's events: %s %s", e.Kind, e.Text)
 		}
+	}
+}
+
+// listeningPorts are the TCP ports listening in this network namespace
+// (/proc/net/tcp and tcp6, state 0A).
+func listeningPorts(t *testing.T) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	var ports []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 4 || fields[3] != "0A" {
+				continue
+			}
+			_, hexPort, _ := strings.Cut(fields[1], ":")
+			n, err := strconv.ParseUint(hexPort, 16, 16)
+			if err != nil || seen[hexPort] {
+				continue
+			}
+			seen[hexPort] = true
+			ports = append(ports, strconv.FormatUint(n, 10))
+		}
+	}
+	return ports
+}
+
+// A run has a network of its own (issue 41, 9): the host's loopback
+// services (a marker service of the test's, the worker's proxy on its
+// TCP port, whatever else listens here) and its abstract unix sockets are
+// out of reach; its model calls still go through: the run's flower
+// serves the proxy's address inside the run's network and forwards it to
+// the proxy's socket, so the run ends achieved.
+func TestARunReachesNothingOnTheHostsNetwork(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	tm := w.open()
+	marker, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marker.Close()
+	abstract := "flower-test-" + randomHex(t)
+	al, err := net.Listen("unix", "@"+abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer al.Close()
+	var reached atomic.Int32
+	for _, l := range []net.Listener{marker, al} {
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				reached.Add(1)
+				c.Close()
+			}
+		}()
+	}
+	// The worker's metrics listen too: the run must not reach them.
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := free.Addr().String()
+	free.Close()
+	_, metricsPort, _ := net.SplitHostPort(metrics)
+	mc := w.worker("machine-a", "--metrics", metrics)
+	var ports []string
+	for deadline := time.Now().Add(time.Minute); !slices.Contains(ports, metricsPort); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's metrics never listened on %s:\n%s", metrics, mc.out)
+		}
+		ports = listeningPorts(t)
+	}
+	_, markerPort, _ := net.SplitHostPort(marker.Addr().String())
+	if !slices.Contains(ports, markerPort) {
+		t.Fatalf("the test's own service (%s) is not among the listening ports %v", markerPort, ports)
+	}
+	w.model.attack = strings.Join([]string{
+		"{ api=${ANTHROPIC_BASE_URL##*:}",
+		"for p in " + strings.Join(ports, " ") + "; do [ \"$p\" = \"$api\" ] && continue",
+		"timeout 3 bash -c \"exec 3<>/dev/tcp/127.0.0.1/$p\" 2>/dev/null && echo OPEN-$p; done",
+		"echo ports-tried",
+		`python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect(b"\0` + abstract + `"); print("ABSTRACT-REACHED")'`,
+		"ip -o addr 2>/dev/null || cat /proc/net/dev",
+		"} > ../tmp/net.out 2>&1; echo attacked",
+	}, "\n")
+	id := w.submit("task-1 attack")
+	r := runOf(t, tm, id, 4*time.Minute, "ended", func(r team.Run) bool { return team.Ended(r.State) })
+	if r.State != team.Achieved {
+		t.Errorf("%s ended %s (%s): its model calls must still reach the proxy", r.Name(), r.State, r.Reason)
+	}
+	out, err := os.ReadFile(filepath.Join(w.dirs[0], team.RunName(id), "tmp", "net.out"))
+	if err != nil {
+		t.Fatalf("the attack's output: %v\n%s", err, mc.out)
+	}
+	got := string(out)
+	t.Logf("inside:\n%s", got)
+	if !strings.Contains(got, "ports-tried") {
+		t.Fatalf("the attack did not run to its end:\n%s", got)
+	}
+	for _, bad := range []string{"OPEN-", "ABSTRACT-REACHED"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the run reached the host's network: %s", bad)
+		}
+	}
+	if n := reached.Load(); n > 0 {
+		t.Errorf("the test's own services were reached %d times from the run", n)
 	}
 }

@@ -337,6 +337,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if proxy != nil {
 		w.proxy = proxy
 		defer proxy.Close()
+		if w.confine.bwrap != "" {
+			w.confine.apiSocket = proxy.socket
+		}
 	}
 	lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer lcancel()
