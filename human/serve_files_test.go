@@ -49,11 +49,17 @@ func reply(t *testing.T, dir string, r Reply) Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return outcomeOf(t, dir, name)
+}
+
+// outcomeOf waits for the outcome of reply file name, 10 s at most.
+func outcomeOf(t *testing.T, dir, name string) Outcome {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	o, err := WaitOutcome(ctx, dir, name)
 	if err != nil {
-		t.Fatalf("no outcome for %+v: %v", r, err)
+		t.Fatalf("no outcome for %s: %v", name, err)
 	}
 	return o
 }
@@ -216,16 +222,7 @@ func TestServeSignedFilesRefusesARepliesTheRunWroteItself(t *testing.T) {
 		got <- a
 	}()
 	q := waitPending(t, dir, 1).Questions[0]
-	wait := func(name string) Outcome {
-		t.Helper()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		o, err := WaitOutcome(wctx, dir, name)
-		if err != nil {
-			t.Fatalf("no outcome for %s: %v", name, err)
-		}
-		return o
-	}
+	wait := func(name string) Outcome { t.Helper(); return outcomeOf(t, dir, name) }
 	forged := []struct {
 		what string
 		key  []byte

@@ -173,16 +173,7 @@ func TestFilesThatAreNotRepliesAreRefusedAtOnceAndNothingIsLost(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ServeFiles(ctx, ch, dir) }()
-	outcome := func(name string) Outcome {
-		t.Helper()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		o, err := WaitOutcome(wctx, dir, name)
-		if err != nil {
-			t.Fatalf("no outcome for %s: %v", name, err)
-		}
-		return o
-	}
+	outcome := func(name string) Outcome { t.Helper(); return outcomeOf(t, dir, name) }
 	for name, want := range map[string]string{"1-fifo.json": "not a regular file", "2-zero.json": "symbolic link",
 		"3-huge.json": "more than the", "4-binary.json": "not valid UTF-8"} {
 		o := outcome(name)
