@@ -327,6 +327,17 @@ func TestServeStartsOnATerminal(t *testing.T) {
 						t.Errorf("serve after Ctrl-C: exit %d, want %d and that the runs go on:\n%s", code, ExitInterrupted, p.screen())
 					}
 				}
+				// Behind a proxy: the address to open is the proxy's.
+				p := startPTYCols(t, cols, env, "serve", "--addr", "127.0.0.1:0", "--public-url", "https://flower.example.com")
+				p.expectWithin(t, "https://flower.example.com/", time.Minute)
+				p.cmd.Process.Signal(os.Interrupt)
+				p.exitWithin(t, time.Minute)
+				// A --public-url that is no origin, said in the person's language.
+				p = startPTYCols(t, cols, env, "serve", "--addr", "127.0.0.1:0", "--public-url", "flower.example.com")
+				if code := p.exitWithin(t, time.Minute); code == 0 || !strings.Contains(p.screen(), "https://flower.example.com") {
+					t.Errorf("serve --public-url flower.example.com: exit %d, want a usage error with an example:\n%s", code, p.screen())
+				}
+				checkLanguage(t, l.english, p.screen())
 			})
 		}
 	}
