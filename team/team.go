@@ -729,24 +729,32 @@ func (t *Team) Events(ctx context.Context, run, after int64, limit int) ([]Event
 
 // Follow calls fn with every event recorded from now on, of every run,
 // until ctx ends: LISTEN for the notice, then the rows after the last seen.
+// It holds a connection of its own, outside the pool, for as long as it
+// follows, and closes it at the end: a pooled one would go back to the
+// pool still listening (its buffer growing with every notice), and a
+// follower per dashboard tab would leave the pool's other users waiting.
 func (t *Team) Follow(ctx context.Context, fn func(Event)) error {
-	conn, err := t.pool.Acquire(ctx)
+	conn, err := pgx.ConnectConfig(ctx, t.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
-	defer conn.Release()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		conn.Close(cctx)
+	}()
 	if _, err := conn.Exec(ctx, "listen "+eventChannel); err != nil {
 		return err
 	}
 	var last int64
-	if err := t.pool.QueryRow(ctx, "select coalesce(max(id), 0) from team_events").Scan(&last); err != nil {
+	if err := conn.QueryRow(ctx, "select coalesce(max(id), 0) from team_events").Scan(&last); err != nil {
 		return err
 	}
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
 		}
-		rows, err := t.pool.Query(ctx, "select id, run, at, worker, event from team_events where id > $1 order by id", last)
+		rows, err := conn.Query(ctx, "select id, run, at, worker, event from team_events where id > $1 order by id", last)
 		if err != nil {
 			return err
 		}

@@ -1105,7 +1105,9 @@ func TestEveryStateChangeIsAnEventAFollowerSees(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// Three minutes: the first submit of a package builds the flower it
+	// runs, which took most of a minute under CI's load.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	got := make(chan team.Event, 16)
 	following := make(chan error, 1)
@@ -1216,5 +1218,49 @@ func TestARunCancelledWhileItsWorkerIsDeadEndsCancelled(t *testing.T) {
 	out, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if err != nil || !regexp.MustCompile(`(?m)^r1\s+cancelled`).MatchString(out) {
 		t.Errorf("flower runs: %v\n%s", err, out)
+	}
+}
+
+// A follower listens on a connection of its own and closes it when it
+// ends (issue 44's review): it took one from the pool and gave it back
+// still listening, its buffer growing with every notice for as long as the
+// pool kept it; and followers held the pool's connections while they
+// waited. After many followers, none of the pool's connections listens,
+// and the pool still has room while followers wait.
+func TestAFollowerLeavesNoListeningConnectionInThePool(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	tm := w.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a first submit builds flower
+	defer cancel()
+	max := int(tm.Pool().Config().MaxConns)
+	fctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for range max + 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := tm.Follow(fctx, func(team.Event) {}); err != nil && fctx.Err() == nil {
+				t.Errorf("Follow: %v", err)
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // listening
+	// More followers than the pool has connections, and the pool serves.
+	qctx, qcancel := context.WithTimeout(ctx, 10*time.Second)
+	if _, err := tm.Runs(qctx, team.RunFilter{}); err != nil {
+		t.Errorf("with %d followers waiting the pool served no query: %v", max+2, err)
+	}
+	qcancel()
+	w.submit("task-1")
+	stop()
+	wg.Wait()
+	for _, c := range tm.Pool().AcquireAllIdle(ctx) {
+		var n int
+		err := c.QueryRow(ctx, "select count(*) from pg_listening_channels()").Scan(&n)
+		c.Release()
+		if err != nil || n != 0 {
+			t.Errorf("a connection of the pool still listens on %d channels after its follower ended (%v)", n, err)
+		}
 	}
 }
