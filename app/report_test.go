@@ -326,11 +326,22 @@ frames.forEach(function (f) { f.addEventListener('load', function () { if (++loa
 	if err := os.WriteFile(wrap, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dom, _ := chromium(t, bin, "file://"+wrap, "--allow-file-access-from-files", "--virtual-time-budget=10000",
-		fmt.Sprintf("--window-size=%d,1000", widest+40), "--dump-dom")
-	m := regexp.MustCompile(`<pre id="out">(.*?)</pre>`).FindStringSubmatch(dom)
-	if m == nil {
-		t.Fatalf("the measuring page did not run:\n%.2000s", dom)
+	// The page measures once every frame has loaded; under CI's load
+	// chromium's virtual time ran out before the frames did (ci9: "not
+	// measured" after 20 s), so a page still unmeasured is loaded again,
+	// twice at most, each time with a longer budget, and the test says so.
+	var m []string
+	for try, budget := range []int{10000, 30000, 60000} {
+		dom, _ := chromium(t, bin, "file://"+wrap, "--allow-file-access-from-files", fmt.Sprintf("--virtual-time-budget=%d", budget),
+			fmt.Sprintf("--window-size=%d,1000", widest+40), "--dump-dom")
+		m = regexp.MustCompile(`<pre id="out">(.*?)</pre>`).FindStringSubmatch(dom)
+		if m == nil {
+			t.Fatalf("the measuring page did not run:\n%.2000s", dom)
+		}
+		if m[1] != "not measured" {
+			break
+		}
+		t.Logf("try %d: chromium dumped the page before its %d frames loaded (virtual time %d ms)", try+1, len(frames), budget)
 	}
 	var boxes []map[string]box
 	if err := json.Unmarshal([]byte(html.UnescapeString(m[1])), &boxes); err != nil || len(boxes) != len(frames) {

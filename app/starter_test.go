@@ -418,7 +418,9 @@ func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
 	// Off a terminal the simulated human answers, after its pause.
 	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "XDG_CACHE_HOME="+cache, "FLOWER_DEMO_PAUSE=1s")
 	ws := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A hang guard: on CI's loaded machine the demo took 161 s (ci7) and
+	// more than 180 s (ci9) for what takes 40 s alone.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, flowerBin, "demo", "--lang", "en", "-w", ws)
 	cmd.Env, cmd.Dir = env, inside
