@@ -298,17 +298,31 @@ func TestChaos(t *testing.T) {
 			t.Errorf("%s did not stop", m.name)
 		}
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		for _, m := range all {
-			if strings.Contains(string(b), m.dir) && len(living([]int{pidOf(p)})) > 0 {
-				t.Errorf("a process of a run outlived its worker %s: %s", m.name, strings.ReplaceAll(string(b), "\x00", " "))
+	// A process killed while the kernel makes its namespaces (bwrap in
+	// unshare(CLONE_NEWNET), which waits on the kernel's namespace locks
+	// while other runs' namespaces are torn down) dies once that returns:
+	// the kernel is given a minute; a process that outlives it leaked.
+	var left []string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		left = left[:0]
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, p := range procs {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			for _, m := range all {
+				if strings.Contains(string(b), m.dir) && len(living([]int{pidOf(p)})) > 0 {
+					left = append(left, m.name+": "+strings.ReplaceAll(string(b), "\x00", " "))
+				}
 			}
 		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, l := range left {
+		t.Errorf("a process of a run outlived its worker %s", l)
 	}
 }
 
