@@ -45,8 +45,10 @@ func (m *Command) forwardAPI() error {
 	return nil
 }
 
-// forwardConn copies c to a fresh connection to the socket and back, and
-// closes both when either side is done.
+// forwardConn copies c to a fresh connection to the socket and back. The
+// client's end of its sending is passed on (a half close); the proxy's end
+// ends the exchange: c is closed then, so a client that keeps it open
+// holds no goroutine here.
 func forwardConn(c net.Conn, socket string) {
 	defer c.Close()
 	up, err := net.DialTimeout("unix", socket, 10*time.Second)
@@ -63,8 +65,6 @@ func forwardConn(c net.Conn, socket string) {
 		_ = up.(*net.UnixConn).CloseWrite()
 	}()
 	_, _ = io.Copy(c, up)
-	if tc, ok := c.(*net.TCPConn); ok {
-		_ = tc.CloseWrite()
-	}
+	c.Close()
 	wg.Wait()
 }
