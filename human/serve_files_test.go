@@ -11,7 +11,10 @@ import (
 )
 
 // serve runs ServeFiles on ch in a fresh directory until the test ends.
-func serve(t *testing.T, ch *Channel) string {
+func serve(t *testing.T, ch *Channel) string { t.Helper(); return serveSigned(t, ch, nil) }
+
+// serveSigned is serve taking only replies signed with key (nil: all).
+func serveSigned(t *testing.T, ch *Channel, key []byte) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "human")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -19,7 +22,7 @@ func serve(t *testing.T, ch *Channel) string {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := ServeFiles(ctx, ch, dir); err != nil {
+		if err := ServeSignedFiles(ctx, ch, dir, key); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -201,20 +204,10 @@ func TestWriteReplyOwnedOwnsTheFileBeforeItAppears(t *testing.T) {
 // signed: a file the run's own processes drop into the folder, unsigned,
 // signed with another key, or a signed one copied under another name, is
 // refused and named, and the question still waits for the person.
-func TestServeSignedFilesRefusesARepliesTheRunWroteItself(t *testing.T) {
+func TestServeSignedFilesRefusesRepliesTheRunWroteItself(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	ch := New(WithTimeout(time.Minute))
-	dir := filepath.Join(t.TempDir(), "human")
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := ServeSignedFiles(ctx, ch, dir, key); err != nil {
-			t.Error(err)
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }()
+	dir := serveSigned(t, ch, key)
 	waitPending(t, dir, 0)
 	got := make(chan Ask, 1)
 	go func() {
