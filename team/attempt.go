@@ -573,12 +573,43 @@ func (a *attempt) refresh(ctx context.Context) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// stillOurs reports whether the job is still this attempt's.
+// stillOurs reports whether the job is still this attempt's. A database
+// that does not answer (a restart, a network blip) is waited for, up to
+// the rescue interval: River cannot give the run away before that, and
+// the answer that decides is the database's own (refresh asks whether the
+// job was confirmed within the interval). Taken for a "no", a restart at a
+// step's end handed a run on and had its step done twice.
 func (a *attempt) stillOurs(ctx context.Context) bool {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	ours, err := a.refresh(cctx)
-	return err == nil && ours
+	return askUntil(ctx, a.w.o.Rescue, a.refresh, func(err error) {
+		a.log().Warn("flower worker: waiting for the database to confirm the run is still this worker's", "err", err)
+	})
+}
+
+// askUntil calls ask until it answers, for at most wait, and returns the
+// answer; false when none came. waiting is told of the first failure.
+func askUntil(ctx context.Context, wait time.Duration, ask func(context.Context) (bool, error), waiting func(error)) bool {
+	deadline := time.Now().Add(wait)
+	pause := 250 * time.Millisecond
+	for told := false; ; told = true {
+		cctx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 5*time.Second))
+		yes, err := ask(cctx)
+		cancel()
+		if err == nil {
+			return yes
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return false
+		}
+		if !told && waiting != nil {
+			waiting(err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
 }
 
 // lost ends an attempt that is not ours any more. Its result names it
