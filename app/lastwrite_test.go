@@ -31,6 +31,8 @@ func TestGoFailsWhenItsLastFilesDoNotReachTheDatabase(t *testing.T) {
 	t.Setenv("CLAUDE_CONFIG_DIR", t.TempDir())
 	for _, lang := range []flower.Lang{flower.English, flower.Chinese} {
 		t.Run(string(lang), func(t *testing.T) {
+			// Each language waits out the last write-back's bound: side by side.
+			t.Parallel()
 			ws := clones(t, 1)[0]
 			run := "lastwrite-" + string(lang)
 			refuse := "refuse_" + map[bool]string{true: "en", false: "zh"}[lang.IsEnglish()]
