@@ -28,12 +28,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stream := fs.Bool("stream", false, "read go test -json on standard input and print it as go test does (failed tests' output in full), then the table")
 	save := fs.String("o", "", "with -stream: also write the JSON read to this file")
 	top := fs.Int("n", 10, "how many of the slowest tests to list")
+	cpu := fs.Bool("exec-cpu", false, "run the program given after the flags (a test binary: go test -exec 'test-times -exec-cpu') and print the CPU time it and its children used, for the table's cpu column")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: scripts/test-times [-n N] FILE.json...
        go test -json ./... | scripts/test-times -stream [-o FILE.json]
+       go test -json -exec 'test-times -exec-cpu' ./... | scripts/test-times -stream
 
 Where the minutes of a test run went: each package's wall time (as go test
-measured it) with its count of tests, then the N slowest tests. Several
+measured it) and, when its binary ran under -exec-cpu, the CPU seconds of
+the binary and of the processes it waited for, with its count of tests,
+then the N slowest tests. Several
 files (one per pass of scripts/test) are read as one run. The exit status is
 go test's: 1 when a test or a package failed, 2 for bad input.
 
@@ -45,6 +49,9 @@ go test's: 1 when a test or a package failed, 2 for bad input.
 			return 0
 		}
 		return 2
+	}
+	if *cpu {
+		return execCPU(fs.Args(), stdout, stderr)
 	}
 	if *top < 0 {
 		fmt.Fprintln(stderr, "test-times: -n cannot be negative")
@@ -134,6 +141,9 @@ func (t *table) read(r io.Reader, echo io.Writer) error {
 		case "run", "start":
 			running[key] = true
 		case "output":
+			if secs, ok := cpuSeconds(e.Output); ok && e.Test == "" {
+				t.cpu(e.Package, secs)
+			}
 			if echo != nil {
 				held[key] = append(held[key], e.Output)
 			}

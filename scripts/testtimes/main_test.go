@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // events is a go test -json stream of two packages, one with a failing
@@ -20,6 +22,7 @@ const events = `{"Action":"start","Package":"m/a"}
 {"Action":"pass","Package":"m/a","Test":"TestSub/case","Elapsed":2}
 {"Action":"pass","Package":"m/a","Test":"TestSub","Elapsed":2.5}
 {"Action":"output","Package":"m/a","Output":"PASS\n"}
+{"Action":"output","Package":"m/a","Output":"test-times: cpu 61.25s (user 50.00s, system 11.25s) in the test binary and the processes it waited for\n"}
 {"Action":"output","Package":"m/a","Output":"ok  \tm/a\t32.600s\n"}
 {"Action":"pass","Package":"m/a","Elapsed":32.6}
 {"Action":"start","Package":"m/b"}
@@ -47,9 +50,9 @@ func TestTheTableListsPackagesByWallTimeAndTheSlowestTests(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"     32.6      2  a\n", // two top-level tests: the subtest is its parent's
-		"      5.1      2  b  FAIL (1 tests failed)\n",
-		"     37.7      4  all packages",
+		"     32.6      61.2      2  a\n",                        // two top-level tests: the subtest is its parent's
+		"      5.1         -      2  b  FAIL (1 tests failed)\n", // its binary ran without -exec-cpu
+		"     37.7      61.2      4  all packages",
 		"the 2 slowest tests",
 		"     30.0  a TestSlow\n",
 		"      4.0  b TestBroken  FAIL\n",
@@ -79,7 +82,7 @@ func TestStreamPrintsWhatGoTestWouldAndKeepsTheJSON(t *testing.T) {
 			t.Errorf("the stream lacks %q:\n%s", want, got)
 		}
 	}
-	for _, hidden := range []string{"quiet line of a passing test", "--- PASS: TestSlow", "PASS\n"} {
+	for _, hidden := range []string{"quiet line of a passing test", "--- PASS: TestSlow", "PASS\n", "test-times: cpu"} {
 		if strings.Contains(got, hidden) {
 			t.Errorf("the stream shows %q, which go test hides for a passing test:\n%s", hidden, got)
 		}
@@ -116,5 +119,57 @@ func TestBadInputSaysWhereAndExits2(t *testing.T) {
 	errb.Reset()
 	if code := run(nil, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "Usage: scripts/test-times") {
 		t.Errorf("no file: exit %d, stderr %q: want the usage", code, errb.String())
+	}
+}
+
+// The -exec-cpu wrapper runs the binary with its arguments, keeps its exit
+// status, and counts the CPU of the processes the binary waited for: a
+// child that spins for a second of CPU shows in the line it prints.
+func TestExecCPUCountsTheBinaryAndItsChildrenAndKeepsItsStatus(t *testing.T) {
+	spin := `sh -c 'end=$(($(date +%s)+2)); while [ $(date +%s) -lt $end ]; do :; done'; exit 3`
+	var out, errb bytes.Buffer
+	code := run([]string{"-exec-cpu", "/bin/sh", "-c", spin}, nil, &out, &errb)
+	if code != 3 {
+		t.Errorf("exit %d, want the program's 3 (stderr %q)", code, errb.String())
+	}
+	secs, ok := cpuSeconds(strings.TrimSuffix(out.String(), "\n"))
+	if !ok || secs < 0.5 {
+		t.Errorf("the wrapper printed %q: want a cpu line of at least the child's spin (a second or more)", out.String())
+	}
+	if code := run([]string{"-exec-cpu", filepath.Join(t.TempDir(), "missing")}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "missing") {
+		t.Errorf("a program that cannot start: exit %d, stderr %q", code, errb.String())
+	}
+	if code := run([]string{"-exec-cpu"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), "needs the program") {
+		t.Errorf("no program: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// go test's timeout sends SIGQUIT to the program it started: the binary
+// under the wrapper must get it (its goroutine dump says what hung).
+func TestExecCPUPassesSignalsToTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	script := `trap 'echo got-quit; exit 7' QUIT; : > ` + ready + `; while :; do sleep 0.05; done`
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"-exec-cpu", "/bin/sh", "-c", script}, nil, &out, &errb) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the script never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGQUIT)
+	select {
+	case code := <-done:
+		if code != 7 {
+			t.Errorf("exit %d, want the script's 7 after its SIGQUIT trap", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the binary never got the SIGQUIT")
 	}
 }

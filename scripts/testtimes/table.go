@@ -24,7 +24,9 @@ type pkgTime struct {
 	name   string
 	result string  // pass, fail, skip (no test files)
 	wall   float64 // seconds, as go test measured the package's binary
-	tests  int     // top-level tests that ran
+	cpuSec float64 // CPU seconds of the binary and its children (-exec-cpu)
+	hasCPU bool
+	tests  int // top-level tests that ran
 	failed int
 	runs   int // a package run in several passes is added up
 }
@@ -53,6 +55,12 @@ func (t *table) pkg(name, result string, secs float64) {
 	if p.result != "fail" {
 		p.result = result
 	}
+}
+
+func (t *table) cpu(name string, secs float64) {
+	p := t.entry(name)
+	p.cpuSec += secs
+	p.hasCPU = true
 }
 
 func (t *table) test(pkg, name, result string, secs float64) {
@@ -84,19 +92,20 @@ func (t *table) failed() bool {
 // Elapsed), so the tests of a package may add up to more than its wall.
 func (t *table) print(w io.Writer, top int) {
 	pkgs := make([]*pkgTime, 0, len(t.packages))
-	var total float64
+	var total, totalCPU float64
 	for _, p := range t.packages {
 		if p.result == "skip" && p.tests == 0 {
 			continue // no test files
 		}
 		pkgs = append(pkgs, p)
 		total += p.wall
+		totalCPU += p.cpuSec
 	}
 	slices.SortFunc(pkgs, func(a, b *pkgTime) int {
 		return cmp.Or(cmp.Compare(b.wall, a.wall), strings.Compare(a.name, b.name))
 	})
 	prefix := commonPrefix(pkgs)
-	fmt.Fprintf(w, "\n%-9s %6s  %s\n", "seconds", "tests", "package (go test's wall time; packages run side by side)")
+	fmt.Fprintf(w, "\n%-9s %9s %6s  %s\n", "seconds", "cpu s", "tests", "package (go test's wall time; packages run side by side; cpu: the binary's and its children's)")
 	for _, p := range pkgs {
 		mark := ""
 		switch {
@@ -105,9 +114,9 @@ func (t *table) print(w io.Writer, top int) {
 		case p.runs > 1:
 			mark = fmt.Sprintf("  (%d passes)", p.runs)
 		}
-		fmt.Fprintf(w, "%9.1f %6d  %s%s\n", p.wall, p.tests, shortName(p.name, prefix), mark)
+		fmt.Fprintf(w, "%9.1f %9s %6d  %s%s\n", p.wall, cpuColumn(p.cpuSec, p.hasCPU), p.tests, shortName(p.name, prefix), mark)
 	}
-	fmt.Fprintf(w, "%9.1f %6d  all packages, one after another\n", total, len(t.tests))
+	fmt.Fprintf(w, "%9.1f %9s %6d  all packages, one after another\n", total, cpuColumn(totalCPU, totalCPU > 0), len(t.tests))
 	if top > 0 && len(t.tests) > 0 {
 		tests := slices.Clone(t.tests)
 		slices.SortStableFunc(tests, func(a, b testTime) int { return cmp.Compare(b.secs, a.secs) })
@@ -131,6 +140,15 @@ func (t *table) print(w io.Writer, top int) {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
 	}
+}
+
+// cpuColumn is a package's CPU seconds, or "-" when its binary did not run
+// under -exec-cpu.
+func cpuColumn(secs float64, measured bool) string {
+	if !measured {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", secs)
 }
 
 // commonPrefix is the module path the packages share ("" for one package),
