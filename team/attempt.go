@@ -328,7 +328,7 @@ loop:
 	}
 	// The work is committed and pushed before the last write-back, so the
 	// transcripts it writes describe a tree the branch holds.
-	pushErr := a.saveWithin(ctx, "end of attempt", max(2*time.Minute, 2*w.o.Rescue))
+	pushErr := a.saveWithin(ctx, "end of attempt", pushBound(w.o.Rescue))
 	if errors.Is(pushErr, errLost) {
 		return errLost
 	}
@@ -730,6 +730,10 @@ func (a *attempt) save(ctx context.Context, what string) error {
 	}
 	return err
 }
+
+// pushBound is how long an attempt's end keeps trying to push its work
+// to a remote that does not take it.
+func pushBound(rescue time.Duration) time.Duration { return max(2*time.Minute, 2*rescue) }
 
 // saveWithin is save, tried again while the remote does not take the
 // push (an outage, a hook refusing for a while), up to bound: the work of

@@ -304,3 +304,53 @@ func TestARunWhoseLastWorkNeverReachedTheRemoteIsParkedNotAchievedWithoutIt(t *t
 	}
 	t.Logf("%s parked: %s", r.Name(), r.Reason)
 }
+
+// A worker stopped (SIGTERM) while the remote refuses its run's finished
+// work keeps pushing for as long as an attempt's end does (two minutes).
+// River's stop gave its jobs 90 s: the worker left mid-retry and the work
+// stayed on its machine, for the next worker to park the run. Pushes come
+// back 100 s after the SIGTERM: the worker waits for that, pushes, and the
+// run ends achieved with its work on the branch.
+func TestAStoppingWorkerPushesWorkTheRemoteRefusedForAWhileBeforeItLeaves(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	tm := w.open()
+	refuse := filepath.Join(t.TempDir(), "refuse-pushes")
+	hook := "#!/bin/sh\nif [ -e " + refuse + " ]; then echo 'pushes are refused for a while' >&2; exit 1; fi\n"
+	if err := os.WriteFile(filepath.Join(w.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(refuse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := w.submit("task-1")
+	a := w.worker("machine-a")
+	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(a.out.String(), "not pushed yet; trying again"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("machine A never retried its push:\n%s", a.out)
+		}
+	}
+	termed := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	back := time.AfterFunc(100*time.Second, func() { os.Remove(refuse) })
+	defer back.Stop()
+	select {
+	case err := <-a.done:
+		a.done <- err
+		if err != nil {
+			t.Errorf("the worker's exit after SIGTERM: %v\n%s", err, a.out)
+		}
+	case <-time.After(6 * time.Minute):
+		t.Fatalf("the worker did not stop after SIGTERM:\n%s", a.out)
+	}
+	t.Logf("the worker stopped %s after SIGTERM", time.Since(termed).Round(time.Millisecond))
+	r, err := tm.Run(context.Background(), id)
+	if err != nil || r.State != team.Achieved {
+		t.Fatalf("after the worker stopped, %s is %s: %s (err %v)\n%s", r.Name(), r.State, r.Reason, err, a.out)
+	}
+	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
+		t.Errorf("the branch holds %q in task-1.txt, want the run's work", got)
+	}
+}

@@ -46,6 +46,14 @@ const (
 	stopGrace = time.Minute
 )
 
+// drainGrace is how long a stopping worker waits for its attempts to end:
+// a run's process may take stopGrace to stop, then its work is pushed for
+// up to pushBound, then written back. A shorter grace (it was 90 s) left
+// a worker mid-push, its run's work only on its machine.
+func drainGrace(rescue time.Duration) time.Duration {
+	return stopGrace + pushBound(rescue) + 30*time.Second
+}
+
 // WorkerOptions configure a worker.
 type WorkerOptions struct {
 	// Name says which worker works a run in `flower runs` (default
@@ -370,7 +378,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.drained.Do(func() { close(w.drain) })
 	w.markRow(ctx, "draining")
-	sctx, cancel := context.WithTimeout(context.Background(), stopGrace+30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), drainGrace(w.o.Rescue))
 	defer cancel()
 	err = w.client.Stop(sctx)
 	lcancel()
