@@ -267,14 +267,7 @@ func TestARunWhoseLastWorkNeverReachedTheRemoteIsParkedNotAchievedWithoutIt(t *t
 	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
-	refuse := filepath.Join(t.TempDir(), "refuse-pushes")
-	hook := "#!/bin/sh\nif [ -e " + refuse + " ]; then echo 'pushes are refused for a while' >&2; exit 1; fi\n"
-	if err := os.WriteFile(filepath.Join(w.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(refuse, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	allowPushes := refusePushes(t, w)
 	w.submit("task-1")
 	const rescue = 6 * time.Second
 	a := w.worker("machine-a", "--rescue", rescue.String())
@@ -286,9 +279,7 @@ func TestARunWhoseLastWorkNeverReachedTheRemoteIsParkedNotAchievedWithoutIt(t *t
 	_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
 	<-a.done
 	a.done <- nil
-	if err := os.Remove(refuse); err != nil {
-		t.Fatal(err)
-	}
+	allowPushes()
 	// Another machine: machine A's checkout, and the commit in it, are
 	// gone with it.
 	b := w.worker("machine-b", "--rescue", rescue.String())
@@ -315,14 +306,7 @@ func TestAStoppingWorkerPushesWorkTheRemoteRefusedForAWhileBeforeItLeaves(t *tes
 	t.Parallel()
 	w := newWorld(t)
 	tm := w.open()
-	refuse := filepath.Join(t.TempDir(), "refuse-pushes")
-	hook := "#!/bin/sh\nif [ -e " + refuse + " ]; then echo 'pushes are refused for a while' >&2; exit 1; fi\n"
-	if err := os.WriteFile(filepath.Join(w.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(refuse, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	allowPushes := refusePushes(t, w)
 	id := w.submit("task-1")
 	a := w.worker("machine-a")
 	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(a.out.String(), "not pushed yet; trying again"); time.Sleep(100 * time.Millisecond) {
@@ -334,7 +318,7 @@ func TestAStoppingWorkerPushesWorkTheRemoteRefusedForAWhileBeforeItLeaves(t *tes
 	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	back := time.AfterFunc(100*time.Second, func() { os.Remove(refuse) })
+	back := time.AfterFunc(100*time.Second, allowPushes)
 	defer back.Stop()
 	select {
 	case err := <-a.done:
@@ -353,4 +337,19 @@ func TestAStoppingWorkerPushesWorkTheRemoteRefusedForAWhileBeforeItLeaves(t *tes
 	if got := branchFile(t, w.remote, r.Branch, "task-1.txt"); got != "task-1" {
 		t.Errorf("the branch holds %q in task-1.txt, want the run's work", got)
 	}
+}
+
+// refusePushes makes the world's remote refuse every push (a pre-receive
+// hook) until allow is called.
+func refusePushes(t *testing.T, w *world) (allow func()) {
+	t.Helper()
+	refuse := filepath.Join(t.TempDir(), "refuse-pushes")
+	hook := "#!/bin/sh\nif [ -e " + refuse + " ]; then echo 'pushes are refused for a while' >&2; exit 1; fi\n"
+	if err := os.WriteFile(filepath.Join(w.remote, "hooks", "pre-receive"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(refuse, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func() { os.Remove(refuse) }
 }
