@@ -147,6 +147,13 @@ func (a *attempt) work(ctx context.Context) error {
 	if err := a.nameAttempt(ctx); err != nil {
 		return err
 	}
+	// The job carries this worker's interval from the attempt's first
+	// transaction. It did from the first confirmation, a quarter interval
+	// later: meanwhile a worker with a shorter interval judged the job by
+	// its own and took a run this one had just begun.
+	if !a.stillOurs(ctx) {
+		return errLost
+	}
 	leash, err := newLeash()
 	if err != nil {
 		return err

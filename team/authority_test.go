@@ -353,3 +353,34 @@ func refusePushes(t *testing.T, w *world) (allow func()) {
 	}
 	return func() { os.Remove(refuse) }
 }
+
+// A job carries its holder's interval from the attempt's first
+// transaction. It was written at the holder's first confirmation, or when
+// it started the run's process, after its clone: until then a worker
+// looking for silent workers' runs judged the job by its own interval, and
+// one with --rescue 8s took the run a default worker was still cloning.
+func TestAShortRescueWorkerLeavesARunADefaultWorkerIsCloning(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	tm := w.open()
+	id := w.submit("task-1")
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := t.TempDir()
+	wrapper := "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = clone ] && sleep 15; done\nexec '" + git + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(slow, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.workerWith("machine-a", []string{"PATH=" + slow + string(os.PathListSeparator) + os.Getenv("PATH")})
+	waitFor(t, tm, 3*time.Minute, "machine A took r1", func(runs []team.Run) bool { return len(runs) == 1 && runs[0].State == team.Running })
+	w.worker("machine-b", "--rescue", "8s")
+	runs := waitFor(t, tm, 4*time.Minute, "r1 ended", allEnded)
+	if runs[0].State != team.Achieved {
+		t.Errorf("%s ended %s: %s", runs[0].Name(), runs[0].State, runs[0].Reason)
+	}
+	if got := startedBy(t, tm, id); strings.Join(got, ",") != "machine-a" {
+		t.Errorf("r1 was started by %v, want machine-a alone: a worker with a shorter interval took the run its holder was cloning", got)
+	}
+}
