@@ -597,7 +597,7 @@ func (a *attempt) stillOurs(ctx context.Context) bool {
 func askUntil(ctx context.Context, wait time.Duration, ask func(context.Context) (bool, error), waiting func(error)) bool {
 	deadline := time.Now().Add(wait)
 	pause := 250 * time.Millisecond
-	for told := false; ; told = true {
+	for try := 0; ; try++ {
 		cctx, cancel := context.WithTimeout(ctx, max(time.Until(deadline), 5*time.Second))
 		yes, err := ask(cctx)
 		cancel()
@@ -607,7 +607,7 @@ func askUntil(ctx context.Context, wait time.Duration, ask func(context.Context)
 		if time.Now().Add(pause).After(deadline) {
 			return false
 		}
-		if !told && waiting != nil {
+		if try == 0 && waiting != nil {
 			waiting(err)
 		}
 		select {
