@@ -148,9 +148,10 @@ func (a *attempt) work(ctx context.Context) error {
 		return err
 	}
 	// The job carries this worker's interval from the attempt's first
-	// transaction. It did from the first confirmation, a quarter interval
-	// later: meanwhile a worker with a shorter interval judged the job by
-	// its own and took a run this one had just begun.
+	// transaction on. Written only at the first confirmation (a quarter
+	// interval later) or at the process's start (after the clone), it left
+	// a gap in which a worker with a shorter interval judged the job by
+	// its own and took a run this one was still cloning.
 	if !a.stillOurs(ctx) {
 		return errLost
 	}
