@@ -56,6 +56,32 @@ const (
 // forwards each connection to this socket, the run's only way out.
 const APISocketEnv = "FLOWER_API_SOCKET"
 
+// NetSocketEnv names the unix socket of a team run's way out to the hosts
+// its submission lists (flower submit --net): the run's flower serves
+// NetProxyAddr inside the run's own network, which HTTP_PROXY and
+// HTTPS_PROXY name, and forwards each connection to this socket, where
+// the worker lets through what the list allows.
+const NetSocketEnv = "FLOWER_NET_SOCKET"
+
+// NetProxyAddr is the address of a team run's way out (NetSocketEnv) in
+// the run's own network, where nothing else listens.
+const NetProxyAddr = "127.0.0.1:3128"
+
+// CLIApartEnv names the bubblewrap a confined team run starts each of its
+// CLIs through (CLIApart); a team's worker sets it.
+const CLIApartEnv = "FLOWER_CLI_APART"
+
+// CLIApart is the launcher (claude.Options.Launcher) that starts a CLI
+// through bubblewrap in a PID namespace of its own, with a /proc of its
+// own: the CLI and the tools it runs see, trace and signal only one
+// another, and the run's flower, which decides the judge, the
+// measurement and the budget, is not among them. Files, network and
+// user stay the run's; bubblewrap's own first process reaps the tools'
+// orphans and ignores their signals.
+func CLIApart(bwrap string) []string {
+	return []string{bwrap, "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid", "--die-with-parent", "--"}
+}
+
 // ReplyKeyFDEnv names the file descriptor a team worker gives a run's
 // process its reply key on (a pipe holding the key, read once at start):
 // the run's front end takes only the reply files signed with it

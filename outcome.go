@@ -13,8 +13,20 @@ import (
 // outcome event in events.jsonl, the report and a team's queue read, so
 // they never change.
 const (
-	// OutcomeAchieved: the judge ruled the goal achieved.
+	// OutcomeAchieved: the judge ruled the goal achieved, and flower's own
+	// run of every command item agreed.
 	OutcomeAchieved = "achieved"
+	// OutcomeAchievedUnmeasured: the judge ruled the goal achieved, but
+	// flower could run none of its command items here (no sandbox on this
+	// machine): they passed on the judge's reading alone. Finished, and
+	// said as such on every surface; Reason names the items and why.
+	OutcomeAchievedUnmeasured = "achieved_unmeasured"
+	// OutcomeNeedsLook: the judge ruled the goal achieved, but the change
+	// report flagged changes that can make a check pass without the work
+	// (a test skipped, a failure silenced, a check rewritten): the flags
+	// decide, not the judge. Not finished: the person looks; Reason lists
+	// the flags, one a line.
+	OutcomeNeedsLook = "needs_look"
 	// OutcomeAccepted: the judge ruled the goal unreachable (or not yet),
 	// and the person accepted the result as it stands. Not achieved, and
 	// not the judge's word: the person's.
@@ -63,7 +75,13 @@ type Outcome struct {
 // achieved, the person accepted the result, or there was no goal and
 // every step passed. Anything else is for a later run to continue.
 func (o Outcome) Finished() bool {
-	return o.State == OutcomeAchieved || o.State == OutcomeAccepted || o.State == OutcomeDone
+	return o.Achieved() || o.State == OutcomeAccepted || o.State == OutcomeDone
+}
+
+// Achieved reports whether the judge ruled the goal achieved, measured or
+// not.
+func (o Outcome) Achieved() bool {
+	return o.State == OutcomeAchieved || o.State == OutcomeAchievedUnmeasured
 }
 
 // stoppedByHuman reports whether a step's error is the mark of a stop by
@@ -127,6 +145,10 @@ func RunOutcome(c *Ctx, err error, cause error) Outcome {
 	if !failed {
 		accepted, _ := c.Get(AcceptedKey)
 		switch {
+		case v != nil && v.State == doc.Achieved && len(v.Flags) > 0:
+			o.State, o.Reason = OutcomeNeedsLook, strings.Join(v.Flags, "\n")
+		case v != nil && v.State == doc.Achieved && len(v.Unmeasured) > 0:
+			o.State, o.Reason = OutcomeAchievedUnmeasured, unmeasuredReason(v)
 		case v != nil && v.State == doc.Achieved:
 			o.State = OutcomeAchieved
 		case v != nil && accepted == true:
@@ -193,4 +215,10 @@ func outcomeEvent(o Outcome) Event {
 		p["budget"] = true
 	}
 	return event.New(event.System, "outcome", p)
+}
+
+// unmeasuredReason is an unmeasured achievement's reason: the items and
+// why flower could not run their commands.
+func unmeasuredReason(v *doc.Verdict) string {
+	return strings.Join(v.Unmeasured, ", ") + ": " + v.UnmeasuredWhy
 }

@@ -1,6 +1,7 @@
 package flower
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -513,6 +514,52 @@ func (rt *Runtime) ContextOf(ctx context.Context, id string) (int, error) {
 		return c.LastContext(ctx, rt.ProjectKey(), id)
 	}
 	return 0, fmt.Errorf("flower: the session store cannot tell a session's context: %w", errors.ErrUnsupported)
+}
+
+// TranscriptsHolding returns which of texts a main transcript of this
+// workspace stored since since holds (as the CLI stores it: a JSON string,
+// HTML not escaped). A store that cannot list its sessions reports an
+// error wrapping errors.ErrUnsupported. It reads every such transcript
+// whole: a front end asks only after a kill, for the few words a killed
+// run's inbox handed out.
+func (rt *Runtime) TranscriptsHolding(ctx context.Context, since time.Time, texts []string) (map[string]bool, error) {
+	lister, ok := rt.store.(claude.SessionLister)
+	if !ok {
+		return nil, fmt.Errorf("flower: the session store cannot list its sessions: %w", errors.ErrUnsupported)
+	}
+	sessions, err := lister.ListSessions(ctx, rt.ProjectKey())
+	if err != nil {
+		return nil, err
+	}
+	needles := make(map[string][]byte, len(texts))
+	for _, t := range texts {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(t); err != nil {
+			return nil, err
+		}
+		quoted := strings.TrimSpace(b.String())
+		needles[t] = []byte(quoted[1 : len(quoted)-1])
+	}
+	held := map[string]bool{}
+	for _, s := range sessions {
+		if s.Mtime < since.UnixMilli() || len(held) == len(needles) {
+			continue
+		}
+		entries, err := rt.store.Load(ctx, claude.SessionKey{ProjectKey: rt.ProjectKey(), SessionID: s.SessionID})
+		if err != nil {
+			return held, err
+		}
+		for _, e := range entries {
+			for t, n := range needles {
+				if !held[t] && bytes.Contains(e, n) {
+					held[t] = true
+				}
+			}
+		}
+	}
+	return held, nil
 }
 
 // Interrupt stops the running step (unless it runs Aside) at its next message boundary (the CLI

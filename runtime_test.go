@@ -529,3 +529,25 @@ func TestRealCancellingARunInterruptsTheCLI(t *testing.T) {
 		t.Errorf("the fake API saw %d requests; the cancelled tool's result must never reach it", n)
 	}
 }
+
+func TestTranscriptsHoldingFindsWordsAsTheCLIStoredThem(t *testing.T) {
+	t.Parallel()
+	// What a front end asks after a kill: did a call of this workspace
+	// carry words the inbox handed out? The words hold what JSON escapes
+	// (quotes, a backslash, <>&, a newline) and what it does not (CJK).
+	words := "add \"quotes\" <b>&</b> \\ and\n再写一个 README"
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:held": {claudetest.Say("noted")}}.Handler())
+	rt := newTestRuntime(t, srv)
+	before := time.Now().Add(-time.Minute)
+	if _, err := rt.Run(runCtx(t), testSpec(), "SCENARIO:held "+words, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := rt.TranscriptsHolding(runCtx(t), before, []string{words, "never said"})
+	if err != nil || !held[words] || held["never said"] {
+		t.Errorf("TranscriptsHolding = %v, %v; want only the words said held", held, err)
+	}
+	// A transcript not written since the time asked about is not read.
+	if held, err := rt.TranscriptsHolding(runCtx(t), time.Now().Add(time.Hour), []string{words}); err != nil || held[words] {
+		t.Errorf("a transcript older than since was read: %v, %v", held, err)
+	}
+}

@@ -28,15 +28,28 @@ func (m *Command) forwardAPI() error {
 	if err != nil || base.Scheme != "http" || base.Host == "" {
 		return usageErrorf("%s=%q needs ANTHROPIC_BASE_URL to be an http address on this run's loopback, not %q", flower.APISocketEnv, socket, m.getenv("ANTHROPIC_BASE_URL"))
 	}
-	ln, err := net.Listen("tcp", base.Host)
+	if err := serveForward(base.Host, socket, "API"); err != nil {
+		return err
+	}
+	// The hosts its submission lists (flower submit --net), the same way.
+	if netSocket := m.getenv(flower.NetSocketEnv); netSocket != "" {
+		return serveForward(flower.NetProxyAddr, netSocket, "network")
+	}
+	return nil
+}
+
+// serveForward listens on addr in the run's own network and forwards each
+// connection to socket.
+func serveForward(addr, socket, what string) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("flower: a confined team run cannot serve its API address %s in its own network (%w): was it started outside its confinement?", base.Host, err)
+		return fmt.Errorf("flower: a confined team run cannot serve its %s address %s in its own network (%w): was it started outside its confinement?", what, addr, err)
 	}
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
-				fmt.Fprintf(os.Stderr, "flower: the run's API forwarder stopped: %v\n", err)
+				fmt.Fprintf(os.Stderr, "flower: the run's %s forwarder stopped: %v\n", what, err)
 				return
 			}
 			go forwardConn(c, socket)
@@ -53,7 +66,7 @@ func forwardConn(c net.Conn, socket string) {
 	defer c.Close()
 	up, err := net.DialTimeout("unix", socket, 10*time.Second)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "flower: the worker's API proxy (%s) cannot be reached: %v\n", socket, err)
+		fmt.Fprintf(os.Stderr, "flower: the worker's proxy (%s) cannot be reached: %v\n", socket, err)
 		return
 	}
 	defer up.Close()

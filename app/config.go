@@ -84,6 +84,10 @@ type Config struct {
 	// reply files signed with it (a team run: see flower.ReplyKeyFDEnv).
 	// The key's bytes as a string: a Config stays comparable.
 	ReplyKey string
+	// CLIApart, when set, is the bubblewrap each CLI of the run starts
+	// through, apart from the run's flower (a confined team run: see
+	// flower.CLIApart).
+	CLIApart string
 }
 
 // globals are the flags every subcommand accepts, before or after it.

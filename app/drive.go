@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +40,10 @@ func (cfg Config) RuntimeOptions(wf *flower.Workflow) []flower.Option {
 	opts = append(opts, flower.WithLanguage(cfg.Lang))
 	if cfg.CLIPath != "" {
 		opts = append(opts, flower.WithSessionOptions(func(o *claude.Options) { o.CLIPath = cfg.CLIPath }))
+	}
+	if cfg.CLIApart != "" {
+		launcher := flower.CLIApart(cfg.CLIApart)
+		opts = append(opts, flower.WithSessionOptions(func(o *claude.Options) { o.Launcher = launcher }))
 	}
 	if cfg.BudgetUSD > 0 {
 		opts = append(opts, flower.WithBudget(cfg.BudgetUSD))
@@ -134,6 +140,12 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		if err != nil {
 			ui.Screen.Line(screen.Yellow, "! "+err.Error())
 		}
+		unheard, err := unheardWords(ctx, rt, journal)
+		if err != nil {
+			ui.Screen.Line(screen.Yellow, "! "+err.Error())
+		}
+		left = append(left, unheard...)
+		slices.SortFunc(left, func(a, b human.Word) int { return strings.Compare(a.Name, b.Name) })
 		if len(left) > 0 {
 			ui.Screen.Line(screen.Cyan, fmt.Sprintf(ui.T("leftWords"), len(left)))
 			brief, _ := os.ReadFile(ch.AmendPath())
@@ -274,6 +286,11 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 		// what is left to give.
 		return &exitError{code: ExitFailure, err: errors.New(msg), silent: true}
 	}
+	if end.Outcome == OutcomeNeedsLook {
+		// Not achieved until the person looked: a script that runs flower
+		// must not read it as done.
+		return &exitError{code: ExitFailure, err: errors.New(end.Reason), silent: true}
+	}
 	return nil
 }
 
@@ -317,4 +334,47 @@ func WakeBanner(lang flower.Lang, workspace, home string, briefDone bool, goalCh
 	}
 	parts = append(parts, fmt.Sprintf(text(lang, "wakeN"), wake))
 	return fmt.Sprintf(text(lang, "wakeBanner"), where, strings.Join(parts, " · "))
+}
+
+// unheardTimeout bounds unheardWords' search of a workspace's transcripts.
+const unheardTimeout = 30 * time.Second
+
+// unheardWords are the words a killed run's inbox handed out that no
+// stored transcript holds: the run was killed between the inbox's answer
+// and the call that would have carried it. They are given again with the
+// words left. (A run that ends well forgets what its inbox took, so every
+// taken word found at a start is a killed run's.) When the store cannot
+// tell, every such word is given again: twice beats never.
+func unheardWords(ctx context.Context, rt *flower.Runtime, journal *human.Words) ([]human.Word, error) {
+	all, err := journal.List()
+	var taken []human.Word
+	var texts []string
+	since := time.Now()
+	for _, w := range all {
+		if w.Taken {
+			taken = append(taken, w)
+			texts = append(texts, w.Text)
+			if w.At.Before(since) {
+				since = w.At
+			}
+		}
+	}
+	if len(taken) == 0 {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, unheardTimeout)
+	defer cancel()
+	// A minute's slack: the store's clock (a database server's) is not
+	// this machine's.
+	held, herr := rt.TranscriptsHolding(cctx, since.Add(-time.Minute), texts)
+	if herr != nil {
+		slog.Info("flower: whether a killed run's calls had its taken words is unknown; they are given again", "err", herr)
+	}
+	var out []human.Word
+	for _, w := range taken {
+		if !held[w.Text] {
+			out = append(out, w)
+		}
+	}
+	return out, err
 }

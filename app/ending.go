@@ -20,13 +20,15 @@ import (
 // library's (flower.RunOutcome decides them), and one of the command's
 // own.
 const (
-	OutcomeAchieved    = flower.OutcomeAchieved    // the judge ruled the goal achieved
-	OutcomeAccepted    = flower.OutcomeAccepted    // the person accepted a goal the judge did not rule achieved
-	OutcomeDone        = flower.OutcomeDone        // every step passed, nothing judged
-	OutcomeNotAchieved = flower.OutcomeNotAchieved // the rounds ran out
-	OutcomeUnreachable = flower.OutcomeUnreachable // the judge ruled it unreachable and nobody decided otherwise
-	OutcomeStopped     = flower.OutcomeStopped     // Ctrl-C to quit, or the budget (Budget)
-	OutcomeFailed      = flower.OutcomeFailed      // a step failed or stopped; Reason says why
+	OutcomeAchieved           = flower.OutcomeAchieved           // the judge ruled the goal achieved
+	OutcomeAchievedUnmeasured = flower.OutcomeAchievedUnmeasured // achieved by the judge's reading alone: no sandbox here
+	OutcomeNeedsLook          = flower.OutcomeNeedsLook          // achieved by the judge, held by the change report's flags
+	OutcomeAccepted           = flower.OutcomeAccepted           // the person accepted a goal the judge did not rule achieved
+	OutcomeDone               = flower.OutcomeDone               // every step passed, nothing judged
+	OutcomeNotAchieved        = flower.OutcomeNotAchieved        // the rounds ran out
+	OutcomeUnreachable        = flower.OutcomeUnreachable        // the judge ruled it unreachable and nobody decided otherwise
+	OutcomeStopped            = flower.OutcomeStopped            // Ctrl-C to quit, or the budget (Budget)
+	OutcomeFailed             = flower.OutcomeFailed             // a step failed or stopped; Reason says why
 	// OutcomeTakenOver: another process took the run over (its database
 	// lease lapsed while this one was paused or cut off); it goes on
 	// there, and this process writes nothing more, not even its ending.
@@ -252,6 +254,14 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 		} else {
 			lines = append(lines, t("endAchieved"))
 		}
+	case OutcomeAchievedUnmeasured:
+		lines = append(lines, fmt.Sprintf(t("endAchievedUnmeasured"), e.Round, orNone(lang, e.Reason)))
+	case OutcomeNeedsLook:
+		lines = append(lines, fmt.Sprintf(t("endNeedsLook"), e.Round))
+		for _, f := range strings.Split(strings.TrimSpace(e.Reason), "\n") {
+			lines = append(lines, "   "+f)
+		}
+		lines = append(lines, t("endNeedsLookDo"))
 	case OutcomeAccepted:
 		lines = append(lines, fmt.Sprintf(t("endAccepted"), orNone(lang, e.Reason)))
 	case OutcomeDone:

@@ -31,6 +31,10 @@ func (m *Command) runGo(ctx context.Context, args []string) (err error) {
 	if cfg.ReplyKey, err = m.takeReplyKey(); err != nil {
 		return err
 	}
+	if m.getenv(flower.LeashFDEnv) != "" {
+		// Only a team's worker starts runs apart from their CLIs.
+		cfg.CLIApart = m.getenv(flower.CLIApartEnv)
+	}
 	if err := m.forwardAPI(); err != nil {
 		return err
 	}

@@ -663,7 +663,7 @@ const teamFlagsZh = `团队的数据库(整个团队一个,放着队列、每个
 
 func (m *Command) submitUsage(l flower.Lang) string {
 	if !isEn(l) {
-		return m.named(`用法:flower submit [--db-file FILE] --repo REPO [--branch B] "请求"
+		return m.named(`用法:flower submit [--db-file FILE] --repo REPO [--branch B] [--net HOSTS] "请求"
 
 把一个针对某 git 仓库的请求排进队列。空着的 worker 接手,克隆 REPO,在这个运行自己的分支
 flower/rN(从 B 开出)上干活,每一步、每次交接和结束时都把成果推到那里。打印运行的名字。
@@ -673,16 +673,20 @@ flower/rN(从 B 开出)上干活,每一步、每次交接和结束时都把成�
   --branch B      从哪个分支开始(默认:仓库的默认分支)
   --budget USD    运行花到这么多钱就干净地停下,所有 worker 加在一起算
   --no-check      不在这台机器上检查 REPO 和 B 是否存在
+  --net HOSTS     运行能访问的主机,经由它的 worker(它的网络里别无他物):主机名或地址,
+                  带 :端口 或不带(80 和 443),*.example.com 表示它下面的所有名字;
+                  用逗号分开或重复给出。程序经由 HTTP_PROXY/HTTPS_PROXY 访问它们。
 
 例子:
   flower submit --repo git@host:app.git "加一个 --json 参数"
+  flower submit --repo /srv/app.git --net registry.npmjs.org "升级依赖"
   flower submit --db-file ~/team-db --repo /srv/app.git --budget 5 "修好它"
   flower submit --db postgres://flower@db/flower --repo /srv/app.git \
       --branch develop "修好不稳定的测试"
 
 ` + teamFlagsZh)
 	}
-	return m.named(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] "request"
+	return m.named(`Usage: flower submit [--db-file FILE] --repo REPO [--branch B] [--net HOSTS] "request"
 
 Queues a run of the request against a git repository. A free worker takes it,
 clones REPO, works on the run's own branch flower/rN (made from B) and pushes its
@@ -693,9 +697,14 @@ Flags:
   --branch B      the branch to start from (default: the repository's default branch)
   --budget USD    stop the run cleanly when it has cost this much, on every worker together
   --no-check      do not check from this machine that REPO and B exist
+  --net HOSTS     the hosts the run may reach, through its worker (its network has
+                  nothing else): names or addresses, with :PORT or without (80 and
+                  443), *.example.com for every name below it; comma-separated or
+                  given again. Programs reach them through HTTP_PROXY/HTTPS_PROXY.
 
 Examples:
   flower submit --repo git@host:app.git "add a --json flag"
+  flower submit --repo /srv/app.git --net registry.npmjs.org "upgrade the dependencies"
   flower submit --db-file ~/team-db --repo /srv/app.git --budget 5 "fix it"
   flower submit --db postgres://flower@db/flower --repo /srv/app.git \
       --branch develop "fix the flaky tests"

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,9 +51,9 @@ var unreachableVerdict = map[string]any{"items": []map[string]string{
 // texts: the model's hand-over prompt and the mechanical hand-over carry
 // them).
 var bequestWords = map[string]map[string]string{
-	"en": {OutcomeAchieved: "the goal was achieved", OutcomeAccepted: "the person accepted the result as it stands",
+	"en": {OutcomeAchieved: "the goal was achieved", OutcomeAchievedUnmeasured: "the goal was achieved, not measured", OutcomeAccepted: "the person accepted the result as it stands",
 		OutcomeStopped: "the person stopped the run before the goal was achieved", OutcomeFailed: "the run failed before the goal was achieved"},
-	"zh": {OutcomeAchieved: "目标已达成", OutcomeAccepted: "人接受了现在的结果",
+	"zh": {OutcomeAchieved: "目标已达成", OutcomeAchievedUnmeasured: "目标已达成,但没有测量", OutcomeAccepted: "人接受了现在的结果",
 		OutcomeStopped: "人在目标达成之前停下了这次运行", OutcomeFailed: "目标达成之前运行失败了"},
 }
 
@@ -137,13 +138,20 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 		// unreachable: the judge rules the goal unreachable and the
 		// person accepts it; stop: Ctrl-C twice while the coordinator
 		// works; fail: the coordinator's call after the coder's gets a
-		// 400.
-		unreachable, stop, fail bool
-		code                    int
-		ending                  func(lang string) string
+		// 400; noSandbox: no bubblewrap on PATH, so flower measures none
+		// of the goal's commands; gamed: while the coordinator works, a
+		// check script that silences its failure appears (the judge
+		// passes it all the same).
+		unreachable, stop, fail, noSandbox, gamed bool
+		code                                      int
+		ending                                    func(lang string) string
 	}{
 		{name: "achieved", outcome: OutcomeAchieved, code: 0,
 			ending: func(l string) string { return strings.SplitN(tr(l, "endAchievedRound"), "%", 2)[0] }},
+		{name: "achieved-unmeasured", outcome: OutcomeAchievedUnmeasured, noSandbox: true, code: 0,
+			ending: func(l string) string { return strings.SplitN(tr(l, "endAchievedUnmeasured"), "%", 2)[0] }},
+		{name: "needs-look", outcome: OutcomeNeedsLook, gamed: true, code: ExitFailure,
+			ending: func(l string) string { return strings.SplitN(tr(l, "endNeedsLook"), "%", 2)[0] }},
 		{name: "accepted", outcome: OutcomeAccepted, unreachable: true, code: 0,
 			ending: func(l string) string { return strings.Replace(tr(l, "endAccepted"), "%s", "no macOS here", 1) }},
 		{name: "stopped", outcome: OutcomeStopped, stop: true, code: ExitInterrupted,
@@ -178,8 +186,23 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 						return inner(ctx, r)
 					}
 				}
+				if c.gamed {
+					inner := handler
+					var once sync.Once
+					handler = func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+						if r.HasText(workMarkers[lang]) && r.HasText(coderDone[lang]) {
+							once.Do(func() {
+								os.WriteFile(filepath.Join(ws, "check.sh"), []byte("#!/bin/sh\ngrep -q hello hello.txt || true\n"), 0o755)
+							})
+						}
+						return inner(ctx, r)
+					}
+				}
 				srv := claudetest.NewServer(t, handler)
 				env := binEnv(t, srv)
+				if c.noSandbox {
+					env = append(env, "PATH="+binPathWithout(t, "bwrap"))
+				}
 				p := startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, "-w", ws, "--lang", lang, "--rounds", "2", words.Ask)
 				p.expect(t, words.Question)
 				p.expect(t, tr(lang, "answerPrompt")[:8])
@@ -214,6 +237,15 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 					t.Errorf("the terminal says every step was done:\n%s", screen)
 				}
 				checkLanguage(t, lang == "en", screen)
+				// Where the sandbox is, the commands were run; where it is
+				// not, the verdict and the ending say so.
+				notMeasured := map[string]string{"en": "not measured", "zh": "没有测量"}[lang]
+				if said := strings.Contains(flat(screen), flat(notMeasured)); said != c.noSandbox {
+					t.Errorf("the terminal says %q: %v, want %v:\n%s", notMeasured, said, c.noSandbox, screen)
+				}
+				if c.noSandbox && !strings.Contains(flat(screen), flat(fmt.Sprintf(tr(lang, "verdictAchievedUnmeasured"), 2, 2, "c1, c2"))) {
+					t.Errorf("the round's verdict line does not say it was not measured:\n%s", screen)
+				}
 				runDir := filepath.Join(ws, "runs")
 				if got := endingOutcome(t, ws); got != c.outcome {
 					t.Errorf("ending.json: %q, want %q", got, c.outcome)
@@ -231,6 +263,31 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 				if rep.state != c.outcome || rep.pageState != c.outcome {
 					t.Errorf("the report says %q (data) and %q (page), want %q", rep.state, rep.pageState, c.outcome)
 				}
+				if c.gamed {
+					// Each flag, with its file and line, on the ending,
+					// the round's verdict line and the report's page.
+					if !strings.Contains(flat(screen), flat("check.sh:2")) {
+						t.Errorf("the ending does not name the flagged file and line:\n%s", screen)
+					}
+					if !strings.Contains(flat(screen), flat(fmt.Sprintf(tr(lang, "verdictNeedsLook"), 2, 2, 1))) {
+						t.Errorf("the round's verdict line does not say it needs a look:\n%s", screen)
+					}
+					if !strings.Contains(rep.page, "check.sh:2") {
+						t.Errorf("the report's page does not name the flag")
+					}
+					p := startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, "-w", ws, "--lang", lang)
+					p.expectFlat(t, fmt.Sprintf(tr(lang, "lastNeedsLook"), 1))
+					killGroup(t, p)
+				}
+				if c.noSandbox && !strings.Contains(rep.page, notMeasured) {
+					t.Errorf("the report's page does not say %q", notMeasured)
+				}
+				if c.noSandbox {
+					// The next bare flower's account of the last run.
+					p := startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, "-w", ws, "--lang", lang)
+					p.expectFlat(t, strings.SplitN(tr(lang, "lastAchievedUnmeasured"), "%", 2)[0]+"c1, c2")
+					killGroup(t, p)
+				}
 				// One count of tokens and cost, read from one place.
 				e, _ := LoadEnding(runDir)
 				checkOneCount(t, lang, screen, e, rep)
@@ -247,11 +304,14 @@ var bequestMarker = map[string]string{"en": "The run ends here", "zh": "这次�
 
 // interruptTwice presses Ctrl-C, waits until the screen answers it, and
 // presses it again: the person quitting.
-func interruptTwice(t *testing.T, p *ptyRun) {
+// interruptTwice presses Ctrl-C at the question, waits for flower's answer
+// to it, and presses it again. (Two signals sent before the process ran
+// in between are one to the kernel: a status line redrawn meanwhile is
+// no answer.)
+func interruptTwice(t *testing.T, p *ptyRun, lang string) {
 	t.Helper()
-	before := len(p.screen())
 	p.cmd.Process.Signal(os.Interrupt)
-	waitFor(t, "the screen's answer to the first Ctrl-C", func() bool { return len(p.screen()) > before })
+	p.expectFlat(t, strings.TrimSpace(tr(lang, "cancelAskPrompt")))
 	p.cmd.Process.Signal(os.Interrupt)
 }
 
@@ -272,7 +332,7 @@ func TestBareFlowerAfterAStopBeforeTheBriefOffersThatRequest(t *testing.T) {
 				p := startPTYSize(t, flowerBin, env, size, "-w", ws, "--lang", lang, words.Ask)
 				p.expect(t, words.Question)
 				p.expect(t, tr(lang, "answerPrompt")[:8])
-				interruptTwice(t, p)
+				interruptTwice(t, p, lang)
 				if code := p.wait(t); code != ExitInterrupted {
 					t.Fatalf("Ctrl-C twice at the question: exit %d, want %d:\n%s", code, ExitInterrupted, p.screen())
 				}

@@ -216,6 +216,14 @@ func (r *Renderer) verdict(e event.Event) {
 	}
 	switch e.Str("state") {
 	case "achieved":
+		if n := e.Int("flags"); n > 0 {
+			r.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(t("verdictNeedsLook"), round, rounds, n))
+			return
+		}
+		if items := e.Str("unmeasured"); items != "" {
+			r.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(t("verdictAchievedUnmeasured"), round, rounds, items))
+			return
+		}
 		r.ui.Screen.Line(screen.Green, "  "+fmt.Sprintf(t("verdictAchieved"), round, rounds))
 	case "unreachable":
 		r.ui.Screen.Line(screen.Red, "  "+fmt.Sprintf(t("verdictUnreachable"), round, rounds, reason))

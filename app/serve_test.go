@@ -39,36 +39,8 @@ func TestServeDashboard(t *testing.T) {
 	t.Parallel()
 	bin := chromiumPath(t)
 	ctx := context.Background()
-	db := pgtest.Database(t)
-	repo := clones(t, 1)[0]
-	tm, err := team.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tm.Close()
 	hostile := "<script>alert(1)</script><b>x</b> \u202eevil\u202c \x1b[31mred\x1b[0m"
-	for _, req := range []string{"add a --json flag", hostile, "ask me something"} {
-		if _, err := tm.Submit(ctx, team.Submission{Request: req, Repo: repo, Budget: 5}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// r3 waits for an answer to q1, as a worker's human channel would
-	// leave it.
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	ask, _ := json.Marshal(event.New(event.Ask, "Which name?", map[string]any{"id": "q1", "state": "asked"}))
-	for _, q := range []string{
-		`update team_runs set state = 'failed', reason = 'failed 2 times on 2 workers', ended_at = now() where id = 2`,
-		`update team_runs set state = 'waiting', step = 'plan', round = 1, question = 'Which name? <i>sure</i>' where id = 3`,
-		`insert into team_events (run, worker, event) values (3, 'machine-a', '` + strings.ReplaceAll(string(ask), "'", "''") + `')`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tm, conn, _, repo := dashboardRuns(t, []string{"add a --json flag", hostile, "ask me something"}, "Which name? <i>sure</i>")
 
 	const token = "0123456789abcdef0123456789abcdef"
 	d, err := newDashboard(tm, token, "", flower.Lang("en"))
@@ -470,4 +442,42 @@ func TestServeButtonsWorkBehindAnHTTPSProxy(t *testing.T) {
 			t.Errorf("--public-url %q was taken", bad)
 		}
 	}
+}
+
+// dashboardRuns is a team database holding a run for each request: r2
+// failed, r3 waiting for an answer to its question q1 as a worker's human
+// channel leaves it, the rest queued. It returns the team, a connection to
+// its database, the database's URL and the repository the runs name; they
+// close with t.
+func dashboardRuns(t *testing.T, requests []string, question string) (tm *team.Team, conn *pgx.Conn, db, repo string) {
+	t.Helper()
+	ctx := context.Background()
+	db = pgtest.Database(t)
+	repo = clones(t, 1)[0]
+	tm, err := team.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tm.Close)
+	for _, req := range requests {
+		if _, err := tm.Submit(ctx, team.Submission{Request: req, Repo: repo, Budget: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err = pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	ask, _ := json.Marshal(event.New(event.Ask, "Which name?", map[string]any{"id": "q1", "state": "asked"}))
+	for _, q := range []string{
+		`update team_runs set state = 'failed', reason = 'failed 2 times on 2 workers', ended_at = now() where id = 2`,
+		`update team_runs set state = 'waiting', step = 'plan', round = 1, question = '` + strings.ReplaceAll(question, "'", "''") + `' where id = 3`,
+		`insert into team_events (run, worker, event) values (3, 'machine-a', '` + strings.ReplaceAll(string(ask), "'", "''") + `')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tm, conn, db, repo
 }

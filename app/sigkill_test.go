@@ -58,6 +58,8 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 1))
 	var lines []typed
+	var prompts []int                    // which prompt each run after the first showed
+	journalBefore := map[string]string{} // a word's text → its journal entry before the last run
 	const kills = 20
 	for k := 0; k <= kills; k++ {
 		args := []string{"-w", ws, "--lang", "en"}
@@ -86,7 +88,9 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			// that ended achieved, every later one waited a minute for a
 			// prompt that never came and was killed with nothing typed,
 			// 1160 s of 1200.)
-			switch waitScreen(p, exited, "Continue where it stopped?", "What should it do?", "The last goal was achieved.") {
+			shownPrompt := waitScreen(p, exited, "Continue where it stopped?", "What should it do?", "The last goal was achieved.")
+			prompts = append(prompts, shownPrompt)
+			switch shownPrompt {
 			case 0:
 				io.WriteString(p.tty, "\r")
 			case 1, 2:
@@ -99,6 +103,9 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			}
 		}
 		if k == kills {
+			for _, w := range journalWords(state) {
+				journalBefore[w.Text] = fmt.Sprintf("%s taken=%v in-brief=%v", w.Name, w.Taken, w.InBrief)
+			}
 			select {
 			case <-exited:
 			case <-time.After(3 * time.Minute):
@@ -142,13 +149,7 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 		t.Fatalf("only %d lines acknowledged in %d runs: the test typed too little", len(lines), kills)
 	}
 	reqs := srv.Requests()
-	var pending []human.Word
-	if entries, err := filepath.Glob(filepath.Join(state, "runs", "*", human.WordsDir)); err == nil {
-		for _, dir := range entries {
-			w, _ := human.OpenWords(dir).List()
-			pending = append(pending, w...)
-		}
-	}
+	pending := journalWords(state)
 	qa := readFileT(t, filepath.Join(ws, ".flower", "notes", "qa-log.md"))
 	answered := 0
 	for _, l := range lines {
@@ -166,10 +167,24 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 			kept = kept || strings.Contains(w.Text, l.text)
 		}
 		if !kept {
-			t.Errorf("%s (%s) is lost: in no call after it was typed and not in the pending words", l.text, l.ack)
+			// What the journal held before the last run, and the prompts
+			// each run showed (0 continue, 1 request, 2 achieved), say
+			// which path lost it.
+			t.Errorf("%s (%s) is lost: in no call after it was typed and not in the pending words (before the last run the journal had %q; prompts %v)", l.text, l.ack, journalBefore[l.text], prompts)
 		}
 	}
 	t.Logf("%d lines acknowledged over %d killed runs (%d answers); %d requests", len(lines), kills, answered, len(reqs))
+}
+
+// journalWords lists the words journals of every run under state.
+func journalWords(state string) []human.Word {
+	var out []human.Word
+	dirs, _ := filepath.Glob(filepath.Join(state, "runs", "*", human.WordsDir))
+	for _, dir := range dirs {
+		w, _ := human.OpenWords(dir).List()
+		out = append(out, w...)
+	}
+	return out
 }
 
 func inRequests(reqs []*claudetest.Request, s string) bool {

@@ -204,6 +204,10 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 	switch last.Outcome {
 	case OutcomeAchieved:
 		how = t("lastAchieved")
+	case OutcomeNeedsLook:
+		how = fmt.Sprintf(t("lastNeedsLook"), strings.Count(strings.TrimSpace(last.Reason), "\n")+1)
+	case OutcomeAchievedUnmeasured:
+		how = fmt.Sprintf(t("lastAchievedUnmeasured"), orNone(lang, last.Reason))
 	case OutcomeAccepted:
 		how = fmt.Sprintf(t("lastAccepted"), orNone(lang, last.Reason))
 	case OutcomeDone:

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -71,6 +72,7 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	var repo, base string
 	var budget float64
 	var noCheck bool
+	var netHosts []string
 	fs := newFlagSet("submit")
 	g.register(fs)
 	db.register(fs)
@@ -78,6 +80,7 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	fs.StringVar(&base, "branch", "", "")
 	fs.Var(budgetValue{&budget}, "budget", "")
 	fs.BoolVar(&noCheck, "no-check", false, "")
+	fs.Var(listValue{&netHosts}, "net", "")
 	pos, err := m.parse(fs, m.submitUsage(m.argLang(args)), args)
 	if err != nil {
 		return err
@@ -89,6 +92,9 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 		return usageErrorf(text(lang, "submitNoRequest"), m.name(), m.name())
 	case strings.TrimSpace(repo) == "":
 		return usageErrorf(text(lang, "submitNoRepo"), m.name())
+	}
+	if netHosts, err = team.ParseNetHosts(netHosts); err != nil {
+		return usageErrorf("%v", err)
 	}
 	url, err := m.teamDB(db, "submit", lang)
 	if err != nil {
@@ -118,11 +124,14 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	}
 	defer t.Close()
 	host, _ := os.Hostname()
-	r, err := t.Submit(ctx, team.Submission{Request: request, Repo: repo, Base: base, Budget: budget, By: host})
+	r, err := t.Submit(ctx, team.Submission{Request: request, Repo: repo, Base: base, Budget: budget, By: host, NetHosts: netHosts})
 	if err != nil {
 		return err
 	}
 	m.say(text(lang, "teamSubmitted"), r.Name(), r.Branch)
+	if len(r.NetHosts) > 0 {
+		m.say(text(lang, "teamSubmittedNet"), strings.Join(r.NetHosts, ", "))
+	}
 	m.say(text(lang, "teamFollow"), m.name(), r.Name(), m.name(), r.Name(), m.name(), r.Name())
 	return nil
 }
@@ -260,6 +269,12 @@ func (m *Command) runWorker(ctx context.Context, args []string) error {
 	m.hooks.stop = stop
 	m.hooks.mu.Unlock()
 	say(text(lang, "teamWorking"), w.Name(), t.URL(), concurrency, w.Dir())
+	switch own, confined := w.RunsAsOwnUsers(); {
+	case own:
+		say("%s", text(lang, "teamRunUsers"))
+	case confined:
+		say(text(lang, "teamRunsShareUser"), currentUserName())
+	}
 	if metrics != nil {
 		say(text(lang, "teamMetricsServing"), metrics.Addr(), metrics.Addr())
 	}
@@ -424,6 +439,9 @@ func (m *Command) showRun(ctx context.Context, t *team.Team, id int64, lang flow
 	row("teamBranch", r.Branch+" ← "+orNone(lang, r.Base))
 	row("teamStep", stepText(r))
 	row("teamCost", costText(r))
+	if len(r.NetHosts) > 0 {
+		row("teamNet", strings.Join(r.NetHosts, ", "))
+	}
 	row("teamQuestion", r.Question)
 	row("teamReason", r.Reason)
 	row("teamPushed", r.Pushed)
@@ -722,4 +740,13 @@ func (m *Command) reportTeam(ctx context.Context, url string, pos []string, lang
 		rep.RunDir = name + " · " + t.URL()
 		rep.Workspace = run.Repo + " " + run.Branch
 	})
+}
+
+// currentUserName names this process's user: its account's name, or its
+// uid when it has none.
+func currentUserName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(os.Getuid())
 }

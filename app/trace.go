@@ -55,7 +55,7 @@ func (t *runTrace) End(ctx context.Context, end Ending) {
 	if t == nil {
 		return
 	}
-	failed := end.Outcome != OutcomeAchieved && end.Outcome != OutcomeDone
+	failed := !flower.Outcome{State: end.Outcome}.Achieved() && end.Outcome != OutcomeDone
 	t.rec.End(end.Outcome, failed)
 	t.p.Shutdown(ctx)
 }

@@ -82,7 +82,8 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	if opts.ForwardSubagentText {
 		init["forwardSubagentText"] = true
 	}
-	resp, err := c.request(ctx, "initialize", init, initializeTimeout(opts.InitializeTimeout))
+	window := initializeTimeout(opts.InitializeTimeout)
+	resp, err := c.requestWaiting(ctx, "initialize", init, window, c.stillStarting(window))
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("claude: initialize: %w", err)

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,6 +135,9 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 		return nil, &ConnectionError{Msg: "create stderr pipe", Err: err}
 	}
 	cmd := exec.Command(cli, args...)
+	if len(opts.Launcher) > 0 {
+		cmd = exec.Command(opts.Launcher[0], append(append(slices.Clone(opts.Launcher[1:]), cli), args...)...)
+	}
 	cmd.Dir = opts.Cwd
 	cmd.Env = opts.childEnv(extraEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
@@ -610,6 +614,12 @@ func (c *conn) closeInput() {
 
 // request sends a control request and waits for its response.
 func (c *conn) request(ctx context.Context, subtype string, fields map[string]any, timeout time.Duration) (json.RawMessage, error) {
+	return c.requestWaiting(ctx, subtype, fields, timeout, nil)
+}
+
+// requestWaiting is request whose wait, when window runs out, asks
+// moreTime (if not nil) whether to wait another window.
+func (c *conn) requestWaiting(ctx context.Context, subtype string, fields map[string]any, window time.Duration, moreTime func() bool) (json.RawMessage, error) {
 	id := fmt.Sprintf("req_%d_%s", c.nextReq.Add(1), randomHex(4))
 	body := map[string]any{"subtype": subtype}
 	for k, v := range fields {
@@ -638,20 +648,27 @@ func (c *conn) request(ctx context.Context, subtype string, fields map[string]an
 		forget()
 		return nil, err
 	}
-	timer := time.NewTimer(timeout)
+	start := time.Now()
+	timer := time.NewTimer(window)
 	defer timer.Stop()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, r.err
+	for {
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				return nil, r.err
+			}
+			return r.resp, nil
+		case <-timer.C:
+			if moreTime != nil && moreTime() {
+				timer.Reset(window)
+				continue
+			}
+			forget()
+			return nil, &ControlTimeoutError{Subtype: subtype, After: time.Since(start).Round(time.Second)}
+		case <-ctx.Done():
+			forget()
+			return nil, ctx.Err()
 		}
-		return r.resp, nil
-	case <-timer.C:
-		forget()
-		return nil, &ControlTimeoutError{Subtype: subtype}
-	case <-ctx.Done():
-		forget()
-		return nil, ctx.Err()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // CLINotFoundError says the claude binary could not be found.
@@ -102,10 +103,13 @@ func (e *ProtocolError) Error() string {
 func (e *ProtocolError) Unwrap() error { return e.Err }
 
 // ControlTimeoutError says the CLI did not answer a control request in time.
-type ControlTimeoutError struct{ Subtype string }
+type ControlTimeoutError struct {
+	Subtype string
+	After   time.Duration // how long it was waited for
+}
 
 func (e *ControlTimeoutError) Error() string {
-	return "claude: control request timeout: " + e.Subtype
+	return fmt.Sprintf("claude: control request timeout: the CLI did not answer %s in %s", e.Subtype, e.After)
 }
 
 // ControlError is an error answer of the CLI to one of our control requests.

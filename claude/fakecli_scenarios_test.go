@@ -154,6 +154,22 @@ func init() {
 			f.send(map[string]any{"type": "control_response", "response": resp})
 		}
 	}
+	// A CLI slow to start on a busy machine: it works (uses CPU) for
+	// FAKECLI_BUSY before it reads initialize, or forever when unset.
+	fakeScripts["busy-start"] = func(f *fake) {
+		busy, err := time.ParseDuration(os.Getenv("FAKECLI_BUSY"))
+		if err != nil {
+			busy = time.Hour
+		}
+		for start := time.Now(); time.Since(start) < busy; {
+		}
+		f.handshake()
+		f.waitEOF()
+	}
+	// A CLI that sits at its start and never answers.
+	fakeScripts["idle-start"] = func(f *fake) {
+		time.Sleep(time.Hour)
+	}
 	fakeScripts["stubborn"] = func(f *fake) {
 		signal.Ignore(syscall.SIGTERM)
 		f.handshake()
@@ -585,4 +601,46 @@ func TestFakeCloseInputWhenIdleWaitsForBackgroundTasks(t *testing.T) {
 	if strings.Join(results, "|") != "first|second success" {
 		t.Fatalf("results = %q", results)
 	}
+}
+
+// The initialize wait is a window (here 200 ms, 60 s by default) that grows
+// while the CLI works at its start, as on a machine too busy to start it in
+// a window, and ends after one window for a CLI that sits idle.
+func TestFakeInitializeWaitsForACLIThatIsStillStarting(t *testing.T) {
+	const window = 200 * time.Millisecond
+	t.Run("working for five windows", func(t *testing.T) {
+		opts := fakeOptions(t, "busy-start")
+		opts.BaseEnv = append(opts.BaseEnv, "FAKECLI_BUSY=1s")
+		opts.InitializeTimeout = window
+		cl, err := claude.Connect(testCtx(t), opts)
+		if err != nil {
+			t.Fatalf("a CLI working at its start for five windows: %v", err)
+		}
+		cl.Close()
+	})
+	t.Run("working forever", func(t *testing.T) {
+		opts := fakeOptions(t, "busy-start")
+		opts.InitializeTimeout = window
+		_, err := claude.Connect(testCtx(t), opts)
+		var te *claude.ControlTimeoutError
+		if !errors.As(err, &te) || te.Subtype != "initialize" {
+			t.Fatalf("err = %v, want a ControlTimeoutError for initialize", err)
+		}
+		// Ten windows at most, then it gives up.
+		if te.After < 10*window {
+			t.Errorf("gave up after %s, want ten windows (%s)", te.After, 10*window)
+		}
+		if !strings.Contains(err.Error(), "did not answer initialize in") {
+			t.Errorf("err = %q, want it to say what the CLI did not answer and for how long", err)
+		}
+	})
+	t.Run("idle", func(t *testing.T) {
+		opts := fakeOptions(t, "idle-start")
+		opts.InitializeTimeout = window
+		_, err := claude.Connect(testCtx(t), opts)
+		var te *claude.ControlTimeoutError
+		if !errors.As(err, &te) || te.Subtype != "initialize" {
+			t.Fatalf("err = %v, want a ControlTimeoutError for initialize", err)
+		}
+	})
 }

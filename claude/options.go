@@ -14,6 +14,11 @@ import (
 type Options struct {
 	// CLIPath is the claude binary; empty means discover it (see FindCLI).
 	CLIPath string
+	// Launcher, when set, is the command the CLI's session is started
+	// through: its program and arguments, then the CLI's path and
+	// arguments (a sandbox, nice). The CLI's process group is the
+	// launcher's, so stopping it stops what the launcher started.
+	Launcher []string
 	// Cwd is the child's working directory (and PWD); empty inherits ours.
 	Cwd string
 
@@ -125,8 +130,10 @@ type Options struct {
 	MaxLineBytes int
 	// ControlTimeout bounds our control requests; zero means 60 s.
 	ControlTimeout time.Duration
-	// InitializeTimeout bounds initialize; zero means 60 s (or
-	// CLAUDE_CODE_STREAM_CLOSE_TIMEOUT, in ms, when larger).
+	// InitializeTimeout is the window initialize waits for an answer; zero
+	// means 60 s (or CLAUDE_CODE_STREAM_CLOSE_TIMEOUT, in ms, when larger).
+	// On Linux the wait goes on, window after window up to ten, while the
+	// CLI uses CPU at its start (a busy machine), and says so once.
 	InitializeTimeout time.Duration
 	// ShutdownGrace is each wait of the shutdown escalation (EOF, SIGTERM,
 	// SIGKILL); zero means 5 s.

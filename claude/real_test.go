@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -470,4 +471,25 @@ func TestRealAcceptsThinkingEffortAndTaskBudgetFlags(t *testing.T) {
 	}
 	// CLI 2.1.332 accepts --thinking but keeps adaptive thinking for its
 	// default model, so only the acceptance is asserted for it.
+}
+
+// Options.Launcher starts the CLI through another program: here env(1),
+// which adds a variable the model's Bash then reads.
+func TestRealLauncherStartsTheCLIThroughIt(t *testing.T) {
+	t.Parallel()
+	env, err := exec.LookPath("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := claudetest.NewServer(t, claudetest.Script{"SCENARIO:launched": {bash("printenv LAUNCHED_BY"), echoToolResult}}.Handler())
+	opts := realOptions(t, srv)
+	opts.Launcher = []string{env, "LAUNCHED_BY=the-launcher"}
+	opts.AllowedTools = []string{"Bash"}
+	msgs, err := collect(t, realCtx(t), "SCENARIO:launched", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := lastResult(t, msgs); r.IsError || r.Result != "tool said: the-launcher" {
+		t.Fatalf("result = %+v", r)
+	}
 }

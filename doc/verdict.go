@@ -28,6 +28,17 @@ type Verdict struct {
 	State  State
 	Reason string   // 理由
 	Failed []string // 未通过: the checks that did not pass
+	// Unmeasured names the command items an achieved verdict passed on
+	// the judge's reading alone, flower having run none of them (no
+	// sandbox here): "achieved, not measured". Not a section of the
+	// document (its reason says it); the run's outcome reads it.
+	Unmeasured []string
+	// UnmeasuredWhy says, in English, why flower ran none of them.
+	UnmeasuredWhy string
+	// Flags are the ways of gaming a check the change report found in an
+	// achieved round ("[kind] where"): the judge's word does not end the
+	// run, the person's look does. Not a section (the reason lists them).
+	Flags []string
 	// Path is the absolute file the verdict was loaded from or written to.
 	Path string
 }

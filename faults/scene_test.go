@@ -91,6 +91,19 @@ func (l *events) said(kind, substr string) bool {
 	return false
 }
 
+// firstAt is when the first event of kind saying substr was made (the
+// zero time when none was).
+func (l *events) firstAt(kind, substr string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.evs {
+		if string(e.Kind) == kind && strings.Contains(e.Text, substr) {
+			return e.Time
+		}
+	}
+	return time.Time{}
+}
+
 // marked counts the requests that carry marker (the step's own turns, not
 // the CLI's side requests).
 func marked(srv *claudetest.Server, marker string) int {

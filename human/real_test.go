@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +33,23 @@ func realOptions(t *testing.T, srv *claudetest.Server, ch *human.Channel) claude
 	t.Helper()
 	env := claudetest.Env(t, srv)
 	maps.Copy(env, ch.Env())
+	// A failed test says how far the CLI got: what it wrote to stderr
+	// and how many requests reached the fake API.
+	var mu sync.Mutex
+	var stderr []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("%d requests reached the fake API; the CLI's stderr:\n%s", len(srv.Requests()), strings.Join(stderr, "\n"))
+		}
+	})
 	return claude.Options{
+		Stderr: func(line string) {
+			mu.Lock()
+			stderr = append(stderr, line)
+			mu.Unlock()
+		},
 		CLIPath:        claudetest.CLIPath(t),
 		Cwd:            t.TempDir(),
 		BaseEnv:        claudetest.BaseEnv(),

@@ -203,6 +203,32 @@ func loadBaseline(dir string) (*baseline, error) {
 // or cannot be read is said to be tampered with, never read as "nothing
 // changed".
 func ChangeReport(ctx context.Context, in ChangeInput) string {
+	return Changes(ctx, in).Report
+}
+
+// Flag is one way of gaming a check the change report recognised: its
+// kind, in the report's language, and where (a file, its line, the
+// change).
+type Flag struct{ Kind, Where string }
+
+// String is the flag as the report lists it.
+func (f Flag) String() string { return "[" + f.Kind + "] " + f.Where }
+
+// ChangeSummary is the change report and the flags it raised.
+type ChangeSummary struct {
+	Report string
+	Flags  []Flag
+}
+
+// Changes computes the change report (ChangeReport) and returns its flags
+// with it: a flagged change keeps a round from ending achieved whatever
+// the judge says (Decision.Flag).
+func Changes(ctx context.Context, in ChangeInput) ChangeSummary {
+	report, flags := changeReport(ctx, in)
+	return ChangeSummary{Report: report, Flags: flags}
+}
+
+func changeReport(ctx context.Context, in ChangeInput) (string, []Flag) {
 	t := changeTextsFor(in.Lang)
 	var head strings.Builder
 	head.WriteString(t.title)
@@ -213,10 +239,10 @@ func ChangeReport(ctx context.Context, in ChangeInput) string {
 	switch {
 	case in.BaselineDir == "" || errors.Is(err, fs.ErrNotExist):
 		head.WriteString(t.noBaseline)
-		return finish(head.String(), "", "", t)
+		return finish(head.String(), "", "", t), nil
 	case err != nil:
 		fmt.Fprintf(&head, t.unreadable, filepath.Join(in.BaselineDir, BaselineName), err)
-		return finish(head.String(), "", "", t)
+		return finish(head.String(), "", "", t), nil
 	}
 	fmt.Fprintf(&head, t.since, base.At.Local().Format("2006-01-02 15:04"), shortHash(base.Commit))
 	if within(in.Workspace, in.BaselineDir) {
@@ -240,7 +266,7 @@ func ChangeReport(ctx context.Context, in ChangeInput) string {
 				fmt.Fprintf(&body, t.moreFlags, len(r.flags)-maxFlags)
 				break
 			}
-			fmt.Fprintf(&body, "- [%s] %s\n", f.kind, f.where)
+			fmt.Fprintf(&body, "- %s\n", f)
 		}
 	}
 	body.WriteString(r.watched)
@@ -266,7 +292,7 @@ func ChangeReport(ctx context.Context, in ChangeInput) string {
 	if body.Len() == 0 && tail.Len() == 0 && len(in.Notes) == 0 {
 		body.WriteString(t.nothing)
 	}
-	return finish(head.String(), body.String(), tail.String(), t)
+	return finish(head.String(), body.String(), tail.String(), t), r.flags
 }
 
 // finish joins the report and holds it to its bound.
@@ -298,9 +324,6 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// flag is one way of gaming a check the report recognised.
-type flag struct{ kind, where string }
-
 // reporter gathers one report's parts.
 type reporter struct {
 	in    ChangeInput
@@ -311,7 +334,7 @@ type reporter struct {
 	cur   string   // the current tree
 
 	problems []string
-	flags    []flag
+	flags    []Flag
 	watched  string
 	listed   string
 	// listedCount is the number of files in listed.
@@ -330,7 +353,7 @@ type reporter struct {
 }
 
 func (r *reporter) flag(kind, where string) {
-	r.flags = append(r.flags, flag{kind, truncateUTF8(where, 240)})
+	r.flags = append(r.flags, Flag{kind, truncateUTF8(where, 240)})
 }
 
 // gitPart diffs the workspace's tree against the baseline's.

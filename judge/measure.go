@@ -57,6 +57,9 @@ type Measurement struct {
 	// workspace unreadable, flower stopped), in English, one line; ""
 	// when it ran.
 	Err string
+	// Unmeasurable is set when no command can be measured on this machine
+	// (no sandbox): the item is then judged by reading alone.
+	Unmeasurable bool
 }
 
 // Failed reports whether the measurement shows the command failing or not
@@ -103,9 +106,10 @@ const (
 // ordinary user an overlay, and bubblewrap 0.8 has none of its own) bound
 // writable at the workspace's own path, so the workspace itself, .git
 // included, is never changed and each command sees it as the round left
-// it, not as an earlier command left it; HOME read-only, so the Go, npm
-// and pip caches are there to read, with flower's and the CLI's credential
-// files hidden; a private /tmp and /run; its own PID namespace, killed
+// it, not as an earlier command left it; HOME read-only (the module
+// caches there to read), with flower's and the CLI's credential files
+// hidden; the toolchains' build caches empty and writable, the
+// measurement's own (cacheEnv); a private /tmp and /run; its own PID namespace, killed
 // whole at the time limit; no network unless o.Network; no capability,
 // as root too; a cleared environment (measureEnv).
 //
@@ -134,17 +138,43 @@ func Measure(ctx context.Context, workspace string, items []Item, o MeasureOptio
 	}
 	sb, err := findSandbox(o.Bubblewrap)
 	if err != nil {
-		return fail(err.Error())
+		out = fail(err.Error())
+		for i := range out {
+			out[i].Unmeasurable = true
+		}
+		return out
 	}
-	env := measureEnv(os.Environ(), o.Env)
+	// The toolchains' caches of this measurement: writable, empty at its
+	// start and gone at its end (HOME, where they live by default, is
+	// read-only in the sandbox, and a cache the work could have written
+	// could hold a forged result: Go's test cache says "ok" from it).
+	caches, err := os.MkdirTemp("", "flower-caches-")
+	if err != nil {
+		return fail("no room for the toolchains' caches (" + oneLine(err.Error(), 160) + ")")
+	}
+	defer removeAll(caches)
+	env := append(measureEnv(os.Environ(), o.Env), cacheEnv...)
 	for i := range out {
 		if err := ctx.Err(); err != nil {
 			out[i].Err, out[i].Sandbox = "flower was stopped before its turn ("+err.Error()+")", "not run"
 			continue
 		}
-		sb.run(ctx, ws, env, o, &out[i])
+		sb.run(ctx, ws, caches, env, o, &out[i])
 	}
 	return out
+}
+
+// cachesIn is where a measurement's caches are inside the sandbox (its
+// private /tmp), and cacheEnv points each toolchain's cache there, over
+// whatever the person's environment says: Go's build and test cache, the
+// XDG cache (pip's, pytest's plugins', Go's default), npm's and pip's.
+const cachesIn = "/tmp/.flower-caches"
+
+var cacheEnv = []string{
+	"GOCACHE=" + cachesIn + "/go-build",
+	"XDG_CACHE_HOME=" + cachesIn + "/xdg",
+	"npm_config_cache=" + cachesIn + "/npm",
+	"PIP_CACHE_DIR=" + cachesIn + "/pip",
 }
 
 func (o MeasureOptions) withDefaults() MeasureOptions {
@@ -277,12 +307,12 @@ func under(p, dir string) bool {
 }
 
 // run measures m.Item in the sandbox and fills m.
-func (sb measureSandbox) run(ctx context.Context, ws string, env []string, o MeasureOptions, m *Measurement) {
+func (sb measureSandbox) run(ctx context.Context, ws, caches string, env []string, o MeasureOptions, m *Measurement) {
 	network := "no network"
 	if o.Network {
 		network = "network allowed"
 	}
-	m.Sandbox = "bubblewrap, a throwaway copy of the workspace, HOME read-only, " + network
+	m.Sandbox = "bubblewrap, a throwaway copy of the workspace, HOME read-only, the toolchains' caches empty and writable, " + network
 	scratch, err := os.MkdirTemp("", "flower-measure-")
 	if err != nil {
 		m.Err, m.Sandbox = "no room for the workspace's copy ("+oneLine(err.Error(), 160)+")", "not run"
@@ -313,7 +343,7 @@ func (sb measureSandbox) run(ctx context.Context, ws string, env []string, o Mea
 			}
 		}
 	}
-	args = append(args, "--bind", work, ws)
+	args = append(args, "--bind", work, ws, "--bind", caches, cachesIn)
 	for _, p := range guard.CredentialPlaces() {
 		info, err := os.Stat(p)
 		switch {

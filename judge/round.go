@@ -57,9 +57,9 @@ func Judge(ctx context.Context, r Round) (Decision, error) {
 	items := Items(r.Goal)
 	in := r.Changes
 	in.Items, in.Lang = items, r.Lang
-	changes := ChangeReport(ctx, in)
+	changes := Changes(ctx, in)
 	ms := Measure(ctx, in.Workspace, Commands(items), r.Measure)
-	prompt := r.Prompt(changes, RenderMeasurements(ms, r.Lang))
+	prompt := r.Prompt(changes.Report, RenderMeasurements(ms, r.Lang))
 	why, p := "", prompt
 	for range 2 {
 		a, err := r.Ask(ctx, p)
@@ -75,7 +75,9 @@ func Judge(ctx context.Context, r Round) (Decision, error) {
 			why, p = err.Error(), prompt+"\n\n"+AskAgain(r.Lang, err)
 			continue
 		}
-		return Decide(items, ms, reply, r.Lang), nil
+		d := Decide(items, ms, reply, r.Lang)
+		d.Flag(changes.Flags, r.Lang)
+		return d, nil
 	}
 	return Decision{}, &FailedError{Why: why}
 }

@@ -2,12 +2,15 @@ package judge
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/flowerrun/flower/doc"
 )
@@ -99,6 +102,9 @@ func strict(raw json.RawMessage, v any) error {
 	if len(raw) > maxReplyBytes {
 		return fmt.Errorf("%w: %d bytes, more than %d", ErrUnreadable, len(raw), maxReplyBytes)
 	}
+	if err := exactKeys(raw); err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
@@ -108,6 +114,66 @@ func strict(raw json.RawMessage, v any) error {
 		return fmt.Errorf("%w: more than one JSON value", ErrUnreadable)
 	}
 	return nil
+}
+
+// schemaKeys are the keys of flower's structured answers, as the schemas
+// spell them.
+var schemaKeys = map[string]bool{
+	"items": true, "conclusion": true, "reason": true, "missing": true, "why_no_work": true,
+	"id": true, "status": true, "evidence": true,
+	"statement": true, "checklist": true, "text": true, "command": true, "unverifiable": true,
+}
+
+// exactKeys refuses what encoding/json reads leniently: a key twice in
+// one object (the last would win, a "passed" hiding a "failed") and a
+// schema's key in other letters ("Status" read as "status").
+func exactKeys(raw json.RawMessage) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		key    bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil // the decoder that follows says what is wrong
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if k, isKey := tok.(string); isKey && top != nil && top.object && top.key {
+			switch {
+			case top.keys[k]:
+				return fmt.Errorf("the key %q appears twice in one object", k)
+			case !schemaKeys[k] && schemaKeys[strings.ToLower(k)]:
+				return fmt.Errorf("the key %q is spelt %q in the schema", k, strings.ToLower(k))
+			}
+			top.keys[k] = true
+			top.key = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, key: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: in an object, a key comes next.
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = true
+		}
+	}
 }
 
 // ParseReply reads a round judge's structured answer and checks it against
@@ -222,6 +288,31 @@ type Decision struct {
 	Problems []string
 	// Missing and WhyNoWork are an accepted unreachable's grounds.
 	Missing, WhyNoWork string
+	// Unmeasured are the command items an achieved round passed on the
+	// judge's reading alone, flower having no run of theirs (no sandbox on
+	// this machine, a caller that measures nothing): the round is
+	// "achieved, not measured", and the verdict says so (Verdict.Unmeasured).
+	Unmeasured []string
+	// Flags are the change report's flags an achieved round was held to
+	// (Flag): the round needs the person's look.
+	Flags []string
+}
+
+// Flag holds an achieved round to the change report's flags: with any, it
+// needs the person's look (Verdict.Flags), whatever the judge said; the
+// reason lists them. Another state is left as it is (the worker reads the
+// flags in the next round's change report).
+func (d *Decision) Flag(flags []Flag, lang doc.Lang) {
+	if d.State != doc.Achieved || len(flags) == 0 {
+		return
+	}
+	lines := make([]string, len(flags))
+	for i, f := range flags {
+		lines[i] = f.String()
+	}
+	d.Flags = lines
+	d.Verdict.Flags = lines
+	d.Verdict.Reason = strings.TrimSpace(d.Verdict.Reason + "\n\n" + fmt.Sprintf(textsFor(lang).needsLook, len(lines)) + "\n- " + strings.Join(lines, "\n- "))
 }
 
 // Passed reports whether the round passes.
@@ -234,11 +325,23 @@ func (d Decision) Passed() bool { return d.State == doc.Achieved }
 func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 	t := textsFor(lang)
 	var problems, failed []string
+	// An item judged more than once keeps its first finding that is
+	// not a pass: a pass never outvotes a failure of the same item.
 	byID := map[string]ItemVerdict{}
+	tampered := map[string]bool{}
 	for _, iv := range r.Items {
-		if _, dup := byID[iv.ID]; dup {
-			problems = append(problems, fmt.Sprintf(t.twice, iv.ID))
-			continue
+		var cut bool
+		if iv.Evidence, cut = visibleText(iv.Evidence); cut {
+			tampered[iv.ID] = true
+		}
+		first, dup := byID[iv.ID]
+		if dup {
+			if !slices.Contains(problems, fmt.Sprintf(t.twice, iv.ID)) {
+				problems = append(problems, fmt.Sprintf(t.twice, iv.ID))
+			}
+			if first.Status != Passed {
+				continue
+			}
 		}
 		byID[iv.ID] = iv
 	}
@@ -256,10 +359,17 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 		problems = append(problems, fmt.Sprintf(t.unknown, strings.Join(unknown, ", ")))
 	}
 	measured := map[string]Measurement{}
+	// Whether flower ran a command of the goal: where it measures nothing
+	// (no sandbox here, a caller without measurements) it cannot tell,
+	// and the judge's account stands.
+	ran := ms == nil
 	for _, m := range ms {
 		measured[m.Item.ID] = m
+		ran = ran || m.Unmeasurable || m.Err == "" && !m.TimedOut && m.Exit >= 0
 	}
 	allPassed := true
+	var unmeasured []string
+	unmeasuredWhy := "" // why the first unmeasured item was not measured
 	for _, it := range items {
 		iv, ok := byID[it.ID]
 		line := "[" + it.ID + "] " + it.Text
@@ -271,12 +381,39 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 		case iv.Status != Passed:
 			allPassed = false
 			failed = append(failed, line+" — "+firstNonEmpty(flat(iv.Reason), string(iv.Status)))
-		case strings.TrimSpace(iv.Evidence) == "":
+		case tampered[it.ID]:
+			allPassed = false
+			why := fmt.Sprintf(t.stripped, it.ID)
+			problems = append(problems, why)
+			failed = append(failed, line+" — "+why)
+		case !hasLetterOrDigit(iv.Evidence):
 			allPassed = false
 			problems = append(problems, fmt.Sprintf(t.noEvidence, it.ID))
 			failed = append(failed, line+" — "+t.noEvidenceShort)
+		case it.Unverifiable != "":
+			allPassed = false
+			why := fmt.Sprintf(t.unverifiable, it.ID, it.Unverifiable)
+			problems = append(problems, why)
+			failed = append(failed, line+" — "+why)
 		default:
-			if m, ok := measured[it.ID]; ok && m.Err == "" && m.Failed() {
+			m, ok := measured[it.ID]
+			switch {
+			case !ok || m.Unmeasurable:
+				// Nothing measured here (no sandbox on this machine, or a
+				// caller that measures nothing): the judge's reading
+				// stands, and an achieved round says it was not measured.
+				if it.Command != "" {
+					unmeasured = append(unmeasured, it.ID)
+					if unmeasuredWhy == "" {
+						unmeasuredWhy = cmp.Or(oneLine(m.Err, 200), "its caller gave no measurement")
+					}
+				}
+			case m.Err != "":
+				allPassed = false
+				why := fmt.Sprintf(t.notMeasured, it.ID, m.Item.Command, m.Err)
+				problems = append(problems, why)
+				failed = append(failed, line+" — "+why)
+			case m.Failed():
 				allPassed = false
 				why := fmt.Sprintf(t.contradicted, it.ID, m.Item.Command, m.Outcome(lang))
 				problems = append(problems, why)
@@ -292,20 +429,36 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 			problems = append(problems, t.contradicts)
 		}
 	case doc.Unreachable:
-		if strings.TrimSpace(r.Missing) == "" || strings.TrimSpace(r.WhyNoWork) == "" {
+		// Something was run: one of flower's measurements, or, where the
+		// goal has no command, nothing could be.
+		commands := len(Commands(items)) > 0
+		switch {
+		case strings.TrimSpace(r.Missing) == "" || strings.TrimSpace(r.WhyNoWork) == "":
 			state = doc.NotYet
 			problems = append(problems, t.groundless)
+		case allPassed || commands && !ran:
+			state = doc.NotYet
+			problems = append(problems, t.nothingRun)
 		}
 	}
+	if state != doc.Achieved {
+		unmeasured = nil
+	}
 	reason := strings.TrimSpace(r.Reason)
+	if len(unmeasured) > 0 {
+		reason = strings.TrimSpace(reason + "\n\n" + fmt.Sprintf(t.unmeasured, strings.Join(unmeasured, ", "), unmeasuredWhy))
+	}
 	if state == doc.Unreachable {
 		reason = strings.TrimSpace(reason + "\n\n" + fmt.Sprintf(t.grounds, flat(r.Missing), flat(r.WhyNoWork)))
 	}
 	if len(problems) > 0 {
 		reason = strings.TrimSpace(reason + "\n\n" + t.problemsHead + "\n- " + strings.Join(problems, "\n- "))
 	}
-	d := Decision{State: state, Problems: problems,
-		Verdict: &doc.Verdict{State: state, Reason: reason, Failed: failed}}
+	d := Decision{State: state, Problems: problems, Unmeasured: unmeasured,
+		Verdict: &doc.Verdict{State: state, Reason: reason, Failed: failed, Unmeasured: unmeasured}}
+	if len(unmeasured) > 0 {
+		d.Verdict.UnmeasuredWhy = unmeasuredWhy
+	}
 	if state == doc.Unreachable {
 		d.Missing, d.WhyNoWork = flat(r.Missing), flat(r.WhyNoWork)
 	}
@@ -319,4 +472,30 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// visibleText is s without control characters (but newline and tab),
+// zero-width ones and those that change the direction text is shown in
+// (an RTL override shows "FAIL" as "LIAF"), and whether any was cut.
+func visibleText(s string) (string, bool) {
+	cut := false
+	out := strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == '\u2028', r == '\u2029':
+			// Cf holds the zero-width characters (U+200B–U+200F,
+			// U+2060, U+FEFF) and the direction marks, embeddings,
+			// overrides and isolates (U+202A–U+202E, U+2066–U+2069).
+			cut = true
+			return -1
+		}
+		return r
+	}, s)
+	return out, cut
+}
+
+// hasLetterOrDigit reports whether s holds anything one can read.
+func hasLetterOrDigit(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) })
 }

@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,15 +39,17 @@ func TestDecideTakesTheItemsNotTheConclusion(t *testing.T) {
 		{"achieved with an item not run", `{"items":[` + pass + `,{"id":"c2","status":"not_run","evidence":"","reason":"item 2 not run this round"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "not every item passed"},
 		{"a pass without evidence", `{"items":[` + pass + `,{"id":"c2","status":"passed","evidence":"  ","reason":"trust me"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "item c2 was passed without evidence"},
 		{"ids the checklist lacks", `{"items":[` + pass + `,` + pass2 + `,{"id":"c9","status":"passed","evidence":"x","reason":"x"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "c9"},
-		{"an item judged twice", `{"items":[` + pass + `,{"id":"c2","status":"failed","evidence":"x","reason":"no"},` + pass2 + `],"conclusion":"not_yet","reason":"no"}`, nil, doc.NotYet, "item c2 was judged twice"},
+		{"an item judged twice", `{"items":[` + pass + `,{"id":"c2","status":"failed","evidence":"x","reason":"no"},` + pass2 + `],"conclusion":"not_yet","reason":"no"}`, nil, doc.NotYet, "item c2 was judged more than once"},
 		{"a pass flower's measurement contradicts", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"the log says ok"}`,
 			[]Measurement{{Item: testItems[0], Exit: 1, Tail: "FAIL"}}, doc.NotYet, "flower ran `go test ./...` itself: Exit status: 1"},
 		// Not the work's failure, but not a pass either: the output that says
 		// so is the work's to forge.
 		{"a failure for want of the network is not a pass", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
 			[]Measurement{{Item: testItems[0], Exit: 1, Environment: "network"}}, doc.NotYet, "a failure. Its output reads like a want of the network (--check-network lets flower's measurement use it); that is the command's own output, not flower's finding, and it does not excuse the item"},
-		{"a measurement that could not run says nothing", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
-			[]Measurement{{Item: testItems[0], Exit: -1, Err: "no bubblewrap"}}, doc.Achieved, ""},
+		{"no measurement on a machine without a sandbox", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
+			[]Measurement{{Item: testItems[0], Exit: -1, Err: "no bubblewrap", Unmeasurable: true}}, doc.Achieved, ""},
+		{"a measurement that could not run where one can", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
+			[]Measurement{{Item: testItems[0], Exit: -1, Err: "flower was stopped before its turn"}}, doc.NotYet, "which flower could not run itself"},
 		{"a measurement that passed", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"achieved","reason":"ok"}`,
 			[]Measurement{{Item: testItems[0], Exit: 0}}, doc.Achieved, ""},
 		{"not yet though every item passed", `{"items":[` + pass + `,` + pass2 + `],"conclusion":"not_yet","reason":"the docs are thin"}`, nil, doc.NotYet, ""},
@@ -78,6 +81,49 @@ func TestDecideTakesTheItemsNotTheConclusion(t *testing.T) {
 				}
 				if !strings.Contains(d.Verdict.Reason, d.Problems[0]) {
 					t.Errorf("the verdict's reason does not carry the problem to the worker:\n%s", d.Verdict.Reason)
+				}
+			})
+		}
+	}
+}
+
+func TestDecideSaysAchievedNotMeasuredWhereNoCommandRan(t *testing.T) {
+	// A command item passes on flower's own run; where none could be made
+	// (no sandbox, a caller that measures nothing), an achieved round is
+	// "achieved, not measured", naming the items and why, in the reason
+	// the person and the next round read.
+	all := `{"items":[{"id":"c1","status":"passed","evidence":"go test ./... exit 0","reason":"ok"},{"id":"c2","status":"passed","evidence":"README.md:12","reason":"ok"}],"conclusion":"achieved","reason":"all pass"}`
+	notYet := `{"items":[{"id":"c1","status":"passed","evidence":"exit 0","reason":"ok"},{"id":"c2","status":"failed","evidence":"README.md has no flag","reason":"missing"}],"conclusion":"not_yet","reason":"the README"}`
+	noSandbox := []Measurement{{Item: testItems[0], Exit: -1, Err: "bubblewrap (bwrap) is not installed", Unmeasurable: true}}
+	cases := []struct {
+		name       string
+		reply      string
+		ms         []Measurement
+		unmeasured []string
+		why        string
+	}{
+		{"no sandbox on this machine", all, noSandbox, []string{"c1"}, "bubblewrap (bwrap) is not installed"},
+		{"a caller that measures nothing", all, nil, []string{"c1"}, "its caller gave no measurement"},
+		{"measured and passed", all, []Measurement{{Item: testItems[0], Exit: 0}}, nil, ""},
+		{"not achieved: nothing to say of measurement", notYet, noSandbox, nil, ""},
+	}
+	head := map[doc.Lang]string{doc.English: "achieved, not measured: flower could not run the commands of c1 itself", doc.Chinese: "已达成,但没有测量:flower 没能自己运行判定项 c1 的命令"}
+	for _, lang := range []doc.Lang{doc.English, doc.Chinese} {
+		for _, tc := range cases {
+			t.Run(string(lang)+"/"+tc.name, func(t *testing.T) {
+				d := Decide(testItems, tc.ms, reply(t, tc.reply), lang)
+				if !slices.Equal(d.Unmeasured, tc.unmeasured) || !slices.Equal(d.Verdict.Unmeasured, tc.unmeasured) {
+					t.Fatalf("unmeasured %q (verdict %q), want %q", d.Unmeasured, d.Verdict.Unmeasured, tc.unmeasured)
+				}
+				said := strings.Contains(d.Verdict.Reason, head[lang])
+				if said != (tc.unmeasured != nil) {
+					t.Errorf("the reason says achieved, not measured: %v, want %v:\n%s", said, tc.unmeasured != nil, d.Verdict.Reason)
+				}
+				if tc.why != "" && lang.IsEnglish() && !strings.Contains(d.Verdict.Reason, tc.why) {
+					t.Errorf("the reason does not say why nothing was measured (%q):\n%s", tc.why, d.Verdict.Reason)
+				}
+				if len(d.Problems) > 0 {
+					t.Errorf("problems %q: not measuring is no fault of the judge's", d.Problems)
 				}
 			})
 		}
@@ -229,6 +275,122 @@ func TestEveryGoalCarriesTheInvariantOnce(t *testing.T) {
 		}
 		if s := written.Goal(lang).Statement; strings.Count(s, Invariant(lang)) != 1 {
 			t.Errorf("%s: the invariant is not there once:\n%s", lang, s)
+		}
+	}
+}
+
+// Decide's mechanical rules (issue 42, point 6): each case failed before
+// (ended achieved, or unreachable) but the control.
+func TestDecideMechanicalRules(t *testing.T) {
+	items := []Item{
+		{ID: "c1", Text: "go test passes", Command: "go test ./..."},
+		{ID: "c2", Text: "README names the flag"},
+	}
+	unverifiable := []Item{items[0], {ID: "c2", Text: "runs on macOS", Unverifiable: "this is Linux"}}
+	pass := `{"id":"c1","status":"passed","evidence":"go test ./... exit 0","reason":"ok"}`
+	pass2 := `{"id":"c2","status":"passed","evidence":"README.md:12","reason":"ok"}`
+	with := func(c2evidence string) string {
+		b, _ := json.Marshal(c2evidence)
+		return `{"items":[` + pass + `,{"id":"c2","status":"passed","evidence":` + string(b) + `,"reason":"ok"}],"conclusion":"achieved","reason":"ok"}`
+	}
+	measuredOK := []Measurement{{Item: items[0], Exit: 0}}
+	stopped := []Measurement{{Item: items[0], Exit: -1, Err: "flower was stopped before its turn"}}
+	cases := []struct {
+		name    string
+		items   []Item
+		reply   string
+		ms      []Measurement
+		want    doc.State
+		problem string
+	}{
+		{"the control: every item passed and measured", items, with("README.md:12"), measuredOK, doc.Achieved, ""},
+		{"a duplicate id passed, then failed", items, `{"items":[` + pass + `,` + pass2 + `,{"id":"c2","status":"failed","evidence":"README.md has no flag","reason":"no"}],"conclusion":"achieved","reason":"ok"}`,
+			measuredOK, doc.NotYet, "judged more than once"},
+		{"evidence of a zero-width space only", items, with("\u200b"), measuredOK, doc.NotYet, "control or text-direction characters"},
+		{"evidence of a byte-order mark only", items, with("\ufeff"), measuredOK, doc.NotYet, "control or text-direction characters"},
+		{"evidence without a letter or digit", items, with("-- ... --"), measuredOK, doc.NotYet, "passed without evidence"},
+		{"an RTL override turning FAIL around", items, with("README.md:12 \u202eLIAF"), measuredOK, doc.NotYet, "control or text-direction characters"},
+		{"an escape sequence in evidence", items, with("README.md:12 \u001b[2K"), measuredOK, doc.NotYet, "control or text-direction characters"},
+		{"an item marked unverifiable passed", unverifiable, with("README.md:12"), measuredOK, doc.NotYet, "marked unverifiable"},
+		{"unreachable while every item passed", items, `{"items":[` + pass + `,` + pass2 + `],"conclusion":"unreachable","reason":"x","missing":"a Mac","why_no_work":"the platform"}`,
+			measuredOK, doc.NotYet, "while nothing was run, or while every item passed"},
+		{"unreachable while nothing was run", items, `{"items":[{"id":"c1","status":"not_run","evidence":"not run","reason":"x"},` + pass2 + `],"conclusion":"unreachable","reason":"x","missing":"a Mac","why_no_work":"the platform"}`,
+			stopped, doc.NotYet, "while nothing was run"},
+		{"the control: unreachable with a failure measured", items, `{"items":[{"id":"c1","status":"failed","evidence":"exit 1: needs darwin","reason":"x"},` + pass2 + `],"conclusion":"unreachable","reason":"x","missing":"a Mac","why_no_work":"the platform"}`,
+			[]Measurement{{Item: items[0], Exit: 1, Tail: "needs darwin"}}, doc.Unreachable, ""},
+		{"a command item flower could not run where it can", items, with("README.md:12"), stopped, doc.NotYet, "passes only on flower's own run"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.items, tc.ms, reply(t, tc.reply), doc.English)
+			if d.State != tc.want {
+				t.Fatalf("state %q, want %q; problems %q", d.State, tc.want, d.Problems)
+			}
+			if got := strings.Join(d.Problems, "\n"); tc.problem != "" && !strings.Contains(got, tc.problem) {
+				t.Errorf("problems %q, want one saying %q", d.Problems, tc.problem)
+			}
+			for _, r := range d.Verdict.Reason + strings.Join(d.Verdict.Failed, "") {
+				if r == '\u202e' || r == '\u200b' || r == '\ufeff' || r == 0x1b {
+					t.Errorf("the verdict keeps the character %U", r)
+				}
+			}
+		})
+	}
+}
+
+// The structured answer is read strictly (issue 42, point 6): a key twice
+// in one object, or a schema's key in other letters, is refused (the
+// judge is asked again) rather than read as encoding/json would (the
+// last one wins; "Status" is "status").
+func TestParseReplyRefusesDuplicateAndCaseFoldedKeys(t *testing.T) {
+	for name, raw := range map[string]string{
+		"a status twice":         `{"items":[{"id":"c1","status":"failed","status":"passed","evidence":"x","reason":"x"}],"conclusion":"not_yet","reason":"x"}`,
+		"a conclusion twice":     `{"items":[],"conclusion":"not_yet","reason":"x","conclusion":"achieved"}`,
+		"Status in capitals":     `{"items":[{"id":"c1","Status":"passed","evidence":"x","reason":"x"}],"conclusion":"not_yet","reason":"x"}`,
+		"CONCLUSION in capitals": `{"items":[],"CONCLUSION":"achieved","reason":"x"}`,
+	} {
+		if _, err := ParseReply(json.RawMessage(raw)); !errors.Is(err, ErrUnreadable) {
+			t.Errorf("%s: %v, want it refused as unreadable", name, err)
+		}
+	}
+	if _, err := ParseGoalReply(json.RawMessage(`{"statement":"x","checklist":[{"id":"c1","text":"a","Text":"b"}]}`)); !errors.Is(err, ErrUnreadable) {
+		t.Errorf("a goal with Text beside text: %v, want it refused", err)
+	}
+	// The control: the same answers spelt right are read.
+	if _, err := ParseReply(json.RawMessage(`{"items":[{"id":"c1","status":"passed","evidence":"x","reason":"x"}],"conclusion":"not_yet","reason":"x"}`)); err != nil {
+		t.Errorf("a well-formed answer: %v", err)
+	}
+}
+
+func TestAFlaggedChangeHoldsAnAchievedRoundForThePerson(t *testing.T) {
+	// The flags decide, not the judge: an achieved round with any flag
+	// keeps them (each with its file and line) for the outcome, and its
+	// reason lists them; a round not achieved is left as it is.
+	all := `{"items":[{"id":"c1","status":"passed","evidence":"exit 0","reason":"ok"},{"id":"c2","status":"passed","evidence":"README.md:12","reason":"ok"}],"conclusion":"achieved","reason":"all pass"}`
+	notYet := `{"items":[{"id":"c1","status":"passed","evidence":"exit 0","reason":"ok"},{"id":"c2","status":"failed","evidence":"no flag","reason":"missing"}],"conclusion":"not_yet","reason":"the README"}`
+	flags := []Flag{{Kind: "test skipped", Where: "hello_test.go:12: t.Skip()"}, {Kind: "failure silenced: || true", Where: "check.sh:2: make test || true"}}
+	ran := []Measurement{{Item: testItems[0], Exit: 0}}
+	for _, lang := range []doc.Lang{doc.English, doc.Chinese} {
+		d := Decide(testItems, ran, reply(t, all), lang)
+		d.Flag(flags, lang)
+		want := []string{"[test skipped] hello_test.go:12: t.Skip()", "[failure silenced: || true] check.sh:2: make test || true"}
+		if !slices.Equal(d.Flags, want) || !slices.Equal(d.Verdict.Flags, want) {
+			t.Errorf("%s: flags %q (verdict %q), want %q", lang, d.Flags, d.Verdict.Flags, want)
+		}
+		for _, w := range want {
+			if !strings.Contains(d.Verdict.Reason, w) {
+				t.Errorf("%s: the reason does not list %q:\n%s", lang, w, d.Verdict.Reason)
+			}
+		}
+		d = Decide(testItems, ran, reply(t, all), lang)
+		d.Flag(nil, lang)
+		if d.Flags != nil || d.Verdict.Flags != nil || d.State != doc.Achieved {
+			t.Errorf("%s: no flags, yet %q, state %q", lang, d.Flags, d.State)
+		}
+		d = Decide(testItems, ran, reply(t, notYet), lang)
+		d.Flag(flags, lang)
+		if d.Flags != nil || d.State != doc.NotYet {
+			t.Errorf("%s: a round not achieved took flags %q (state %q)", lang, d.Flags, d.State)
 		}
 	}
 }

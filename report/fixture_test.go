@@ -85,6 +85,9 @@ func newFixture(t *testing.T) *fixture {
 			"path": filepath.Join(ws, ".flower", "notes", "handoff-work.md")}},
 		{199, "work", "result", "success", "", map[string]any{"session_id": "s-work-2", "cost_usd": 0.3}},
 		{215, "work·judge#1", "result", "success", "", map[string]any{"session_id": "s-judge", "cost_usd": 0.04}},
+		// flower's decision on the judge's round, as the goal guard logs it.
+		{221, "work", "verdict", "the service it needs is not reachable from here", "", map[string]any{"step": "work", "round": 1, "rounds": 3,
+			"state": "unreachable", "label": "work·judge#1", "failed": []string{"curl the staging API", "run the load test"}}},
 	}
 	var lines string
 	for _, e := range evs {

@@ -362,7 +362,7 @@ func (g *gatherer) timeline(wake map[string]int) {
 		}
 		state := string(g.verdictOf(s).State)
 		if state == "" {
-			state = "unreadable"
+			state = "none"
 		}
 		r.Timeline = append(r.Timeline, Moment{Time: s.EndedAt, Run: s.Run, Wake: s.Wake, Step: s.Label, Kind: "verdict", Text: state})
 	}
@@ -528,7 +528,7 @@ func (g *gatherer) verdicts() {
 		v := g.verdictOf(s)
 		state := string(v.State)
 		if state == "" {
-			state = "unreadable"
+			state = "none"
 		}
 		g.r.Verdicts = append(g.r.Verdicts, Verdict{Step: s.Label, Round: s.Round, State: state, Reason: v.Reason, Failed: v.Failed})
 	}
@@ -775,9 +775,9 @@ func (g *gatherer) answers() {
 }
 
 // verdictOf is the verdict of judge step s: flower's decision, from the
-// verdict event the goal guard logged with the judge's label; for a run
-// older than that event's label, the judge's own reply read as a
-// document.
+// verdict event the goal guard logged with the judge's label. A round
+// without one has no verdict (State ""): the judge's prose is never read
+// for one, since words are not a decision.
 func (g *gatherer) verdictOf(s Step) *doc.Verdict {
 	if g.decided == nil {
 		g.decided = map[[2]string]*doc.Verdict{}
@@ -800,5 +800,5 @@ func (g *gatherer) verdictOf(s Step) *doc.Verdict {
 	if v, ok := g.decided[[2]string{s.Run, s.Label}]; ok {
 		return v
 	}
-	return doc.ParseVerdict(s.text)
+	return &doc.Verdict{}
 }

@@ -115,7 +115,7 @@ type Step struct {
 	// Aside marks a row of aside/manifest.json (a side question).
 	Aside bool `json:"aside,omitempty"`
 
-	text string // the row's text: a judge's verdict
+	text string // the row's text: a clarify step's brief
 }
 
 // Moment is one thing on the timeline.

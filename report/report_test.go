@@ -343,7 +343,7 @@ func TestBadInputSaysWhatAndShowsTheRest(t *testing.T) {
 		writeFile(t, filepath.Join(human.Dir(f.runDir), "pending.json"), "{")
 		r := gather(t, f.runDir)
 		joined := strings.Join(r.Problems, "\n")
-		for _, want := range []string{"events.jsonl: 1 of 17 lines", "lineage.json", "pending.json"} {
+		for _, want := range []string{"events.jsonl: 1 of 18 lines", "lineage.json", "pending.json"} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("problems lack %q: %s", want, joined)
 			}

@@ -16,6 +16,12 @@ import (
 const (
 	// Achieved: the last judge ruled the goal achieved.
 	Achieved = "achieved"
+	// AchievedUnmeasured: achieved, but flower could run none of the
+	// goal's commands here (no sandbox): the judge's reading alone.
+	AchievedUnmeasured = flower.OutcomeAchievedUnmeasured
+	// NeedsLook: the judge ruled it achieved, the change report's flags
+	// hold it for the person.
+	NeedsLook = flower.OutcomeNeedsLook
 	// NotAchieved: the rounds ran out and the last judge said not yet.
 	NotAchieved = "not_achieved"
 	// Accepted: the person accepted the result as it stands, though the
@@ -52,7 +58,8 @@ type Outcome struct {
 	// Missing are the sections the clarify step's brief lacked, when that
 	// is what halted the run.
 	Missing []string `json:"missing,omitempty"`
-	// Unreadable says the last judge's verdict could not be read.
+	// Unreadable says the last judge's round has no verdict (flower
+	// recorded no decision for it).
 	Unreadable bool `json:"unreadable,omitempty"`
 	// Rounds is how many work rounds ran.
 	Rounds int `json:"rounds,omitempty"`

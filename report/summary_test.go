@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/doc"
 	"github.com/flowerrun/flower/report/reporttest"
 )
 
@@ -136,6 +137,14 @@ func endingRun(t *testing.T, lang string, total int, rows []flower.StepResult) s
 				"payload": map[string]any{"index": index, "total": total}})
 			events = append(events, string(b))
 		}
+		// A judge's round, decided: flower logs its decision as a verdict
+		// event with the judge's label (the fixture writes the decision as
+		// a verdict document in the row's text).
+		if v := doc.ParseVerdict(rows[i].Text); strings.Contains(rows[i].Step, "·judge#") && v.State != "" && rows[i].Attempts >= 0 {
+			b, _ := json.Marshal(map[string]any{"run": "r1", "step": base, "kind": "verdict", "text": v.Reason, "time": rows[i].EndedAt,
+				"payload": map[string]any{"step": base, "state": string(v.State), "label": rows[i].Step, "failed": v.Failed}})
+			events = append(events, string(b))
+		}
 	}
 	if _, err := flower.WriteManifest(filepath.Join(dir, flower.ManifestName), "r1", rows); err != nil {
 		t.Fatal(err)
@@ -219,8 +228,8 @@ func TestEachEndingIsSaidWithItsReason(t *testing.T) {
 					t.Errorf("the summary lacks the reason %q:\n%s", want, page)
 				}
 			}
-			if c.want.Unreadable && !strings.Contains(page, "could not be read") {
-				t.Errorf("the summary does not say the verdict could not be read")
+			if c.want.Unreadable && !strings.Contains(page, "has no verdict") {
+				t.Errorf("the summary does not say the last round has no verdict")
 			}
 			r.Language = "zh"
 			if zh := section(render(t, r), "summary"); !strings.Contains(zh, c.zh) {

@@ -54,6 +54,7 @@ var errDrain = errors.New("the worker is stopping")
 // attempt is one worker's work on one run: one River attempt of its job.
 type attempt struct {
 	w       *Worker
+	confine confinement // the worker's, as the run's own user
 	run     Run
 	job     *rivertype.JobRow
 	replies chan struct{}
@@ -173,6 +174,10 @@ func (a *attempt) work(ctx context.Context) error {
 	cctx, confirmed := context.WithCancel(context.WithoutCancel(ctx))
 	defer confirmed()
 	go a.confirm(cctx, stop)
+	if a.confine, err = w.confine.withRunUser(); err != nil {
+		return a.failed(ctx, err)
+	}
+	defer a.confine.release()
 	// The run's own folders exist before they are handed to its user
 	// (handOver): one the worker made later would be root's alone.
 	for _, d := range []string{a.home, a.state, filepath.Join(base, "tmp")} {
@@ -237,7 +242,7 @@ func (a *attempt) work(ctx context.Context) error {
 	if done, err := a.countEarlierSpend(ctx); done {
 		return err
 	}
-	if err := w.confine.handOver(filepath.Dir(a.checkout)); err != nil {
+	if err := a.confine.handOver(filepath.Dir(a.checkout)); err != nil {
 		return a.failed(ctx, err)
 	}
 
@@ -260,13 +265,15 @@ func (a *attempt) work(ctx context.Context) error {
 		return a.failed(ctx, err)
 	}
 	cmd, logFile, err := a.command()
+	if a.revoke != nil {
+		// The run's token and its way out end with the attempt, also
+		// when its process could not be made.
+		defer a.revoke()
+	}
 	if err != nil {
 		return a.failed(ctx, err)
 	}
 	defer logFile.Close()
-	if a.revoke != nil {
-		defer a.revoke()
-	}
 	// An input that never closes: the run's questions wait for replies
 	// (a closed input would settle each at once, unanswered).
 	stdin, hold, err := os.Pipe()
@@ -392,7 +399,7 @@ loop:
 		}
 		return river.JobSnooze(0)
 	}
-	if !hasEnding || !slices.Contains([]string{"achieved", "accepted", "done", "not_achieved", "unreachable", "stopped", "taken_over"}, end.Outcome) {
+	if !hasEnding || !slices.Contains([]string{"achieved", "achieved_unmeasured", "needs_look", "accepted", "done", "not_achieved", "unreachable", "stopped", "taken_over"}, end.Outcome) {
 		if r, err := t.Run(ctx, a.run.ID); err == nil && r.Budget > 0 && r.Cost >= r.Budget {
 			// Stopped by its budget: no other worker could do more.
 			return a.setState(ctx, Stopped, fmt.Sprintf("its budget of $%.2f is spent ($%.4f); its work is on %s", r.Budget, r.Cost, a.run.Branch), true)
@@ -404,10 +411,18 @@ loop:
 	switch end.Outcome {
 	case "achieved", "done":
 		return a.setState(ctx, Achieved, end.Reason, true)
+	case "achieved_unmeasured":
+		// Finished, but on the judge's reading alone: said so wherever
+		// the run's reason is shown.
+		return a.setState(ctx, Achieved, "achieved, not measured: "+cmp.Or(end.Reason, "flower could not run the goal's commands"), true)
 	case "accepted":
 		// The person accepted the result as it stands: finished, in their
 		// words, not the judge's.
 		return a.setState(ctx, Achieved, "accepted by the person: "+cmp.Or(end.Reason, "no reason given"), true)
+	case "needs_look":
+		// The flags decide, not the judge: a person looks before anyone
+		// calls it achieved.
+		return a.setState(ctx, Stopped, "needs your look: the judge ruled it achieved, but these changes can make a check pass without the work: "+strings.ReplaceAll(end.Reason, "\n", "; "), true)
 	case "not_achieved", "unreachable", "stopped":
 		return a.setState(ctx, Stopped, cmp.Or(end.Reason, end.Outcome), true)
 	case "taken_over":
@@ -454,6 +469,11 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		"XDG_STATE_HOME":  filepath.Join(a.home, ".local", "state"),
 		"XDG_DATA_HOME":   filepath.Join(a.home, ".local", "share"),
 	}
+	if a.confine.bwrap != "" {
+		// The run's flower starts each CLI apart from itself: its
+		// tools cannot signal it (flower.CLIApart).
+		set[flower.CLIApartEnv] = a.confine.bwrap
+	}
 	if cli := w.cliPath(); cli != "" {
 		// The CLI that started in a run's confinement (checkCLIConfined),
 		// not whatever the run's own lookup would find.
@@ -469,18 +489,46 @@ func (a *attempt) command() (*exec.Cmd, *os.File, error) {
 		maps.Copy(set, api)
 		a.revoke = revoke
 	}
+	var netSocket string
+	if len(a.run.NetHosts) > 0 {
+		if w.confine.apiSocket == "" {
+			w.log.Warn("flower worker: this run shares the machine's network (no confinement or no key to proxy): its --net list is not enforced", "run", a.name(), "hosts", a.run.NetHosts)
+		} else {
+			uid := -1 // a worker run as an ordinary user: the run is that user
+			if u, err := a.confine.uid(); err == nil {
+				uid = u
+			}
+			eg, err := startEgress(a.name(), a.run.NetHosts, uid, w.log)
+			if err != nil {
+				logFile.Close()
+				return nil, nil, err
+			}
+			maps.Copy(set, eg.env())
+			netSocket = eg.socket
+			revoke := a.revoke
+			a.revoke = func() {
+				eg.Close()
+				if revoke != nil {
+					revoke()
+				}
+			}
+		}
+	}
 	cmd.Env = runEnv(w.o.Env, w.o.PassEnv, set, w.envSecrets()...)
 	// Its own session and group (runProcAttr): stopped as one, gone with
 	// the worker, and without the worker's terminal.
 	cmd.SysProcAttr = runProcAttr()
 	rw, ro, hide := a.confinedPaths(tmp)
+	if netSocket != "" {
+		ro = append(ro, netSocket)
+	}
 	for _, d := range rw {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			logFile.Close()
 			return nil, nil, err
 		}
 	}
-	cmd, a.info, err = w.confine.confined(cmd, rw, ro, hide)
+	cmd, a.info, err = a.confine.confined(cmd, rw, ro, hide)
 	if err != nil {
 		logFile.Close()
 		return nil, nil, err

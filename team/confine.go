@@ -22,9 +22,10 @@ import (
 // worker starts around each run's process, or nothing (Unconfined).
 type confinement struct {
 	bwrap string // "" when runs are not confined
-	// setpriv drops root to runUID between bubblewrap's two stages when
-	// the worker is root ("" otherwise).
+	// setpriv drops root to the run's own user (user) between
+	// bubblewrap's two stages when the worker is root ("" otherwise).
 	setpriv string
+	user    *runUser // a root worker's run's (withRunUser)
 	// apiSocket, when set, gives each run a network of its own with
 	// nothing in it but its loopback: the host's loopback ports, abstract
 	// sockets, the metrics, the dashboard and the database are out of
@@ -33,12 +34,34 @@ type confinement struct {
 	apiSocket string
 }
 
-// runUID is the user a root worker's runs run as: an ordinary user, so
-// that nothing of root's (capabilities, files only root may write) is
-// theirs, and so that the glance sandbox can nest inside the run's (a
-// bubblewrap started by root makes mounts an unprivileged one beneath it
-// may not cover; started by an ordinary user it nests).
-const runUID = 65534
+// withRunUser is the confinement of one run: a root worker's runs each
+// run as a user of their own (takeRunUser): an ordinary user, so that
+// nothing of root's (capabilities, files only root may write) is theirs,
+// and so that the glance sandbox can nest inside the run's (a bubblewrap
+// started by root makes mounts an unprivileged one beneath it may not
+// cover; started by an ordinary user it nests). A worker run as an
+// ordinary user runs its runs as itself. release gives the user back.
+func (c confinement) withRunUser() (confinement, error) {
+	if c.setpriv == "" {
+		return c, nil
+	}
+	u, err := takeRunUser()
+	if err != nil {
+		return c, err
+	}
+	c.user = u
+	return c, nil
+}
+
+func (c confinement) release() { c.user.release() }
+
+// uid is the user a run's processes run as, when the worker changes it.
+func (c confinement) uid() (int, error) {
+	if c.user == nil {
+		return 0, errors.New("team: a root worker's run has no user of its own (withRunUser)")
+	}
+	return c.user.uid, nil
+}
 
 // detectConfinement finds bubblewrap and checks it can make namespaces
 // here; a worker refuses to start without it unless told to run its runs
@@ -69,11 +92,13 @@ func detectConfinement(unconfined bool) (confinement, error) {
 // ErrUnconfined: the worker cannot confine its runs.
 var ErrUnconfined = errors.New("team: runs cannot be confined here")
 
-// confined is cmd run inside bubblewrap, where the run's processes see
-// the machine read-only and, of what is private, only their own folders:
-// the worker's folder (other runs, their checkouts, transcripts and
-// questions), this user's HOME, /root, /home, /tmp and /run (sockets,
-// other processes' files) are empty; the checkout's .git is read-only
+// confined is cmd run inside bubblewrap, where the run's processes see of
+// the machine only what is listed (mountPlan.system: its programs and
+// libraries, and of /etc what programs read), read-only, and their own
+// folders: the worker's folder (other runs, their checkouts, transcripts
+// and questions), this user's HOME, /root, /home, /tmp and /run (sockets,
+// other processes' files) are empty, and what is not listed (/var, /srv,
+// /opt, the rest of /etc) is not there; the checkout's .git is read-only
 // (what git runs from a repository's config runs in the worker, which
 // commits and pushes); its own PID namespace shows no process but the
 // run's (no other environment, no command line); no capability, as root
@@ -85,58 +110,44 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 	if c.bwrap == "" {
 		return cmd, nil, nil
 	}
-	mounts := []string{"--ro-bind", "/", "/", "--dev", "/dev"}
+	plan := newMountPlan()
+	plan.system("/")
+	if c.user != nil {
+		plan.mount("--ro-bind", c.user.passwd, "/etc/passwd")
+		plan.mount("--ro-bind", c.user.group, "/etc/group")
+	}
+	plan.mount("--dev", "/dev")
 	if c.apiSocket != "" {
 		ro = append(slices.Clone(ro), c.apiSocket)
 	}
-	hidden := []string{"/tmp", "/var/tmp", "/run", "/root", "/home"}
-	hidden = append(hidden, hide...)
-	// A folder is hidden before what lies in it is bound again: shorter
+	// Empty, as programs expect them; with HOME's and the worker's
+	// folder (hide) emptied too where a listed folder shows them. A
+	// folder is emptied before what lies in it is bound again: shorter
 	// paths first.
-	slices.SortFunc(hidden, func(a, b string) int { return len(a) - len(b) })
-	var emptied []string
-	for _, h := range slices.Compact(hidden) {
-		if h == "/" {
-			continue
-		}
-		if fi, err := os.Lstat(h); err == nil && fi.IsDir() {
-			mounts = append(mounts, "--tmpfs", h)
+	emptied := []string{"/tmp", "/var/tmp", "/run", "/root", "/home"}
+	for _, h := range hide {
+		if fi, err := os.Lstat(h); err == nil && fi.IsDir() && plan.there(h) {
 			emptied = append(emptied, h)
 		}
 	}
-	// The folders leading to what is bound again inside an emptied one
-	// are made anew, open to the run's user.
-	made := map[string]bool{}
-	var binds []string
+	slices.SortFunc(emptied, func(a, b string) int { return len(a) - len(b) })
+	for _, h := range slices.Compact(emptied) {
+		plan.mount("--tmpfs", h)
+	}
 	for i, p := range append(slices.Clone(rw), ro...) {
 		if i >= len(rw) {
 			if _, err := os.Stat(p); err != nil {
 				continue
 			}
+			plan.mount("--ro-bind", p, p)
+			continue
 		}
-		for _, h := range emptied {
-			if !strings.HasPrefix(p, h+string(filepath.Separator)) {
-				continue
-			}
-			var dirs []string
-			for d := filepath.Dir(p); d != h && len(d) > len(h); d = filepath.Dir(d) {
-				dirs = append(dirs, d)
-			}
-			slices.Reverse(dirs)
-			for _, d := range dirs {
-				if !made[d] {
-					made[d] = true
-					mounts = append(mounts, "--perms", "0755", "--dir", d)
-				}
-			}
-		}
-		kind := "--bind"
-		if i >= len(rw) {
-			kind = "--ro-bind"
-		}
-		binds = append(binds, kind, p, p)
+		plan.mount("--bind", p, p)
 	}
-	mounts = append(mounts, binds...)
+	mounts := plan.args
+	// The root bubblewrap made, which holds the folders bound, is read
+	// only once made: nothing the run writes lands beside them.
+	const rootReadOnly = "--remount-ro"
 	// The run's own PID namespace (no other process, environment or
 	// command line), no capability, gone with the worker.
 	isolate := []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"}
@@ -147,7 +158,7 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 		"--as-pid-1", "--die-with-parent", "--cap-drop", "ALL", "--info-fd", "3", "--chdir", cmd.Dir, "--", cmd.Path)
 	var args []string
 	if c.setpriv == "" {
-		args = append(append(append(mounts, "--proc", "/proc"), isolate...), cmd.Args[1:]...)
+		args = append(append(append(mounts, "--proc", "/proc", rootReadOnly, "/"), isolate...), cmd.Args[1:]...)
 	} else {
 		// Root: the first stage (root's) makes the mounts and keeps the
 		// machine's /proc writable for the second, which setpriv starts
@@ -156,8 +167,12 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 		// left the second stage waiting forever when the worker died
 		// while it started (the chaos test found one): --pdeathsig sets
 		// it again, so the second stage dies with the first.
-		args = append(mounts, "--bind", "/proc", "/proc", "--die-with-parent", "--",
-			c.setpriv, "--pdeathsig", "KILL", "--reuid="+strconv.Itoa(runUID), "--regid="+strconv.Itoa(runUID), "--clear-groups",
+		uid, err := c.uid()
+		if err != nil {
+			return nil, nil, err
+		}
+		args = append(mounts, "--bind", "/proc", "/proc", rootReadOnly, "/", "--die-with-parent", "--",
+			c.setpriv, "--pdeathsig", "KILL", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(uid), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--",
 			c.bwrap, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 		args = append(append(args, isolate...), cmd.Args[1:]...)
@@ -172,12 +187,16 @@ func (c confinement) confined(cmd *exec.Cmd, rw []string, ro []string, hide []st
 	return out, info, nil
 }
 
-// handOver gives the run's user (runUID, when the worker is root) what
+// handOver gives the run's user (its own, when the worker is root) what
 // the worker wrote in the run's folders: the checkout it cloned, the
 // state it laid out, the replies it delivered.
 func (c confinement) handOver(paths ...string) error {
 	if c.setpriv == "" {
 		return nil
+	}
+	uid, err := c.uid()
+	if err != nil {
+		return err
 	}
 	for _, p := range paths {
 		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
@@ -187,10 +206,10 @@ func (c confinement) handOver(paths ...string) error {
 			if err != nil {
 				return err
 			}
-			return os.Lchown(path, runUID, runUID)
+			return os.Lchown(path, uid, uid)
 		})
 		if err != nil {
-			return fmt.Errorf("giving the run's folder %s to its user %d: %w", p, runUID, err)
+			return fmt.Errorf("giving the run's folder %s to its user %d: %w", p, uid, err)
 		}
 	}
 	return nil
@@ -241,7 +260,7 @@ func (a *attempt) confinedPaths(tmp string) (rw, ro, hide []string) {
 }
 
 // confinedPaths are what any process of this worker's runs sees beyond
-// the machine's read-only system folders: its HOME and temp folder
+// the machine's listed system folders (mountPlan.system): its HOME and temp folder
 // (written), flower and the CLI with what it needs, the operator's
 // --readable paths (read), and what is hidden beyond the usual.
 func (w *Worker) confinedPaths(cli, home, tmp string) (rw, ro, hide []string) {

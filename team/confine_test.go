@@ -44,6 +44,10 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 			uid  int
 		}{"as an ordinary user", nobody})
 	}
+	// What an operator keeps outside the folders a run is given (the red
+	// team's: a --db-file under /var/lib, a password file under /etc, a
+	// token under /srv or /opt), readable by every user on the host.
+	planted := plantOutsideTheRun(t)
 	for _, u := range users {
 		t.Run(u.name, func(t *testing.T) {
 			base, err := os.MkdirTemp("", "confine-")
@@ -105,10 +109,21 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 				"nsenter -t 1 -m true && echo NSENTER",
 				"echo evil >> .git/config && echo WROTE-GIT",
 				"echo ok > made.txt && echo made",
+				"touch /beside-the-run && echo WROTE-ROOT",
+				// The machine's programs work: the linker, Debian's
+				// alternatives (awk), names, time, git, python.
+				"awk 'BEGIN { print \"AWK-OK\" }'",
+				"echo name=$(id -un)",
+				"date +%Z | grep -q . && echo DATE-OK",
+				"git --version >/dev/null && echo GIT-OK",
+				"/usr/bin/python3 -c 'print(\"PY-OK\")'",
 				// The glance sandbox nests inside the run's.
 				"bwrap --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --unshare-all --die-with-parent --new-session -- true && echo NESTED-OK",
 				"echo x > " + filepath.Join(other, "work", "theirs.txt") + " ; true",
 			}, "\n")
+			for i, p := range planted {
+				probe += "\ncat " + p + " && echo READ-PLANTED-" + strconv.Itoa(i)
+			}
 			cmd := exec.Command("/bin/sh", "-c", probe)
 			cmd.Dir = filepath.Join(run, "work")
 			cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + filepath.Join(run, "home")}
@@ -117,11 +132,17 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 				cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.uid), Groups: []uint32{}}
 			}
 			c := confinement{bwrap: s.Program}
+			wantUID, wantName := u.uid, "nobody"
 			if u.uid == 0 {
-				// A root worker: its runs run as runUID (detectConfinement).
+				// A root worker: its runs run as users of their own.
 				if c, err = detectConfinement(false); err != nil {
 					t.Fatal(err)
 				}
+				if c, err = c.withRunUser(); err != nil {
+					t.Fatal(err)
+				}
+				defer c.release()
+				wantUID, wantName = c.user.uid, "flower-run"
 				if err := c.handOver(run); err != nil {
 					t.Fatal(err)
 				}
@@ -165,8 +186,24 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 			if !strings.Contains(got, "CapEff:\t0000000000000000") {
 				t.Errorf("the run holds capabilities")
 			}
-			if want := "uid=" + strconv.Itoa(max(u.uid, 0)); u.uid == 0 && !strings.Contains(got, "uid="+strconv.Itoa(runUID)) || u.uid != 0 && !strings.Contains(got, want) {
-				t.Errorf("the run runs as the wrong user (a root worker's as %d, an ordinary worker's as itself)", runUID)
+			if !strings.Contains(got, "uid="+strconv.Itoa(wantUID)+"\n") || wantUID == 0 || wantUID == nobody && u.uid == 0 {
+				t.Errorf("the run runs as the wrong user, want %d (a root worker's run as one of its own, an ordinary worker's as itself)", wantUID)
+			}
+			for i, p := range planted {
+				if strings.Contains(got, "READ-PLANTED-"+strconv.Itoa(i)) || strings.Contains(got, "planted secret") {
+					t.Errorf("the run read %s, which is on no list of what it may see", p)
+				}
+			}
+			if strings.Contains(got, "WROTE-ROOT") {
+				t.Errorf("the run wrote beside its folders, in the confinement's root")
+			}
+			for _, works := range []string{"AWK-OK", "DATE-OK", "GIT-OK", "PY-OK"} {
+				if !strings.Contains(got, works) {
+					t.Errorf("a program of the machine does not work inside the confinement: no %s", works)
+				}
+			}
+			if !strings.Contains(got, "name="+wantName+"\n") {
+				t.Errorf("the run's user has no name inside, want %s (no /etc/passwd?)", wantName)
 			}
 			if !strings.Contains(got, "NESTED-OK") {
 				t.Errorf("the glance sandbox cannot nest inside the run's")
@@ -184,6 +221,39 @@ func TestAConfinedRunSeesOnlyItsOwnFolders(t *testing.T) {
 			}
 		})
 	}
+}
+
+// plantOutsideTheRun writes a secret, readable by all, in a new folder
+// under each of /etc, /var/lib, /srv and /opt (those that exist), and
+// returns their paths; they go with the test. It takes root.
+func plantOutsideTheRun(t *testing.T) []string {
+	if os.Getuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI: the confinement test plants files under /etc and /var/lib, which takes root")
+		}
+		t.Log("not root: no file planted under /etc, /var/lib, /srv, /opt")
+		return nil
+	}
+	var paths []string
+	for _, parent := range []string{"/etc", "/var/lib", "/srv", "/opt"} {
+		if _, err := os.Stat(parent); err != nil {
+			continue
+		}
+		dir, err := os.MkdirTemp(parent, "flower-confine-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		p := filepath.Join(dir, "secret")
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("planted secret\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
 }
 
 // A worker that cannot confine its runs (no bubblewrap here) does not

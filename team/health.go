@@ -82,8 +82,8 @@ var healthTexts = map[string][2]string{
 	"cliBad":     {"FLOWER_CLAUDE=%s 不是可执行文件,运行找不到 Claude Code CLI", "FLOWER_CLAUDE=%s is not an executable file, so its runs have no Claude Code CLI"},
 	"cliNone": {"运行找不到 Claude Code CLI:没设 FLOWER_CLAUDE,%s 里没有固定版本,PATH 上也没有 claude",
 		"its runs find no Claude Code CLI: FLOWER_CLAUDE is not set, %s holds no pinned copy, and no claude is on PATH"},
-	"cliConfined": {"Claude Code CLI %s 在运行的隔离环境里启动不了(%s):运行看到的机器是只读的,看不到 /tmp、/var/tmp、/run、/root、/home、worker 的 HOME 和 --dir;flower 只让运行看到 CLI 本身的文件和它的包目录,看不到包装脚本再去调用的东西",
-		"the Claude Code CLI %s does not start inside a run's confinement (%s): a run sees the machine read-only without /tmp, /var/tmp, /run, /root, /home, the worker's HOME and --dir, and of the CLI only its own file and package folder, not what a wrapper script runs"},
+	"cliConfined": {"Claude Code CLI %s 在运行的隔离环境里启动不了(%s):运行只看到这台机器的系统目录(/usr、/bin、/lib、/etc 里程序要读的文件),而且只读,/tmp、/var/tmp、/run、/root、/home 都是空的;flower 只让运行看到 CLI 本身的文件和它的包目录,看不到包装脚本再去调用的东西",
+		"the Claude Code CLI %s does not start inside a run's confinement (%s): a run sees of the machine only its system folders (/usr, /bin, /lib, what programs read of /etc), read-only, with /tmp, /var/tmp, /run, /root and /home empty, and of the CLI only its own file and package folder, not what a wrapper script runs"},
 	"cliConfinedFix": {"把 CLI 装到这些目录以外(例如 npm install -g),或者让 FLOWER_CLAUDE 直接指向 claude 程序本身;如果它确实需要别处的文件,用 --readable PATH 把那个文件或目录列出来,再重启这个 worker",
 		"install the CLI outside those folders (npm install -g, for one) or point FLOWER_CLAUDE at the claude binary itself; if it needs files elsewhere, name each with --readable PATH and restart this worker"},
 	"cliOther": {"运行找不到 Claude Code CLI(%v)", "its runs find no Claude Code CLI (%v)"},
@@ -275,18 +275,27 @@ func (w *Worker) startConfined(ctx context.Context, program string, args ...stri
 			return nil, err
 		}
 	}
-	if err := w.confine.handOver(probe); err != nil {
+	confine, err := w.confine.withRunUser()
+	if err != nil {
+		return nil, err
+	}
+	defer confine.release()
+	if err := confine.handOver(probe); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cliStartWait)
 	defer cancel()
 	cmd := exec.Command(program, args...)
+	if confine.bwrap != "" {
+		// As a run starts its CLIs: apart from its flower.
+		cmd = exec.Command(confine.bwrap, append(append(flower.CLIApart(confine.bwrap)[1:], program), args...)...)
+	}
 	cmd.Dir = home
 	cmd.Env = runEnv(w.o.Env, w.o.PassEnv, map[string]string{"HOME": home, "TMPDIR": tmp, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
 		"CLAUDE_CODE_TMPDIR": tmp, "XDG_CONFIG_HOME": filepath.Join(home, ".config")}, w.envSecrets()...)
 	cmd.SysProcAttr = runProcAttr()
 	rw, ro, hide := w.confinedPaths(program, home, tmp)
-	cmd, info, err := w.confine.confined(cmd, rw, ro, hide)
+	cmd, info, err := confine.confined(cmd, rw, ro, hide)
 	if err != nil {
 		return nil, err
 	}

@@ -193,3 +193,29 @@ func TestAnAttemptFailedByTheWorkersEnvironmentIsNotTheRunsFailure(t *testing.T)
 		t.Errorf("a failure on a whole worker returned %v with %d failures recorded, want it counted as the run's", err, len(r.Failures))
 	}
 }
+
+// A worker stopped before it has started (a person's Ctrl-C in its first
+// second, while it registers) ends as cleanly as one stopped later: Run
+// returned "context canceled", which the command printed, exiting 1.
+func TestAWorkerStoppedBeforeItStartsEndsCleanly(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	tm, err := Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tm.Close()
+	flowerBin := filepath.Join(t.TempDir(), "flower")
+	if err := os.WriteFile(flowerBin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := tm.NewWorker(url, WorkerOptions{Name: "wk-stopped", Dir: t.TempDir(), Flower: flowerBin, Unconfined: true, Rescue: 8 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := w.Run(ctx); err != nil {
+		t.Errorf("a worker stopped before it started: %v, want a clean end", err)
+	}
+}

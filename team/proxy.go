@@ -125,27 +125,46 @@ func newKeyProxy(env []string, log *slog.Logger) (*keyProxy, error) {
 	return p, nil
 }
 
-// listenUnix opens the proxy's unix socket in a folder of its own: short
-// (a socket's path has room for about 100 bytes), open to the run's user
-// (a root worker's runs run as another), and removed at Close.
-func (p *keyProxy) listenUnix() error {
-	dir, err := os.MkdirTemp("", "flower-api-")
+// listenUnix opens the proxy's unix socket (listenSocket), open to every
+// run's user (a root worker's runs run as others; the token is the key),
+// removed at Close.
+func (p *keyProxy) listenUnix() (err error) {
+	p.socketDir, p.socket, p.socketLn, err = listenSocket("flower-api-", "api.sock", 0o666, -1)
+	if err != nil {
+		return fmt.Errorf("the runs' API proxy: %w", err)
+	}
+	return nil
+}
+
+// listenSocket listens on a unix socket named name in a folder of its own
+// (prefix and random letters): short, as a socket's path has room for
+// about 100 bytes; the folder 0711 (passable, not listable), the socket
+// of mode perm and, when uid is not -1, owned by uid. The caller removes
+// dir.
+func listenSocket(prefix, name string, perm os.FileMode, uid int) (dir, path string, ln net.Listener, err error) {
+	dir, err = os.MkdirTemp("", prefix)
 	if err == nil && len(dir) > 90 {
 		os.Remove(dir)
-		dir, err = os.MkdirTemp("/tmp", "flower-api-")
+		dir, err = os.MkdirTemp("/tmp", prefix)
 	}
 	if err != nil {
-		return fmt.Errorf("the runs' API proxy has no folder for its socket: %w", err)
+		return "", "", nil, fmt.Errorf("no folder for its socket: %w", err)
 	}
-	p.socketDir, p.socket = dir, filepath.Join(dir, "api.sock")
-	if p.socketLn, err = net.Listen("unix", p.socket); err == nil {
-		err = errors.Join(os.Chmod(dir, 0o711), os.Chmod(p.socket, 0o666))
+	path = filepath.Join(dir, name)
+	if ln, err = net.Listen("unix", path); err == nil {
+		err = errors.Join(os.Chmod(dir, 0o711), os.Chmod(path, perm))
+		if err == nil && uid >= 0 {
+			err = os.Lchown(path, uid, uid)
+		}
+		if err != nil {
+			ln.Close()
+		}
 	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return fmt.Errorf("the runs' API proxy cannot listen on %s: %w", p.socket, err)
+		return "", "", nil, fmt.Errorf("cannot listen on %s: %w", path, err)
 	}
-	return nil
+	return dir, path, ln, nil
 }
 
 // guard lets through only requests that carry a live run's token and

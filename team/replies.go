@@ -266,7 +266,7 @@ func (a *attempt) deliver(ctx context.Context) {
 		}
 		// Owned by the run's user before it is there to read: a reply
 		// the run sees and cannot open is refused (and was, under load).
-		if _, err := human.WriteReplyOwned(dir, hr, a.replyKey, func(p string) error { return a.w.confine.handOver(p) }); err != nil {
+		if _, err := human.WriteReplyOwned(dir, hr, a.replyKey, func(p string) error { return a.confine.handOver(p) }); err != nil {
 			a.log().Warn("flower worker: a reply was not delivered", "err", err)
 			continue
 		}

@@ -70,7 +70,9 @@ func (a *attempt) openState(ctx context.Context) (*runState, error) {
 	if err != nil {
 		return nil, err
 	}
-	pg, err := postgres.Open(ctx, w.url)
+	// The database's transcripts are the only copy once this machine is
+	// gone: each write-back is flushed before it counts as stored.
+	pg, err := postgres.Open(ctx, w.url, postgres.Durable())
 	if err != nil {
 		_ = db.Close(ctx)
 		return nil, err

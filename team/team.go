@@ -30,8 +30,9 @@
 //     adds the worker's key to requests that carry the run's own token;
 //     the token dies with the attempt. The run's environment never holds
 //     the database's URL, libpq's settings or the key, under any name.
-//   - bubblewrap confines the run's process: the machine read-only, the
-//     worker's folder, its HOME, /root, /home, /tmp and /run hidden, the
+//   - bubblewrap confines the run's process: of the machine only what is
+//     listed (its programs and libraries, what programs read of /etc),
+//     read-only; /root, /home, /tmp and /run empty; the
 //     run's checkout, HOME, state and tmp folders its only writable ones,
 //     the checkout's .git read-only (the worker's own git would run what
 //     a repository's config names), its own PID namespace (no other
@@ -173,16 +174,22 @@ alter table team_runs add column pushing_by text not null default '';`,
 	`alter table team_workers add column pass_env text[] not null default '{}';`,
 	// The key the run's replies are signed with (human.SignReply), made
 	// by the first worker that delivers one: only workers read it.
-	`alter table team_runs add column reply_key bytea;`}}
+	`alter table team_runs add column reply_key bytea;`,
+	// The hosts a run may reach through its worker (flower submit
+	// --net): none unless listed.
+	`alter table team_runs add column net_hosts text[] not null default '{}';`}}
 
 // Run is one run of the queue.
 type Run struct {
-	ID       int64
-	Request  string
-	Repo     string // the repository's address as shown: a token in it masked (see gitwork.Redact)
-	Base     string // the branch the run's branch was made from ("" = the remote's default)
-	Branch   string // the run's own branch
-	Budget   float64
+	ID      int64
+	Request string
+	Repo    string // the repository's address as shown: a token in it masked (see gitwork.Redact)
+	Base    string // the branch the run's branch was made from ("" = the remote's default)
+	Branch  string // the run's own branch
+	Budget  float64
+	// NetHosts are the hosts its processes may reach through the worker
+	// (flower submit --net); none when empty.
+	NetHosts []string
 	Cost     float64 // spent so far, across every worker that worked it
 	State    string
 	Host     string // the worker working it (or that last did)
@@ -331,6 +338,9 @@ type Submission struct {
 	Base    string  // the branch to start from ("" = the remote's default)
 	Budget  float64 // USD for the whole run, across workers; 0 = none
 	By      string  // who submitted (host), for the record
+	// NetHosts are the hosts the run may reach (ParseNetHosts' form);
+	// empty: none, its network has nothing but the model's API.
+	NetHosts []string
 }
 
 // Submit enqueues a run: its row and its River job in one transaction.
@@ -344,10 +354,14 @@ func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 	if s.Budget < 0 {
 		return Run{}, fmt.Errorf("--budget %v: give an amount in USD above 0, or 0 for none", s.Budget)
 	}
+	hosts, err := ParseNetHosts(s.NetHosts)
+	if err != nil {
+		return Run{}, err
+	}
 	var id int64
-	err := pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `insert into team_runs (request, repo, base, branch, budget_usd, submitted_by)
-			values ($1, $2, $3, '', $4, $5) returning id`, s.Request, s.Repo, s.Base, s.Budget, s.By).Scan(&id)
+	err = pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `insert into team_runs (request, repo, base, branch, budget_usd, submitted_by, net_hosts)
+			values ($1, $2, $3, '', $4, $5, $6) returning id`, s.Request, s.Repo, s.Base, s.Budget, s.By, append([]string{}, hosts...)).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -374,7 +388,7 @@ func (t *Team) Submit(ctx context.Context, s Submission) (Run, error) {
 const maxAttempts = 100
 
 const runColumns = `r.id, r.request, r.repo, r.base, r.branch, r.budget_usd, r.cost_usd, ` + shownState + `, r.host, r.step, r.round, r.reason,
-	r.question, r.version, r.protocol, r.cancel_requested_at, r.failures_before, r.pushed, r.job_id, r.failures, r.created_at, r.updated_at, r.ended_at, coalesce(j.state::text, ''),
+	r.question, r.version, r.protocol, r.cancel_requested_at, r.failures_before, r.pushed, r.job_id, r.failures, r.created_at, r.updated_at, r.ended_at, r.net_hosts, coalesce(j.state::text, ''),
 	j.attempted_at, coalesce(extract(epoch from now() - j.attempted_at)::float8, 0), coalesce((j.metadata->>'flower_lease')::float8, 0)`
 
 // runsFrom joins each run with its River job: a job River ended while no
@@ -401,7 +415,7 @@ func scanRun(row pgx.Row) (Run, error) {
 	var silent, lease float64
 	err := row.Scan(&r.ID, &r.Request, &r.cloneURL, &r.Base, &r.Branch, &r.Budget, &r.Cost, &r.State, &r.Host, &r.Step,
 		&r.Round, &r.Reason, &r.Question, &r.Version, &r.Protocol, &cancelAsked, &r.FailuresBefore, &r.Pushed, &r.JobID, &failures,
-		&r.Created, &r.Updated, &ended, &job, &attempted, &silent, &lease)
+		&r.Created, &r.Updated, &ended, &r.NetHosts, &job, &attempted, &silent, &lease)
 	if err != nil {
 		return r, err
 	}

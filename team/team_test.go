@@ -58,6 +58,10 @@ func teamflow(t *testing.T) string {
 			binErr = err
 			return
 		}
+		// Open to all: a test's worker may run as an ordinary user.
+		if binErr = os.Chmod(dir, 0o755); binErr != nil {
+			return
+		}
 		binPath = filepath.Join(dir, "teamflow")
 		if out, err := exec.Command("go", "build", "-o", binPath, "./testdata/teamflow").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build ./testdata/teamflow: %v\n%s", err, out)
@@ -74,7 +78,7 @@ func git(t *testing.T, dir string, args ...string) string {
 	if dir != "" {
 		args = append([]string{"-C", dir}, args...)
 	}
-	// A root worker's checkouts belong to its runs' user (65534).
+	// A root worker's checkouts belong to its runs' users.
 	args = append([]string{"-c", "safe.directory=*"}, args...)
 	out, err := exec.Command("git", args...).CombinedOutput()
 	if err != nil {
@@ -254,6 +258,8 @@ type world struct {
 	// onTerminal starts the next workers on a terminal of their own, as
 	// from an operator's shell.
 	onTerminal bool
+	// as, when set, is the ordinary user the next workers run as.
+	as *syscall.Credential
 }
 
 // markerName is what the scripted model touches when a slow call starts.
@@ -405,7 +411,7 @@ func (w *world) workerEnvIn(home, name string, env []string, extra ...string) *m
 	cmd.Dir = home
 	// A group of its own, as a service manager starts it: a test kills
 	// the worker's group as an operator would.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: w.as}
 	mc := &machine{name: name, dir: filepath.Join(home, "runs"), cmd: cmd, out: &lockedBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = mc.out, mc.out
 	if w.onTerminal {

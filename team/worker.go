@@ -102,9 +102,9 @@ type WorkerOptions struct {
 	// it, a worker that cannot confine its runs does not start.
 	Unconfined bool
 	// Readable are files and folders every run may read beyond the
-	// machine's system folders (which it sees read-only, without /tmp,
-	// /var/tmp, /run, /root, /home, the worker's HOME and Dir): what a CLI
-	// wrapper runs, a toolchain under /home. Each must be an absolute path
+	// machine's system folders (systemFolders and systemEtc, which it sees
+	// read-only, with /tmp, /var/tmp, /run, /root and /home empty): what a
+	// CLI wrapper runs, a toolchain under /home or /opt. Each must be an absolute path
 	// that exists. flower and the CLI itself (resolved) are always there.
 	Readable []string
 	// Lang is the language of what the worker says about itself (a broken
@@ -321,8 +321,16 @@ func (b backoff) NextRetry(j *rivertype.JobRow) time.Time {
 
 // Run works runs until ctx ends, then stops taking runs, stops those it
 // works (each writes its state back and pushes its work) and releases
-// them to other workers, within stopGrace.
-func (w *Worker) Run(ctx context.Context) error {
+// them to other workers, within stopGrace. A ctx that ends is the way
+// to stop it, at any moment: that is no error.
+func (w *Worker) Run(ctx context.Context) (err error) {
+	defer func() {
+		// Stopped while it registered or started (a person's Ctrl-C in
+		// its first second): what gave up was only the stop asked for.
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			err = nil
+		}
+	}()
 	if w.o.Metrics != nil {
 		// Served from the start, so that a supervisor sees a worker that
 		// cannot register (its database away) as unhealthy.
@@ -766,6 +774,13 @@ func (w *Worker) Name() string { return w.o.Name }
 
 // Dir is where the worker keeps its checkouts.
 func (w *Worker) Dir() string { return w.o.Dir }
+
+// RunsAsOwnUsers reports whether each run runs as a user of its own (a
+// root worker confining its runs); otherwise its runs run as the worker's
+// own user, or unconfined.
+func (w *Worker) RunsAsOwnUsers() (own, confined bool) {
+	return w.confine.setpriv != "", w.confine.bwrap != ""
+}
 
 // warnOnly passes on what warns or worse.
 type warnOnly struct{ slog.Handler }

@@ -378,7 +378,10 @@ func TestAFailedRunsFolderIsKeptForKeepFailedThenRemoved(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if !strings.Contains(m.out.String(), "removed the folder of an ended run") {
-		t.Errorf("the worker does not say it removed the folder:\n%s", m.out)
+	// The line follows the removal: it is waited for, not looked for.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(m.out.String(), "removed the folder of an ended run"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker does not say it removed the folder:\n%s", m.out)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -56,6 +57,9 @@ type Server struct {
 	password string
 	opts     Options
 	cred     *syscall.Credential // nil: run as this user
+
+	rolesMu sync.Mutex
+	roles   map[string]string // the password of each role CreateDatabaseFor made
 }
 
 // Bin finds the directory of initdb and pg_ctl: $FLOWER_PG_BIN, else the
@@ -185,6 +189,16 @@ func (s *Server) Stop(ctx context.Context) error {
 	return err
 }
 
+// Crash stops the server as a crash would ("immediate" mode: no
+// checkpoint, the WAL not yet flushed is lost), and keeps its data for
+// Start, which recovers.
+func (s *Server) Crash(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	_, err := s.run(sctx, "pg_ctl", "-D", s.data, "-m", "immediate", "-w", "stop")
+	return err
+}
+
 // Restart stops the server and starts it again.
 func (s *Server) Restart(ctx context.Context) error {
 	if err := s.Stop(ctx); err != nil {
@@ -226,6 +240,47 @@ func (s *Server) CreateDatabase(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("pgtest: createdb: %w: %s", err, out)
 	}
 	return s.URL(name), nil
+}
+
+// CreateDatabaseFor makes a login role named role (an ordinary one: no
+// superuser, no role or database creation) with a password of its own, and
+// a database it owns, and returns the database's URL as that role. The
+// socket's folder is opened for others to pass (0711), so that a process
+// of another user (a worker run as an ordinary user) reaches the server;
+// the password still stands between them.
+func (s *Server) CreateDatabaseFor(ctx context.Context, role string) (string, error) {
+	if strings.ContainsAny(role, "\"' ") || role == "" {
+		return "", fmt.Errorf("pgtest: a role name without quotes or spaces, not %q", role)
+	}
+	s.rolesMu.Lock()
+	password, made := s.roles[role]
+	if !made {
+		password = randomHex(12)
+		psql := exec.CommandContext(ctx, filepath.Join(s.bin, "psql"), "-h", s.socket, "-p", strconv.Itoa(port), "-U", "postgres", "-d", "postgres",
+			"-v", "ON_ERROR_STOP=1", "-c", fmt.Sprintf(`create role "%s" login password '%s'`, role, password))
+		psql.Env = append(os.Environ(), "PGPASSWORD="+s.password)
+		if out, err := psql.CombinedOutput(); err != nil {
+			s.rolesMu.Unlock()
+			return "", fmt.Errorf("pgtest: a role %s: %w: %s", role, err, out)
+		}
+		if s.roles == nil {
+			s.roles = map[string]string{}
+		}
+		s.roles[role] = password
+	}
+	s.rolesMu.Unlock()
+	name := "t_" + randomHex(6)
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, "createdb"), "-h", s.socket, "-p", strconv.Itoa(port), "-U", "postgres", "-O", role, name)
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+s.password)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("pgtest: createdb: %w: %s", err, out)
+	}
+	if err := os.Chmod(s.dir, 0o711); err != nil {
+		return "", fmt.Errorf("pgtest: opening the socket's folder: %w", err)
+	}
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(role, password), Path: "/" + name}
+	u.RawQuery = url.Values{"host": {s.socket}, "port": {strconv.Itoa(port)}, "sslmode": {"disable"}}.Encode()
+	return u.String(), nil
 }
 
 // Log is the server's log so far, for a failing test's message.

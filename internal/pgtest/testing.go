@@ -41,6 +41,19 @@ func Run(m *testing.M) int {
 // test fails under CI and is skipped elsewhere, naming the install command.
 func Database(t testing.TB) string {
 	t.Helper()
+	s := sharedServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u, err := s.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatalf("%v\nserver log:\n%s", err, s.Log())
+	}
+	return u
+}
+
+// sharedServer is the package's shared cluster, started on first use.
+func sharedServer(t testing.TB) *Server {
+	t.Helper()
 	shared.mu.Lock()
 	if !shared.inRun {
 		shared.mu.Unlock()
@@ -57,9 +70,18 @@ func Database(t testing.TB) string {
 		unavailable(t, err)
 	}
 	logUse(t)
+	return s
+}
+
+// DatabaseFor is Database owned by, and reached as, a login role of its
+// own named role (CreateDatabaseFor): an ordinary role, as an operator
+// gives an ordinary user.
+func DatabaseFor(t testing.TB, role string) string {
+	t.Helper()
+	s := sharedServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	u, err := s.CreateDatabase(ctx)
+	u, err := s.CreateDatabaseFor(ctx, role)
 	if err != nil {
 		t.Fatalf("%v\nserver log:\n%s", err, s.Log())
 	}

@@ -45,7 +45,7 @@ func AsOrdinaryUser(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	bin := filepath.Join(dir, "test.bin")
-	if err := copyExecutable(exe, bin); err != nil {
+	if err := CopyExecutable(exe, bin); err != nil {
 		t.Fatal(err)
 	}
 	home, tmp := filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
@@ -84,7 +84,26 @@ func NobodyCommand(t *testing.T, ctx context.Context, name string, args ...strin
 	return exec.CommandContext(ctx, setpriv, append([]string{"--reuid=" + strconv.Itoa(Nobody), "--regid=" + strconv.Itoa(Nobody), "--clear-groups", name}, args...)...)
 }
 
-func copyExecutable(src, dst string) error {
+// OwnedTempDir is a new folder of uid's under parent (the temporary
+// folder when ""), removed when t ends: a place of an ordinary user's for
+// a root test (its HOME, a worker's --dir, a file kept where an operator
+// would keep it).
+func OwnedTempDir(t testing.TB, parent string, uid int) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(parent, "flower-owned-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chown(dir, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// CopyExecutable copies the program at src to dst (a new file, 0755):
+// a binary built where only root may look, put where nobody can run it.
+func CopyExecutable(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err

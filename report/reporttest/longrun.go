@@ -166,11 +166,15 @@ func LongRun(t testing.TB, o Long) Run {
 		w.rowAt(r, start)
 		judge := names.Work + names.Judge + "#" + strconv.Itoa(round)
 		w.turns(fmt.Sprintf("s-judge-%d", round), "", 2, 4_000, "claude-sonnet")
-		verdict := "## Conclusion\nnot yet\n\n## Reason\nthe refund path is not ported" + o.Untrusted + "\n\n## Not passed\n- refunds"
+		state, reason, failed := "not_yet", "the refund path is not ported"+o.Untrusted, []string{"refunds"}
 		if round == o.Rounds {
-			verdict = "## Conclusion\nachieved\n\n## Reason\nevery check passes" + o.Untrusted + "\n\n## Not passed\n(none)"
+			state, reason, failed = "achieved", "every check passes"+o.Untrusted, []string{}
 		}
-		w.row(flower.StepResult{Step: judge, SessionID: fmt.Sprintf("s-judge-%d", round), OK: true, CostUSD: 0.06, NumTurns: 2, Attempts: 1, Text: verdict})
+		w.row(flower.StepResult{Step: judge, SessionID: fmt.Sprintf("s-judge-%d", round), OK: true, CostUSD: 0.06, NumTurns: 2, Attempts: 1,
+			Text: "The judge's own words beside its structured answer" + o.Untrusted})
+		// flower's decision on the round, as the goal guard logs it.
+		w.ev(w.clock, names.Work, "verdict", reason, "", map[string]any{"step": names.Work, "round": round, "rounds": o.Rounds,
+			"state": state, "label": judge, "failed": failed})
 	}
 	bequest := names.Work + names.Bequest
 	w.turns("s-bequest", "", 1, 5_000, "claude-opus")

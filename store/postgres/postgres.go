@@ -126,7 +126,11 @@ var (
 // password, the database does not exist, a newer flower migrated the
 // database (store.ErrNewerSchema), or the session tables were changed by
 // hand (store.ErrCorrupt).
-func Open(ctx context.Context, url string) (*Store, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	secret := PasswordOf(url)
 	s := &Store{url: Redact(url), secret: secret}
 	if strings.TrimSpace(url) == "" {
@@ -145,7 +149,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["lock_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["lock_timeout"] = strconv.FormatInt(lockTimeout.Milliseconds(), 10)
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
+	if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; o.durable {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	} else if !set {
 		// A commit returns before the server flushes its WAL, as
 		// store/sqlite's synchronous=NORMAL does: a crash of the server may
 		// drop the last commits (the CLI's own JSONL is the other copy) but
@@ -664,3 +670,15 @@ func (s *Store) fail(ctx context.Context, op string, start time.Time, err error)
 	}
 	return scrub(fmt.Errorf("%s: %w", where, err), s.secret)
 }
+
+// Option changes how Open connects.
+type Option func(*options)
+
+type options struct{ durable bool }
+
+// Durable makes every commit wait until the server has flushed it to its
+// WAL (synchronous_commit on): for a store that holds the only copy of
+// what it is given, as a team's worker does, whose machine may die with
+// the CLI's own transcript files. Without it a crash of the server may
+// drop the last commits.
+func Durable() Option { return func(o *options) { o.durable = true } }

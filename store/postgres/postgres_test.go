@@ -631,3 +631,52 @@ func TestPostgresCloseLeavesNoGoroutine(t *testing.T) {
 	s.Close()
 	goleak.VerifyNone(t, before)
 }
+
+// A durable store (a team's worker: its machine may die with the CLI's
+// own transcript files) keeps every entry whose append returned through a
+// crash of the server (issue 44: the store committed with
+// synchronous_commit off, and a crash left a hole in a transcript).
+func TestADurableStoreKeepsEveryStoredEntryThroughAServerCrash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := pgtest.StartServer(ctx, pgtest.Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Remove() })
+	u, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(ctx, u, Durable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := claude.SessionKey{ProjectKey: "p", SessionID: "a1b2c3d4-0000-4000-8000-00000000d0d0"}
+	const n = 300
+	for i := range n {
+		e := json.RawMessage(fmt.Sprintf(`{"type":"user","uuid":"00000000-0000-4000-8000-%012d","message":{"content":"entry %d"}}`, i, i))
+		if err := s.Append(ctx, key, []json.RawMessage{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if err := srv.Crash(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatalf("%v\n%s", err, srv.Log())
+	}
+	s, err = Open(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Load(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Errorf("after the crash the transcript holds %d of the %d entries stored", len(got), n)
+	}
+}
