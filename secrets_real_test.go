@@ -13,10 +13,12 @@ import (
 )
 
 // TestRealAKeyInAToolOutputReachesNoFile: a key a worker prints (from its
-// environment, from a file a repository committed, and past the CLI's own
-// 30,000-character cut, so that it is spilled) is in none of flower's files
-// (events.jsonl, the store, the manifest, spills, the workbench) nor the
-// CLI's under the run's HOME, whose files are 0600.
+// environment, from a file a repository committed, past the CLI's own
+// 30,000-character cut, so that it is spilled, and from a command run in
+// the background, whose output the CLI keeps in its temporary folder) is in
+// none of flower's files (events.jsonl, the store, the manifest, spills,
+// the workbench) nor the CLI's under the run's HOME, whose files are 0600,
+// nor the CLI's under its CLAUDE_CODE_TMPDIR.
 func TestRealAKeyInAToolOutputReachesNoFile(t *testing.T) {
 	t.Parallel()
 	const key = "sk-ant-api03-committed-by-mistake-0123456789"
@@ -28,6 +30,13 @@ func TestRealAKeyInAToolOutputReachesNoFile(t *testing.T) {
 		bashReply("printenv ANTHROPIC_API_KEY"),
 		bashReply("cat key.txt"),
 		bashReply("for i in $(seq 1000); do cat key.txt; done"),
+		// A command the CLI runs in the background writes its output to
+		// <CLAUDE_CODE_TMPDIR>/claude-<uid>/<project>/<session>/tasks/; so
+		// does a foreground command the CLI moves there (a CI run under
+		// load left the key in such a file). The sleep lets it finish.
+		claudetest.NewReply(claudetest.ToolUse("", "Bash", map[string]any{
+			"command": "cat key.txt", "description": "step", "run_in_background": true})),
+		bashReply("sleep 1"),
 		claudetest.Always(claudetest.Say("read it")),
 	}
 	srv := claudetest.NewServer(t, claudetest.Script{
@@ -56,7 +65,7 @@ func TestRealAKeyInAToolOutputReachesNoFile(t *testing.T) {
 	if err != nil || !r.OK {
 		t.Fatalf("run: %v %+v", err, r)
 	}
-	files, spills := 0, 0
+	files, spills, tasks := 0, 0, 0
 	for _, root := range []string{runDir, ws, env["HOME"], env["CLAUDE_CODE_TMPDIR"]} {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || p == filepath.Join(ws, "key.txt") {
@@ -65,6 +74,9 @@ func TestRealAKeyInAToolOutputReachesNoFile(t *testing.T) {
 			files++
 			if strings.Contains(p, "spill") {
 				spills++
+			}
+			if strings.HasSuffix(p, ".output") {
+				tasks++
 			}
 			if b, _ := os.ReadFile(p); strings.Contains(string(b), key) {
 				t.Errorf("%s holds the key", p)
@@ -77,7 +89,7 @@ func TestRealAKeyInAToolOutputReachesNoFile(t *testing.T) {
 			return nil
 		})
 	}
-	if files < 5 || spills == 0 {
-		t.Errorf("%d files, %d spills: the run did not write what the test needs", files, spills)
+	if files < 5 || spills == 0 || tasks == 0 {
+		t.Errorf("%d files, %d spills, %d task outputs: the run did not write what the test needs", files, spills, tasks)
 	}
 }

@@ -142,7 +142,7 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 	cmd.Env = opts.childEnv(extraEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	ownProcessGroup(cmd)
-	project := privateProject(cmd.Env, opts.Cwd)
+	project, temp := privateProject(cmd.Env, opts.Cwd), tempProject(cmd.Env, opts.Cwd)
 	err = cmd.Start()
 	// The child holds its own copies; ours would keep EOF from arriving.
 	inR.Close()
@@ -166,6 +166,7 @@ func start(ctx context.Context, opts *Options, args []string, extraEnv map[strin
 	started := time.Now()
 	c.cleanup = append(c.cleanup, func() {
 		c.secrets.maskFiles(project, started.Add(-time.Second))
+		c.secrets.maskFiles(temp, started.Add(-time.Second))
 		privateFiles(project)
 	})
 	if opts.SessionStore != nil {

@@ -1,10 +1,13 @@
 package claude
 
 import (
+	"cmp"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // privateProject makes the CLI's folder for the sessions of cwd (under
@@ -58,4 +61,24 @@ func privateFiles(dir string) {
 		}
 		return nil
 	})
+}
+
+// tempProject is the CLI's folder for the sessions of cwd in its temporary
+// directory: <CLAUDE_CODE_TMPDIR, else the system's>/claude-<uid>/<key of
+// cwd>/. The CLI keeps there the output of every command it runs in the
+// background (<session>/tasks/<id>.output), and of a foreground command it
+// moves there, unmasked.
+func tempProject(env []string, cwd string) string {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	// Node's os.tmpdir() on Unix: TMPDIR, TMP, TEMP, then /tmp.
+	tmp := cmp.Or(vars["CLAUDE_CODE_TMPDIR"], vars["TMPDIR"], vars["TMP"], vars["TEMP"], "/tmp")
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	return filepath.Join(tmp, fmt.Sprintf("claude-%d", os.Getuid()), ProjectKey(cwd))
 }
