@@ -380,7 +380,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		// log (the report) show flower's decision, not the judge's words.
 		c.emit(step.Name, event.New(event.Verdict, strings.TrimSpace(v.Reason), map[string]any{
 			"step": step.Name, "round": round, "rounds": rounds, "state": string(v.State),
-			"label": jl, "failed": v.Failed, "unmeasured": strings.Join(v.Unmeasured, ", "), "flags": len(v.Flags)}))
+			"label": jl, "failed": v.Failed, "unmeasured": strings.Join(v.Unmeasured, ", "), "flags": len(v.Flags), "except": len(v.Except)}))
 		if len(d.Problems) > 0 {
 			// The person sees why the judge's conclusion was not taken as
 			// it stood; the worker reads it in the verdict's reason.

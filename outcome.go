@@ -21,6 +21,11 @@ const (
 	// machine): they passed on the judge's reading alone. Finished, and
 	// said as such on every surface; Reason names the items and why.
 	OutcomeAchievedUnmeasured = "achieved_unmeasured"
+	// OutcomeAchievedExcept: the judge ruled the goal achieved, and every
+	// item passed but those the goal marked unverifiable on this machine,
+	// which never pass: finished, except them. Reason lists them, one a
+	// line ("[id] text — why").
+	OutcomeAchievedExcept = "achieved_except"
 	// OutcomeNeedsLook: the judge ruled the goal achieved, but the change
 	// report flagged changes that can make a check pass without the work
 	// (a test skipped, a failure silenced, a check rewritten): the flags
@@ -78,10 +83,10 @@ func (o Outcome) Finished() bool {
 	return o.Achieved() || o.State == OutcomeAccepted || o.State == OutcomeDone
 }
 
-// Achieved reports whether the judge ruled the goal achieved, measured or
-// not.
+// Achieved reports whether the judge ruled the goal achieved: measured or
+// not, with items that cannot be verified here or without.
 func (o Outcome) Achieved() bool {
-	return o.State == OutcomeAchieved || o.State == OutcomeAchievedUnmeasured
+	return o.State == OutcomeAchieved || o.State == OutcomeAchievedUnmeasured || o.State == OutcomeAchievedExcept
 }
 
 // stoppedByHuman reports whether a step's error is the mark of a stop by
@@ -147,6 +152,8 @@ func RunOutcome(c *Ctx, err error, cause error) Outcome {
 		switch {
 		case v != nil && v.State == doc.Achieved && len(v.Flags) > 0:
 			o.State, o.Reason = OutcomeNeedsLook, strings.Join(v.Flags, "\n")
+		case v != nil && v.State == doc.Achieved && len(v.Except) > 0:
+			o.State, o.Reason = OutcomeAchievedExcept, strings.Join(v.Except, "\n")
 		case v != nil && v.State == doc.Achieved && len(v.Unmeasured) > 0:
 			o.State, o.Reason = OutcomeAchievedUnmeasured, unmeasuredReason(v)
 		case v != nil && v.State == doc.Achieved:

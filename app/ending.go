@@ -22,6 +22,7 @@ import (
 const (
 	OutcomeAchieved           = flower.OutcomeAchieved           // the judge ruled the goal achieved
 	OutcomeAchievedUnmeasured = flower.OutcomeAchievedUnmeasured // achieved by the judge's reading alone: no sandbox here
+	OutcomeAchievedExcept     = flower.OutcomeAchievedExcept     // achieved but for the items that cannot be verified here
 	OutcomeNeedsLook          = flower.OutcomeNeedsLook          // achieved by the judge, held by the change report's flags
 	OutcomeAccepted           = flower.OutcomeAccepted           // the person accepted a goal the judge did not rule achieved
 	OutcomeDone               = flower.OutcomeDone               // every step passed, nothing judged
@@ -256,6 +257,11 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 		}
 	case OutcomeAchievedUnmeasured:
 		lines = append(lines, fmt.Sprintf(t("endAchievedUnmeasured"), e.Round, orNone(lang, e.Reason)))
+	case OutcomeAchievedExcept:
+		lines = append(lines, fmt.Sprintf(t("endAchievedExcept"), e.Round))
+		for _, item := range strings.Split(strings.TrimSpace(e.Reason), "\n") {
+			lines = append(lines, "   "+item)
+		}
 	case OutcomeNeedsLook:
 		lines = append(lines, fmt.Sprintf(t("endNeedsLook"), e.Round))
 		for _, f := range strings.Split(strings.TrimSpace(e.Reason), "\n") {

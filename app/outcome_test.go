@@ -52,8 +52,10 @@ var unreachableVerdict = map[string]any{"items": []map[string]string{
 // them).
 var bequestWords = map[string]map[string]string{
 	"en": {OutcomeAchieved: "the goal was achieved", OutcomeAchievedUnmeasured: "the goal was achieved, not measured", OutcomeAccepted: "the person accepted the result as it stands",
+		OutcomeAchievedExcept: "the goal was achieved, except the checklist items that cannot be verified", OutcomeNeedsLook: "it needs the person's look",
 		OutcomeStopped: "the person stopped the run before the goal was achieved", OutcomeFailed: "the run failed before the goal was achieved"},
 	"zh": {OutcomeAchieved: "目标已达成", OutcomeAchievedUnmeasured: "目标已达成,但没有测量", OutcomeAccepted: "人接受了现在的结果",
+		OutcomeAchievedExcept: "目标已达成,除了在这台机器上无法验证的判定项", OutcomeNeedsLook: "需要人看一眼",
 		OutcomeStopped: "人在目标达成之前停下了这次运行", OutcomeFailed: "目标达成之前运行失败了"},
 }
 
@@ -141,8 +143,10 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 		// 400; noSandbox: no bubblewrap on PATH, so flower measures none
 		// of the goal's commands; gamed: while the coordinator works, a
 		// check script that silences its failure appears (the judge
-		// passes it all the same).
-		unreachable, stop, fail, noSandbox, gamed bool
+		// passes it all the same); except: the goal has a third item,
+		// marked unverifiable on this machine, which the judge leaves
+		// not run.
+		unreachable, stop, fail, noSandbox, gamed, except bool
 		code                                      int
 		ending                                    func(lang string) string
 	}{
@@ -150,6 +154,8 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 			ending: func(l string) string { return strings.SplitN(tr(l, "endAchievedRound"), "%", 2)[0] }},
 		{name: "achieved-unmeasured", outcome: OutcomeAchievedUnmeasured, noSandbox: true, code: 0,
 			ending: func(l string) string { return strings.SplitN(tr(l, "endAchievedUnmeasured"), "%", 2)[0] }},
+		{name: "achieved-except", outcome: OutcomeAchievedExcept, except: true, code: 0,
+			ending: func(l string) string { return strings.SplitN(tr(l, "endAchievedExcept"), "%", 2)[0] }},
 		{name: "needs-look", outcome: OutcomeNeedsLook, gamed: true, code: ExitFailure,
 			ending: func(l string) string { return strings.SplitN(tr(l, "endNeedsLook"), "%", 2)[0] }},
 		{name: "accepted", outcome: OutcomeAccepted, unreachable: true, code: 0,
@@ -197,6 +203,9 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 						}
 						return inner(ctx, r)
 					}
+				}
+				if c.except {
+					handler = withUnverifiableItem(handler, lang)
 				}
 				srv := claudetest.NewServer(t, handler)
 				env := binEnv(t, srv)
@@ -254,6 +263,9 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 				// the mechanical one flower wrote when the run was cut
 				// off) names the same outcome.
 				want := bequestWords[lang][c.outcome]
+				if want == "" {
+					t.Fatalf("bequestWords has no words for %s", c.outcome)
+				}
 				claudeMD, _ := os.ReadFile(filepath.Join(ws, "CLAUDE.md"))
 				asked := hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(bequestMarker[lang]) && r.HasText(want) })
 				if !asked && !bytes.Contains(claudeMD, []byte(want)) {
@@ -279,6 +291,24 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 					p.expectFlat(t, fmt.Sprintf(tr(lang, "lastNeedsLook"), 1))
 					killGroup(t, p)
 				}
+				if c.except {
+					// The item, with why it cannot be verified, on the
+					// ending, the report's page and the next bare flower;
+					// the round's verdict line counts it.
+					item := "[c3] " + unverifiableText[lang] + " — " + unverifiableWhy[lang]
+					if !strings.Contains(flat(screen), flat(item)) {
+						t.Errorf("the ending does not name %q:\n%s", item, screen)
+					}
+					if !strings.Contains(flat(screen), flat(fmt.Sprintf(tr(lang, "verdictAchievedExcept"), 2, 2, 1))) {
+						t.Errorf("the round's verdict line does not say achieved, except:\n%s", screen)
+					}
+					if !strings.Contains(rep.page, unverifiableWhy[lang]) {
+						t.Errorf("the report's page does not name why c3 cannot be verified")
+					}
+					p := startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, "-w", ws, "--lang", lang)
+					p.expectFlat(t, fmt.Sprintf(tr(lang, "lastAchievedExcept"), item))
+					killGroup(t, p)
+				}
 				if c.noSandbox && !strings.Contains(rep.page, notMeasured) {
 					t.Errorf("the report's page does not say %q", notMeasured)
 				}
@@ -293,6 +323,39 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 				checkOneCount(t, lang, screen, e, rep)
 			})
 		}
+	}
+}
+
+// unverifiableText and unverifiableWhy are the third checklist item
+// withUnverifiableItem adds, and why it cannot be verified here.
+var (
+	unverifiableText = map[string]string{"en": "hello.txt opens in TextEdit on macOS", "zh": "在 macOS 的 TextEdit 里能打开 hello.txt"}
+	unverifiableWhy  = map[string]string{"en": "this machine is Linux", "zh": "这台机器是 Linux"}
+)
+
+// withUnverifiableItem gives the demo's goal a third item, c3, that the
+// goal step marks unverifiable on this machine, and has the judge's every
+// structured verdict leave it not run.
+func withUnverifiableItem(inner func(context.Context, *claudetest.Request) claudetest.Reply, lang string) func(context.Context, *claudetest.Request) claudetest.Reply {
+	return func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+		reply := inner(ctx, r)
+		for i, b := range reply.Blocks {
+			if b.Type != "tool_use" || b.Name != claudetest.StructuredOutputTool {
+				continue
+			}
+			data, _ := json.Marshal(b.Input)
+			var v map[string]any
+			if json.Unmarshal(data, &v) != nil {
+				continue
+			}
+			if list, ok := v["checklist"].([]any); ok {
+				v["checklist"] = append(list, map[string]any{"id": "c3", "text": unverifiableText[lang], "command": "", "unverifiable": unverifiableWhy[lang]})
+			} else if list, ok := v["items"].([]any); ok {
+				v["items"] = append(list, map[string]any{"id": "c3", "status": "not_run", "evidence": "uname -s: Linux", "reason": unverifiableWhy[lang]})
+			}
+			reply.Blocks[i].Input = v
+		}
+		return reply
 	}
 }
 

@@ -220,6 +220,10 @@ func (r *Renderer) verdict(e event.Event) {
 			r.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(t("verdictNeedsLook"), round, rounds, n))
 			return
 		}
+		if n := e.Int("except"); n > 0 {
+			r.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(t("verdictAchievedExcept"), round, rounds, n))
+			return
+		}
 		if items := e.Str("unmeasured"); items != "" {
 			r.ui.Screen.Line(screen.Yellow, "  "+fmt.Sprintf(t("verdictAchievedUnmeasured"), round, rounds, items))
 			return

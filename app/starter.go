@@ -208,6 +208,8 @@ func LastRun(lang flower.Lang, wake flower.Wake, last Ending, ended bool, now ti
 		how = fmt.Sprintf(t("lastNeedsLook"), strings.Count(strings.TrimSpace(last.Reason), "\n")+1)
 	case OutcomeAchievedUnmeasured:
 		how = fmt.Sprintf(t("lastAchievedUnmeasured"), orNone(lang, last.Reason))
+	case OutcomeAchievedExcept:
+		how = fmt.Sprintf(t("lastAchievedExcept"), strings.ReplaceAll(strings.TrimSpace(last.Reason), "\n", "; "))
 	case OutcomeAccepted:
 		how = fmt.Sprintf(t("lastAccepted"), orNone(lang, last.Reason))
 	case OutcomeDone:

@@ -36,6 +36,24 @@ func UnverifiableMarker(lang Lang, why string) string {
 // colon, and any case in English.
 var unverifiable = regexp.MustCompile(`\[\s*(?:此环境)?无法验证\s*[:：]?|(?i:\[\s*cannot\s+verify(?:\s+here)?\s*[:：]?)`)
 
+// CutUnverifiable takes the unverifiable tag off a checklist line: the
+// line without it, and why the check cannot be verified here; ok false
+// when the line has no tag. The tag runs to the line's last "]", so a
+// reason may hold brackets.
+func CutUnverifiable(line string) (rest, why string, ok bool) {
+	loc := unverifiable.FindStringIndex(line)
+	if loc == nil {
+		return line, "", false
+	}
+	end := strings.LastIndex(line, "]")
+	if end < loc[1] {
+		end = len(line)
+	}
+	why = strings.TrimSpace(line[loc[1]:end])
+	rest = strings.TrimSpace(line[:loc[0]] + " " + line[min(end+1, len(line)):])
+	return rest, why, true
+}
+
 var goalLayout = newLayout(
 	section{key: "statement", zh: "目标", en: "Goal", ko: "목표",
 		aliases: []string{"完成标志", "Objective", "Goal statement"}},

@@ -39,6 +39,11 @@ type Verdict struct {
 	// achieved round ("[kind] where"): the judge's word does not end the
 	// run, the person's look does. Not a section (the reason lists them).
 	Flags []string
+	// Except are the items the goal marked unverifiable on this machine
+	// ("[id] text — why") that an achieved verdict leaves out: they did
+	// not pass, and the run is "achieved, except" them. Not a section
+	// (the reason lists them).
+	Except []string
 	// Path is the absolute file the verdict was loaded from or written to.
 	Path string
 }

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -48,8 +49,9 @@ func (it Item) Line(lang doc.Lang) string {
 	return s
 }
 
-// Items reads the goal's checklist as items (see Line). Ids missing or
-// repeated in the file are given by position, so every item has one id.
+// Items reads the goal's checklist as items (see Line), each with its
+// unverifiable tag. Ids missing or repeated in the file are given by
+// position, so every item has one id.
 func Items(g *doc.Goal) []Item {
 	if g == nil {
 		return nil
@@ -64,6 +66,9 @@ func Items(g *doc.Goal) []Item {
 		if m := itemCommand.FindStringSubmatchIndex(it.Text); m != nil {
 			it.Command = strings.TrimSpace(it.Text[m[4]:m[5]])
 			it.Text = strings.TrimSpace(it.Text[:m[0]])
+		}
+		if rest, why, ok := doc.CutUnverifiable(it.Text); ok {
+			it.Text, it.Unverifiable = rest, cmp.Or(why, "-")
 		}
 		if it.ID == "" || seen[it.ID] {
 			it.ID = "c" + strconv.Itoa(i+1)

@@ -6,8 +6,8 @@ import "github.com/flowerrun/flower/doc"
 type texts struct {
 	twice, unknown, absent, notJudged, noEvidence, noEvidenceShort string
 	contradicted, contradicts, groundless, grounds, problemsHead   string
-	unverifiable, notMeasured, stripped, nothingRun                string
-	unmeasured, needsLook                                          string
+	notMeasured, stripped, nothingRun                              string
+	unmeasured, needsLook, except, noneVerifiable                  string
 	askAgain                                                       string // why
 }
 
@@ -23,7 +23,8 @@ var textsZh = texts{
 	groundless:      "结论说无法达成,却没有说清缺的是什么、为什么再干一轮也补不上:按未达成处理",
 	grounds:         "缺少:%s\n为什么干活补不上:%s",
 	problemsHead:    "flower 读判定时发现:",
-	unverifiable:    "判定项 %s 在设定目标时就标为在这台机器上无法验证(%s):它不能算通过",
+	except:          "已达成,除了设定目标时就标为在这台机器上无法验证的判定项:它们没有通过,也不算在内:",
+	noneVerifiable:  "每一条判定项都标为在这台机器上无法验证:没有什么能说明目标已达成,按未达成处理",
 	notMeasured:     "判定项 %s 有命令 `%s`,flower 却没能自己运行它(%s):有命令的判定项只凭 flower 的运行结果通过",
 	stripped:        "判定项 %s 的证据里有控制字符或改变文字方向的字符,已去掉:这一轮它不算通过",
 	nothingRun:      "结论说无法达成,但什么都没运行过,或者每一项都通过了:按未达成处理",
@@ -44,7 +45,8 @@ var textsEn = texts{
 	groundless:      "the conclusion says unreachable without naming what is missing and why no round of work can supply it: taken as not yet",
 	grounds:         "Missing: %s\nWhy no work can supply it: %s",
 	problemsHead:    "flower found, reading the verdict:",
-	unverifiable:    "item %s was marked unverifiable on this machine when the goal was set (%s): it cannot pass",
+	except:          "achieved, except the items marked unverifiable on this machine when the goal was set: they did not pass, and are left out:",
+	noneVerifiable:  "every item is marked unverifiable on this machine: nothing can show the goal achieved: taken as not yet",
 	notMeasured:     "item %s has the command `%s`, which flower could not run itself (%s): a command item passes only on flower's own run",
 	stripped:        "the evidence of item %s held control or text-direction characters, removed: it does not pass this round",
 	nothingRun:      "the conclusion says unreachable while nothing was run, or while every item passed: taken as not yet",

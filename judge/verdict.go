@@ -276,7 +276,9 @@ func flat(s string) string { return strings.Join(strings.Fields(s), " ") }
 type Decision struct {
 	// State is Achieved only when every item of the goal is present and
 	// passed with evidence, none contradicted by flower's measurement, and
-	// the judge concluded achieved. Unreachable only with its grounds.
+	// the judge concluded achieved; an item the goal marked unverifiable
+	// never passes and is left out (Except), unless every item is one.
+	// Unreachable only with its grounds.
 	State doc.State
 	// Verdict is the seed's verdict document (conclusion, reason, not
 	// passed), for the person and the next round.
@@ -296,6 +298,10 @@ type Decision struct {
 	// Flags are the change report's flags an achieved round was held to
 	// (Flag): the round needs the person's look.
 	Flags []string
+	// Except are the items the goal marked unverifiable on this machine,
+	// "[id] text — why", of an achieved round: they did not pass, and the
+	// round is "achieved, except" them (Verdict.Except).
+	Except []string
 }
 
 // Flag holds an achieved round to the change report's flags: with any, it
@@ -368,12 +374,16 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 		ran = ran || m.Unmeasurable || m.Err == "" && !m.TimedOut && m.Exit >= 0
 	}
 	allPassed := true
-	var unmeasured []string
+	var unmeasured, except []string
 	unmeasuredWhy := "" // why the first unmeasured item was not measured
 	for _, it := range items {
 		iv, ok := byID[it.ID]
 		line := "[" + it.ID + "] " + it.Text
 		switch {
+		case it.Unverifiable != "":
+			// It cannot pass, whatever the judge said, nor hold the goal
+			// back: an achieved round is "achieved, except" this item.
+			except = append(except, line+" — "+it.Unverifiable)
 		case !ok:
 			allPassed = false
 			problems = append(problems, fmt.Sprintf(t.absent, it.ID))
@@ -390,11 +400,6 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 			allPassed = false
 			problems = append(problems, fmt.Sprintf(t.noEvidence, it.ID))
 			failed = append(failed, line+" — "+t.noEvidenceShort)
-		case it.Unverifiable != "":
-			allPassed = false
-			why := fmt.Sprintf(t.unverifiable, it.ID, it.Unverifiable)
-			problems = append(problems, why)
-			failed = append(failed, line+" — "+why)
 		default:
 			m, ok := measured[it.ID]
 			switch {
@@ -424,9 +429,13 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 	state := r.Conclusion
 	switch r.Conclusion {
 	case doc.Achieved:
-		if !allPassed || len(unknown) > 0 || len(items) == 0 {
+		switch {
+		case !allPassed || len(unknown) > 0 || len(items) == 0:
 			state = doc.NotYet
 			problems = append(problems, t.contradicts)
+		case len(except) == len(items):
+			state = doc.NotYet
+			problems = append(problems, t.noneVerifiable)
 		}
 	case doc.Unreachable:
 		// Something was run: one of flower's measurements, or, where the
@@ -442,9 +451,12 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 		}
 	}
 	if state != doc.Achieved {
-		unmeasured = nil
+		unmeasured, except = nil, nil
 	}
 	reason := strings.TrimSpace(r.Reason)
+	if len(except) > 0 {
+		reason = strings.TrimSpace(reason + "\n\n" + t.except + "\n- " + strings.Join(except, "\n- "))
+	}
 	if len(unmeasured) > 0 {
 		reason = strings.TrimSpace(reason + "\n\n" + fmt.Sprintf(t.unmeasured, strings.Join(unmeasured, ", "), unmeasuredWhy))
 	}
@@ -454,8 +466,8 @@ func Decide(items []Item, ms []Measurement, r *Reply, lang doc.Lang) Decision {
 	if len(problems) > 0 {
 		reason = strings.TrimSpace(reason + "\n\n" + t.problemsHead + "\n- " + strings.Join(problems, "\n- "))
 	}
-	d := Decision{State: state, Problems: problems, Unmeasured: unmeasured,
-		Verdict: &doc.Verdict{State: state, Reason: reason, Failed: failed, Unmeasured: unmeasured}}
+	d := Decision{State: state, Problems: problems, Unmeasured: unmeasured, Except: except,
+		Verdict: &doc.Verdict{State: state, Reason: reason, Failed: failed, Unmeasured: unmeasured, Except: except}}
 	if len(unmeasured) > 0 {
 		d.Verdict.UnmeasuredWhy = unmeasuredWhy
 	}

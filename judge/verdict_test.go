@@ -196,7 +196,8 @@ func TestParseGoalReplyAndTheGoalFileKeepTheItems(t *testing.T) {
 		`{"id":"c1","text":"go test ./... passes","command":"go test ./..."},` +
 		"{\"id\":\"c2\",\"text\":\"the greeting names the user\",\"command\":\"echo `whoami` | grep -q .\"}," +
 		`{"id":"c3","text":"README explains it"},` +
-		`{"id":"c4","text":"runs on macOS","unverifiable":"this machine is Linux"}]}`
+		`{"id":"c4","text":"runs on macOS","unverifiable":"this machine is Linux [no Darwin kernel]"},` +
+		`{"id":"c5","text":"the installer signs","command":"make sign","unverifiable":"no signing key here"}]}`
 	g, err := ParseGoalReply(json.RawMessage(raw))
 	if err != nil {
 		t.Fatal(err)
@@ -204,18 +205,21 @@ func TestParseGoalReplyAndTheGoalFileKeepTheItems(t *testing.T) {
 	for _, lang := range []doc.Lang{doc.English, doc.Chinese} {
 		goal := g.Goal(lang)
 		back := Items(doc.ParseGoal(goal.ToMarkdown(lang)))
-		if len(back) != 4 {
+		if len(back) != 5 {
 			t.Fatalf("%s: %d items read back from\n%s", lang, len(back), goal.ToMarkdown(lang))
 		}
 		for i, want := range g.Checklist {
-			if back[i].ID != want.ID || back[i].Command != want.Command {
+			// Every field: the round's judge reads the items back from
+			// the goal file, so an item that loses its unverifiable tag
+			// here is held against the goal forever.
+			if back[i] != want {
 				t.Errorf("%s: item %d read back as %+v, want %+v", lang, i, back[i], want)
 			}
 		}
-		if u := doc.ParseGoal(goal.ToMarkdown(lang)).Unverifiable(); len(u) != 1 || !strings.Contains(u[0], "[c4]") {
-			t.Errorf("%s: unverifiable items %q, want c4", lang, u)
+		if u := doc.ParseGoal(goal.ToMarkdown(lang)).Unverifiable(); len(u) != 2 || !strings.Contains(u[0], "[c4]") {
+			t.Errorf("%s: unverifiable items %q, want c4 and c5", lang, u)
 		}
-		if cmds := Commands(back); len(cmds) != 2 {
+		if cmds := Commands(back); len(cmds) != 3 {
 			t.Errorf("%s: commands %v, want c1 and c2", lang, cmds)
 		}
 	}
@@ -311,7 +315,12 @@ func TestDecideMechanicalRules(t *testing.T) {
 		{"evidence without a letter or digit", items, with("-- ... --"), measuredOK, doc.NotYet, "passed without evidence"},
 		{"an RTL override turning FAIL around", items, with("README.md:12 \u202eLIAF"), measuredOK, doc.NotYet, "control or text-direction characters"},
 		{"an escape sequence in evidence", items, with("README.md:12 \u001b[2K"), measuredOK, doc.NotYet, "control or text-direction characters"},
-		{"an item marked unverifiable passed", unverifiable, with("README.md:12"), measuredOK, doc.NotYet, "marked unverifiable"},
+		{"an item marked unverifiable passed", unverifiable, with("README.md:12"), measuredOK, doc.Achieved, ""},
+		{"an item marked unverifiable left out", unverifiable, `{"items":[` + pass + `],"conclusion":"achieved","reason":"ok"}`, measuredOK, doc.Achieved, ""},
+		{"an item marked unverifiable beside a failure", unverifiable, `{"items":[{"id":"c1","status":"failed","evidence":"exit 1","reason":"x"}],"conclusion":"achieved","reason":"ok"}`,
+			[]Measurement{{Item: items[0], Exit: 1}}, doc.NotYet, "not every item passed"},
+		{"every item marked unverifiable", []Item{{ID: "c2", Text: "runs on macOS", Unverifiable: "this is Linux"}},
+			`{"items":[{"id":"c2","status":"passed","evidence":"README.md:12","reason":"ok"}],"conclusion":"achieved","reason":"ok"}`, nil, doc.NotYet, "every item is marked unverifiable"},
 		{"unreachable while every item passed", items, `{"items":[` + pass + `,` + pass2 + `],"conclusion":"unreachable","reason":"x","missing":"a Mac","why_no_work":"the platform"}`,
 			measuredOK, doc.NotYet, "while nothing was run, or while every item passed"},
 		{"unreachable while nothing was run", items, `{"items":[{"id":"c1","status":"not_run","evidence":"not run","reason":"x"},` + pass2 + `],"conclusion":"unreachable","reason":"x","missing":"a Mac","why_no_work":"the platform"}`,
@@ -328,6 +337,19 @@ func TestDecideMechanicalRules(t *testing.T) {
 			}
 			if got := strings.Join(d.Problems, "\n"); tc.problem != "" && !strings.Contains(got, tc.problem) {
 				t.Errorf("problems %q, want one saying %q", d.Problems, tc.problem)
+			}
+			// An item marked unverifiable never passes: an achieved round
+			// is "achieved, except" it, named with its reason.
+			wantExcept := 0
+			if d.State == doc.Achieved && tc.items[len(tc.items)-1].Unverifiable != "" {
+				wantExcept = 1
+			}
+			if len(d.Except) != wantExcept || len(d.Verdict.Except) != wantExcept {
+				t.Errorf("except %q (verdict %q), want %d", d.Except, d.Verdict.Except, wantExcept)
+			}
+			if wantExcept == 1 && (!strings.Contains(d.Except[0], "[c2] runs on macOS — this is Linux") ||
+				!strings.Contains(d.Verdict.Reason, "achieved, except") || !strings.Contains(d.Verdict.Reason, "this is Linux")) {
+				t.Errorf("except %q, reason %q: want the item, its reason and the words", d.Except, d.Verdict.Reason)
 			}
 			for _, r := range d.Verdict.Reason + strings.Join(d.Verdict.Failed, "") {
 				if r == '\u202e' || r == '\u200b' || r == '\ufeff' || r == 0x1b {

@@ -19,6 +19,9 @@ const (
 	// AchievedUnmeasured: achieved, but flower could run none of the
 	// goal's commands here (no sandbox): the judge's reading alone.
 	AchievedUnmeasured = flower.OutcomeAchievedUnmeasured
+	// AchievedExcept: achieved, but for the items the goal marked
+	// unverifiable on this machine, which did not pass.
+	AchievedExcept = flower.OutcomeAchievedExcept
 	// NeedsLook: the judge ruled it achieved, the change report's flags
 	// hold it for the person.
 	NeedsLook = flower.OutcomeNeedsLook

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -399,7 +398,7 @@ loop:
 		}
 		return river.JobSnooze(0)
 	}
-	if !hasEnding || !slices.Contains([]string{"achieved", "achieved_unmeasured", "needs_look", "accepted", "done", "not_achieved", "unreachable", "stopped", "taken_over"}, end.Outcome) {
+	if _, _, settles := settledBy(end.Outcome, end.Reason); !hasEnding || !settles && end.Outcome != "taken_over" {
 		if r, err := t.Run(ctx, a.run.ID); err == nil && r.Budget > 0 && r.Cost >= r.Budget {
 			// Stopped by its budget: no other worker could do more.
 			return a.setState(ctx, Stopped, fmt.Sprintf("its budget of $%.2f is spent ($%.4f); its work is on %s", r.Budget, r.Cost, a.run.Branch), true)
@@ -408,27 +407,43 @@ loop:
 	if !hasEnding {
 		return a.failed(ctx, fmt.Errorf("the run's process ended without an outcome (%v); its log: %s", exitErr, logFile.Name()))
 	}
-	switch end.Outcome {
-	case "achieved", "done":
-		return a.setState(ctx, Achieved, end.Reason, true)
-	case "achieved_unmeasured":
-		// Finished, but on the judge's reading alone: said so wherever
-		// the run's reason is shown.
-		return a.setState(ctx, Achieved, "achieved, not measured: "+cmp.Or(end.Reason, "flower could not run the goal's commands"), true)
-	case "accepted":
-		// The person accepted the result as it stands: finished, in their
-		// words, not the judge's.
-		return a.setState(ctx, Achieved, "accepted by the person: "+cmp.Or(end.Reason, "no reason given"), true)
-	case "needs_look":
-		// The flags decide, not the judge: a person looks before anyone
-		// calls it achieved.
-		return a.setState(ctx, Stopped, "needs your look: the judge ruled it achieved, but these changes can make a check pass without the work: "+strings.ReplaceAll(end.Reason, "\n", "; "), true)
-	case "not_achieved", "unreachable", "stopped":
-		return a.setState(ctx, Stopped, cmp.Or(end.Reason, end.Outcome), true)
-	case "taken_over":
+	if end.Outcome == "taken_over" {
 		return errLost
 	}
+	if state, why, ok := settledBy(end.Outcome, end.Reason); ok {
+		return a.setState(ctx, state, why, true)
+	}
 	return a.failed(ctx, fmt.Errorf("%s: %s", cmp.Or(end.Outcome, "failed"), cmp.Or(end.Reason, "no reason given")))
+}
+
+// settledBy is the state a run's flower leaves it in by the outcome its
+// ending names (flower.Outcome*), and the reason shown with it; ok false
+// for an outcome that settles nothing: failed, taken over (the ending's
+// "taken_over": another process goes on), or one it does not know.
+func settledBy(outcome, reason string) (state, why string, ok bool) {
+	switch outcome {
+	case flower.OutcomeAchieved, flower.OutcomeDone:
+		return Achieved, reason, true
+	case flower.OutcomeAchievedUnmeasured:
+		// Finished, but on the judge's reading alone: said so wherever
+		// the run's reason is shown.
+		return Achieved, "achieved, not measured: " + cmp.Or(reason, "flower could not run the goal's commands"), true
+	case flower.OutcomeAchievedExcept:
+		// Finished, but for the items that cannot be verified on the
+		// run's machine, which did not pass: named wherever it is shown.
+		return Achieved, "achieved, except what cannot be verified here: " + strings.ReplaceAll(cmp.Or(reason, "items the goal marked unverifiable"), "\n", "; "), true
+	case flower.OutcomeAccepted:
+		// The person accepted the result as it stands: finished, in their
+		// words, not the judge's.
+		return Achieved, "accepted by the person: " + cmp.Or(reason, "no reason given"), true
+	case flower.OutcomeNeedsLook:
+		// The flags decide, not the judge: a person looks before anyone
+		// calls it achieved.
+		return Stopped, "needs your look: the judge ruled it achieved, but these changes can make a check pass without the work: " + strings.ReplaceAll(reason, "\n", "; "), true
+	case flower.OutcomeNotAchieved, flower.OutcomeUnreachable, flower.OutcomeStopped:
+		return Stopped, cmp.Or(reason, outcome), true
+	}
+	return "", "", false
 }
 
 // command is the run's flower process: the checkout as its workspace, its
