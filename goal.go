@@ -75,8 +75,8 @@ type GoalOptions struct {
 // the reply, writes a complete goal and loads it, and fails an incomplete
 // one; Reduce is the goal's prompt block. A check tagged as not verifiable
 // here is announced at once with a task event {unverifiable, total, path}
-// through the run's event sink: it is bound to fail when judged, and now
-// is the time to change it. The step is Fresh: its judge never continues
+// through the run's event sink: it never passes, and now is the time to
+// change it. The step is Fresh: its judge never continues
 // an earlier session, and no ResumePrompt: setting a goal needs the whole
 // brief again.
 func GoalStep(ch *human.Channel, goalPath string, o GoalOptions) Step {

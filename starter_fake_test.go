@@ -635,7 +635,7 @@ func TestFakeGoalStepAnnouncesUnverifiableChecksAndJudgeCanRunReachesBothJudges(
 		}
 	})
 	goalPath := filepath.Join(wf.Workbench.Notes(), "目标.md")
-	if len(tasks) != 1 || !strings.HasPrefix(tasks[0].Text, "目标里有 1/3 条在这个环境里验不了 —— 判定时它们必然过不去,会停下来问你。现在改 "+goalPath+" 还来得及:\n  · [c3] 在 macOS 上运行") ||
+	if len(tasks) != 1 || !strings.HasPrefix(tasks[0].Text, "目标里有 1/3 条在这个环境里验不了 —— 它们永远不会通过:其余各条都通过时,运行以\"已达成,除了\"它们结束。现在改 "+goalPath+" 还来得及:\n  · [c3] 在 macOS 上运行") ||
 		tasks[0].Payload["unverifiable"] != 1 || tasks[0].Payload["total"] != 3 || tasks[0].Payload["path"] != goalPath {
 		t.Fatalf("task events = %+v", tasks)
 	}

@@ -147,8 +147,8 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 		// marked unverifiable on this machine, which the judge leaves
 		// not run.
 		unreachable, stop, fail, noSandbox, gamed, except bool
-		code                                      int
-		ending                                    func(lang string) string
+		code                                              int
+		ending                                            func(lang string) string
 	}{
 		{name: "achieved", outcome: OutcomeAchieved, code: 0,
 			ending: func(l string) string { return strings.SplitN(tr(l, "endAchievedRound"), "%", 2)[0] }},

@@ -98,8 +98,9 @@ func (g *Goal) Missing(lang Lang) []string {
 func (g *Goal) Complete() bool { return len(g.Missing(Chinese)) == 0 }
 
 // Unverifiable returns the checks tagged as not verifiable in this
-// environment. They are bound to fail at judging time, so they are surfaced
-// when the goal is set, before a round is paid for.
+// environment. They never pass (a run achieved but for them ends "achieved,
+// except" them), so they are surfaced when the goal is set, before a round
+// is paid for.
 func (g *Goal) Unverifiable() []string {
 	var out []string
 	for _, c := range g.Checks {

@@ -20,8 +20,8 @@ type Item struct {
 	// for an item judged by reading files.
 	Command string `json:"command,omitempty"`
 	// Unverifiable, when set, says why the item cannot be verified on this
-	// machine: it is bound to fail, and the person hears of it when the goal
-	// is set.
+	// machine: it never passes (an achieved round is "achieved, except"
+	// it), and the person hears of it when the goal is set.
 	Unverifiable string `json:"unverifiable,omitempty"`
 }
 
