@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,20 +83,32 @@ func (b *bequest) write(ctx context.Context, rt *Runtime, c *Ctx) {
 		slog.Warn("flower: bequest not written: the file leads outside the workspace", "path", o)
 		failed = append(failed, fmt.Sprintf(langPick(lang, "%s:链接指到工作区外面,没写", "%s: a link that leads outside the workspace, left alone"), o))
 	}
+	var created []string
 	for _, path := range targets {
+		_, statErr := os.Lstat(path)
 		if err := writeBequest(path, text); err != nil {
 			slog.Warn("flower: bequest not written", "path", path, "err", err)
 			failed = append(failed, fmt.Sprintf("%s: %v", path, err))
 			continue
 		}
 		written = append(written, path)
+		if errors.Is(statErr, fs.ErrNotExist) {
+			created = append(created, path)
+		}
 	}
+	// A file the person's repository did not have is flower's: kept out
+	// of git, so that nothing the work did not make waits to be committed.
+	ignored := keepOutOfGit(ctx, b.place.ws, created)
 	if f := c.OnEvent(); f != nil {
 		msg := langPick(lang, "交代已写入 ", "bequest written into ") + strings.Join(written, ", ")
+		if len(ignored) > 0 {
+			msg += langPick(lang, "(git 不跟踪新建的 ", " (git ignores the new ") + strings.Join(ignored, ", ") +
+				langPick(lang, ":写进了 .git/info/exclude,只在这个副本)", ": listed in .git/info/exclude, this clone only)")
+		}
 		if len(failed) > 0 {
 			msg += langPick(lang, ";没写成:", "; not written: ") + strings.Join(failed, "; ")
 		}
-		e := event.New(event.System, msg, map[string]any{"bequest": written, "mechanical": mechanical, "failed": failed})
+		e := event.New(event.System, msg, map[string]any{"bequest": written, "mechanical": mechanical, "failed": failed, "ignored": ignored})
 		safeCall("OnEvent", func() { f(e) })
 	}
 }
@@ -357,4 +370,77 @@ func listNames(dirs ...string) []string {
 		}
 	}
 	return out
+}
+
+// keepOutOfGit adds each of files (new files at the root of the work tree
+// ws) to the repository's info/exclude, the list of ignored names that
+// lives in .git and is never committed, and returns the names it added
+// (or found there). Outside a git work tree, or where git fails, it does
+// nothing: the file stays, untracked.
+func keepOutOfGit(ctx context.Context, ws string, files []string) []string {
+	if len(files) == 0 {
+		return nil
+	}
+	// A stopped run's hand-over is written after its context ended: the
+	// few git commands here get a bound of their own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	gitOut := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", ws}, args...)...).Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	if inside, err := gitOut("rev-parse", "--is-inside-work-tree"); err != nil || inside != "true" {
+		return nil
+	}
+	top, err := gitOut("rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil
+	}
+	exclude, err := gitOut("rev-parse", "--git-path", "info/exclude")
+	if err != nil {
+		return nil
+	}
+	if !filepath.IsAbs(exclude) {
+		exclude = filepath.Join(ws, exclude)
+	}
+	if real, err := filepath.EvalSymlinks(top); err == nil {
+		top = real
+	}
+	old, err := os.ReadFile(exclude)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	lines := strings.Split(string(old), "\n")
+	var names, add []string
+	for _, f := range files {
+		real := f
+		if r, err := filepath.EvalSymlinks(f); err == nil {
+			real = r
+		}
+		rel, err := filepath.Rel(top, real)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") || strings.ContainsAny(rel, "\n\r*?[]!#\\") {
+			continue
+		}
+		pattern := "/" + filepath.ToSlash(rel)
+		names = append(names, filepath.Base(f))
+		if !slices.Contains(lines, pattern) {
+			add = append(add, pattern)
+		}
+	}
+	if len(add) == 0 {
+		return names
+	}
+	text := string(old)
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	text += "# flower's hand-over, which it created (see flower's README, Files written): not the work's\n" + strings.Join(add, "\n") + "\n"
+	if err := os.MkdirAll(filepath.Dir(exclude), 0o755); err != nil {
+		return nil
+	}
+	if err := atomicfile.Write(exclude, []byte(text), 0o644); err != nil {
+		slog.Info("flower: the hand-over could not be kept out of git", "path", exclude, "err", err)
+		return nil
+	}
+	return names
 }

@@ -3,7 +3,9 @@ package flower
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -271,5 +273,61 @@ func TestFakeBequestStaysInTheWorkspaceAndInItsBlock(t *testing.T) {
 		if !said {
 			t.Errorf("run %d: no event says CLAUDE.md leads outside", run)
 		}
+	}
+}
+
+// TestTheNewHandOverIsKeptOutOfGit: the bequest files flower creates are
+// listed in the repository's info/exclude (the person's lines kept, no
+// line twice), so git status shows only what the work changed; a file the
+// repository tracks is never listed; outside a git work tree nothing is
+// done.
+func TestTheNewHandOverIsKeptOutOfGit(t *testing.T) {
+	gitIn := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	ws := t.TempDir()
+	gitIn(ws, "init", "-q")
+	os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("# the project's own\n"), 0o644)
+	gitIn(ws, "add", "AGENTS.md")
+	gitIn(ws, "commit", "-qm", "init")
+	exclude := filepath.Join(ws, ".git", "info", "exclude")
+	os.WriteFile(exclude, []byte("*.swp"), 0o644) // the person's, without a final newline
+	for _, name := range BequestFiles {
+		if err := writeBequest(filepath.Join(ws, name), "hand-over"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		got := keepOutOfGit(t.Context(), ws, []string{filepath.Join(ws, "CLAUDE.md")})
+		if !slices.Equal(got, []string{"CLAUDE.md"}) {
+			t.Errorf("keepOutOfGit = %q, want CLAUDE.md", got)
+		}
+	}
+	if st := gitIn(ws, "status", "--porcelain"); st != " M AGENTS.md\n" {
+		t.Errorf("git status:\n%s\nwant only the tracked AGENTS.md, changed", st)
+	}
+	data, _ := os.ReadFile(exclude)
+	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); lines[0] != "*.swp" || strings.Count(string(data), "/CLAUDE.md") != 1 || strings.Contains(string(data), "AGENTS") {
+		t.Errorf("info/exclude:\n%s", data)
+	}
+	// A subfolder of the work tree as the workspace: the pattern is the
+	// file's path from the top.
+	sub := filepath.Join(ws, "svc")
+	os.Mkdir(sub, 0o755)
+	writeBequest(filepath.Join(sub, "CLAUDE.md"), "hand-over")
+	keepOutOfGit(t.Context(), sub, []string{filepath.Join(sub, "CLAUDE.md")})
+	if st := gitIn(ws, "status", "--porcelain"); st != " M AGENTS.md\n" {
+		t.Errorf("git status with a subfolder's hand-over:\n%s", st)
+	}
+	plain := t.TempDir()
+	if got := keepOutOfGit(t.Context(), plain, []string{filepath.Join(plain, "CLAUDE.md")}); got != nil {
+		t.Errorf("outside git: %q", got)
 	}
 }

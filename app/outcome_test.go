@@ -255,6 +255,17 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 				if c.noSandbox && !strings.Contains(flat(screen), flat(fmt.Sprintf(tr(lang, "verdictAchievedUnmeasured"), 2, 2, "c1, c2"))) {
 					t.Errorf("the round's verdict line does not say it was not measured:\n%s", screen)
 				}
+				// Nothing waits to be committed that the work did not
+				// make: git status names the coder's hello.txt (and the
+				// gamed check script) alone, flower's folders and its
+				// hand-over kept out of git.
+				wantStatus := " M hello.txt\n"
+				if c.gamed {
+					wantStatus += "?? check.sh\n"
+				}
+				if st, err := exec.Command("git", "-C", ws, "status", "--porcelain").Output(); err != nil || string(st) != wantStatus {
+					t.Errorf("git status after the run: %v\n%s\nwant only\n%s", err, st, wantStatus)
+				}
 				runDir := filepath.Join(ws, "runs")
 				if got := endingOutcome(t, ws); got != c.outcome {
 					t.Errorf("ending.json: %q, want %q", got, c.outcome)

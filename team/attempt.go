@@ -196,7 +196,14 @@ func (a *attempt) work(ctx context.Context) error {
 	if err := gitwork.CheckOutside(a.run.cloneURL, w.o.Dir); err != nil {
 		return a.park(ctx, fmt.Sprintf("not cloned by worker %s: %v", w.o.Name, err))
 	}
+	// flower's folders, and its hand-over where the repository has none of
+	// its own (a tracked CLAUDE.md is the repository's, and is committed
+	// with flower's block in it): nothing the work did not make reaches
+	// the branch.
 	exclude := []string{"/" + runDirName + "/", "/" + workbenchDirName + "/"}
+	for _, name := range flower.BequestFiles {
+		exclude = append(exclude, "/"+name)
+	}
 	head, err := gitwork.Prepare(ctx, a.run.cloneURL, a.checkout, a.run.Branch, a.run.Base, a.run.Pushed, exclude)
 	if pushing := a.pushing(ctx); errors.Is(err, gitwork.ErrForeignBranch) && pushing != "" && pushing != a.run.Pushed {
 		// The branch may be at the run's own push whose record was lost
