@@ -270,8 +270,13 @@ var errHelp = errors.New("")
 // to right (a valued one takes the next token unless written --x=v); if the
 // first other token is no subcommand, `go` goes before it; with none at all,
 // `go` is appended, unless help was asked for. `flower go run` asks for "run".
-// --version and -V before any subcommand are `version`.
+// --version and -V before any subcommand are `version`, and so is -v on
+// its own: what a person types to ask (-v with anything else is
+// --verbose).
 func rewrite(args []string) []string {
+	if len(args) == 1 && args[0] == "-v" {
+		return []string{"version"}
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--version" || a == "-V" {

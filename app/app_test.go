@@ -86,6 +86,8 @@ func TestRewriteInsertsGoUnlessASubcommandComesFirst(t *testing.T) {
 		{"--help", "help"},
 		{"-w /p -h", "help -w /p"},
 		{"--version", "version"},
+		{"-v", "version"},
+		{"-v hi", "go -v hi"},
 		{"-w /p -V", "version -w /p"},
 		{"verison", "go verison"},
 		{"once --help", "once --help"},

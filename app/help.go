@@ -38,7 +38,7 @@ const globalFlags = `Global flags (before or after the command):
   -r, --run-dir DIR     run records (default <workspace>/runs; a relative DIR is
                         from here)
   -v, --verbose         also subagent prose, tool output, prompts, the
-                        credentials in use
+                        credentials in use (flower -v alone: the version)
   -W, --workbench       run/once: a workbench in <run-dir>/workbench (go always
                         has one)
   -T, --trim            trim old tool results when a session resumes (default
@@ -62,6 +62,7 @@ const globalFlagsZh = `全局参数(写在命令前后都行):
                         会问一句),除非加 --create
   -r, --run-dir DIR     运行记录放哪(默认 <workspace>/runs;相对路径从当前目录算)
   -v, --verbose         也显示 subagent 的话、工具输出、提示词和正在用的凭据
+                        (单独的 flower -v:版本)
   -W, --workbench       run/once:在 <run-dir>/workbench 建工作台(go 总是有)
   -T, --trim            续接会话时修剪旧的工具结果(go 默认开,run 和 once 默认关);
                         --no-trim 关掉

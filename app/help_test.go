@@ -45,14 +45,14 @@ func noAPI(t *testing.T) (url string, hits *atomic.Int64) {
 	return srv.URL, hits
 }
 
-// flower version, --version and -V print flower's version, the CLI a run
+// flower version, --version, -V and -v alone print flower's version, the CLI a run
 // would use with its version, and the tested range, in the locale's
 // language; they exit 0 and start nothing: the CLI is asked only for its
 // version, no run folder is made, the API is never called.
 func TestVersionPrintsVersionsAndStartsNothing(t *testing.T) {
 	t.Parallel()
 	for _, l := range locales {
-		for _, args := range [][]string{{"version"}, {"--version"}, {"-V"}, {"-w", ".", "--version"}} {
+		for _, args := range [][]string{{"version"}, {"--version"}, {"-V"}, {"-v"}, {"-w", ".", "--version"}} {
 			t.Run(l.name+"/"+strings.Join(args, " "), func(t *testing.T) {
 				cli, calls := loggingCLI(t)
 				api, hits := noAPI(t)
