@@ -111,9 +111,6 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 			if req, err = ui.askRequest(ctx, askStart); err != nil {
 				return nil, err
 			}
-			if req.New || req.Continue {
-				return nil, &exitError{code: ExitFailure, err: errorText(ui.Lang, "empty")}
-			}
 		}
 		if mode == askAfterAchieved && req.Text != "" {
 			// Words typed after an achieved goal are a new request.

@@ -191,8 +191,10 @@ const (
 // AskRequest asks for the request, as bare `flower` does: on a terminal
 // with the start (or, waking, the continue) header and a "> " prompt, the
 // line read as typed, no shell parsing; from a pipe the whole input is the
-// request, with no header. Ctrl-C or Ctrl-D cancels (exit 1); an empty
-// request is an error unless waking, where it means continue.
+// request, with no header. Ctrl-C quits with nothing done (exit 130, as
+// every prompt of flower's), Ctrl-D cancels (exit 1). On a terminal an
+// empty line at the start prompt asks again; from a pipe an empty request
+// is an error; waking, Enter means continue.
 func (ui *UI) AskRequest(ctx context.Context, waking bool) (Request, error) {
 	if waking {
 		return ui.askRequest(ctx, askWake)
@@ -216,13 +218,22 @@ func (ui *UI) askRequest(ctx context.Context, mode askMode) (Request, error) {
 		head := map[askMode]string{askStart: "start", askWake: "wake", askAfterAchieved: "wakeAchieved", askBeforeBrief: "wakeBeforeBrief"}[mode]
 		ui.Screen.Line(screen.Plain, ui.T(head))
 		ui.languageHint()
-		ui.Screen.SetPrompt("> ")
-		line, err := ui.readTyped(ctx)
-		ui.Screen.SetPrompt("")
-		if err != nil {
-			return Request{}, &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("cancelled"), silentWrap{errCancelled})}
+		for {
+			ui.Screen.SetPrompt("> ")
+			line, err := ui.readTyped(ctx)
+			ui.Screen.SetPrompt("")
+			switch {
+			case ctx.Err() != nil:
+				return Request{}, &exitError{code: ExitInterrupted, err: fmt.Errorf("%s%w", ui.T("askQuit"), silentWrap{errCancelled})}
+			case err != nil:
+				return Request{}, &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("cancelled"), silentWrap{errCancelled})}
+			}
+			text = line
+			if strings.TrimSpace(text) != "" || mode != askStart {
+				break
+			}
+			ui.Screen.Line(screen.Yellow, ui.T("emptyAgain"))
 		}
-		text = line
 	} else {
 		data, err := io.ReadAll(&ctxReader{ctx: ctx, ui: ui})
 		if err != nil && len(data) == 0 {

@@ -1,0 +1,104 @@
+package app
+
+// The prompts a run starts with, as a person meets them: through the built
+// binary under a pty, the language from LANG, at 80 and 160 columns.
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/creack/pty"
+
+	"github.com/flowerrun/flower"
+	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/demo"
+)
+
+// An empty line at the start prompt asks again (it exited 1 with "run
+// flower alone and type it", where the person had done just that, after
+// an achieved goal too); Ctrl-C at any of the start, wake and
+// after-achieved prompts quits at once with exit 130 and "nothing was
+// done" (the wake prompt exited 1), and nothing was: no run began.
+func TestTheStartPromptsAskAgainAndCtrlCQuits(t *testing.T) {
+	t.Parallel()
+	for i, l := range locales {
+		for _, where := range []string{"start", "wake", "achieved"} {
+			cols := []uint16{80, 160}[(i+len(where))%2]
+			t.Run(fmt.Sprintf("%s/%s/%d", where, l.name, cols), func(t *testing.T) {
+				t.Parallel()
+				lang := flower.Lang(l.name)
+				ws := gitStarterWorkspace(t)
+				srv := claudetest.NewServer(t, demoHandler(ws, l.name, nil, nil))
+				env := binEnv(t, srv, "LANG="+l.locale)
+				head := "start"
+				switch where {
+				case "wake":
+					// A run stopped after its brief: bare flower offers to
+					// continue it.
+					wake, err := flower.WakeState(flower.StarterOptions{Workspace: ws, Lang: lang})
+					if err != nil {
+						t.Fatal(err)
+					}
+					brief := map[string]string{
+						"en": "## Goal\nwrite hello.txt\n## Acceptance criteria\n- it exists\n## Boundaries\nnone\n## Unknowns and assumptions\nnone\n",
+						"zh": "## 目标\n写 hello.txt\n## 验收标准\n- 文件存在\n## 边界\n无\n## 未知与假设\n无\n"}[l.name]
+					os.MkdirAll(filepath.Dir(wake.Brief), 0o700)
+					if err := os.WriteFile(wake.Brief, []byte(brief), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					head = "wake"
+				case "achieved":
+					if out, code := pipedStarter(t, ws, l.name, demoHandler(ws, l.name, nil, nil), demo.TextsFor(lang).Ask); code != 0 {
+						t.Fatalf("the first run: exit %d:\n%s", code, out)
+					}
+					head = "wakeAchieved"
+				}
+				// The work's requests (flower's probe of the key, 16
+				// tokens, is not one).
+				work := func() (n int) {
+					for _, r := range srv.Requests() {
+						if r.MaxTokens != 16 {
+							n++
+						}
+					}
+					return n
+				}
+				sent := work()
+				p := startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, "-w", ws, "--timeout", "0")
+				p.expectFlat(t, tr(l.name, head))
+				p.expect(t, "> ")
+				if where != "wake" {
+					if where == "achieved" {
+						// Enter after an achieved goal starts something new.
+						io.WriteString(p.tty, "\r")
+						p.expectFlat(t, tr(l.name, "start"))
+					}
+					// Empty, twice: asked again each time.
+					io.WriteString(p.tty, "\r")
+					p.expectFlat(t, tr(l.name, "emptyAgain"))
+					io.WriteString(p.tty, "  \r")
+					waitFor(t, "the second ask", func() bool { return strings.Count(flat(p.screen()), flat(tr(l.name, "emptyAgain"))) >= 2 })
+				}
+				p.tty.Write([]byte{3})
+				if code := p.wait(t); code != ExitInterrupted {
+					t.Fatalf("Ctrl-C: exit %d, want %d:\n%s", code, ExitInterrupted, p.screen())
+				}
+				screen := p.screen()
+				if !strings.Contains(flat(screen), flat(tr(l.name, "askQuit"))) {
+					t.Errorf("the screen does not say nothing was done (%q):\n%s", tr(l.name, "askQuit"), screen)
+				}
+				if strings.Contains(flat(screen), flat(strings.SplitN(tr(l.name, "empty"), "`", 2)[0])) {
+					t.Errorf("the screen says the request was empty and to run flower again:\n%s", screen)
+				}
+				checkLanguage(t, l.english, screen)
+				if n := work(); n != sent {
+					t.Errorf("%d requests reached the API after the prompt, want none", n-sent)
+				}
+			})
+		}
+	}
+}
