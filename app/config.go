@@ -30,6 +30,9 @@ type Config struct {
 	Workspace string
 	RunDir    string
 	Verbose   bool
+	// Yes (--yes) answers yes where flower would ask first: installing
+	// the CLI, sending a request longer than a person types.
+	Yes bool
 	// Lang is the command's language: --lang, else the run directory's
 	// recorded one, else the locale's (LC_ALL, LC_MESSAGES, LANG: zh* is
 	// Chinese, anything else English).

@@ -172,7 +172,7 @@ func (m *Command) parseGo(args []string, own bool) (Config, error) {
 	if cfg.Notify == "" {
 		cfg.Notify = strings.TrimSpace(m.getenv(NotifyEnv))
 	}
-	cfg.Verbose = g.verbose
+	cfg.Verbose, cfg.Yes = g.verbose, g.yes
 	m.flags = g
 	if len(pos) > 0 {
 		cfg.Request = strings.TrimSpace(strings.Join(pos, " "))

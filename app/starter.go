@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
@@ -124,6 +125,11 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 	} else if waking {
 		ui.Screen.Line(screen.Cyan, ui.T("continuingWith"))
 	}
+	if ask != "" && ask != strings.TrimSpace(last.Request) {
+		if err := checkRequest(ctx, ui, cfg.Yes, ask); err != nil {
+			return nil, err
+		}
+	}
 	ui.request = ask
 	if waking {
 		if ask == "" && ended {
@@ -167,6 +173,11 @@ func continueBeforeBrief(ctx context.Context, cfg Config, ui *UI, o flower.Start
 		}
 	} else if ask != strings.TrimSpace(last.Request) {
 		o.New = true
+	}
+	if ask != "" && ask != strings.TrimSpace(last.Request) {
+		if err := checkRequest(ctx, ui, cfg.Yes, ask); err != nil {
+			return nil, err
+		}
 	}
 	ui.request = ask
 	if o.New {
@@ -263,4 +274,41 @@ func workContext(ctx context.Context, wake flower.Wake, workspace string, databa
 		return 0
 	}
 	return n
+}
+
+// largeRequest is the size past which a request is asked about before it
+// is sent: more than a person types, most often a file pasted or piped
+// by mistake, which becomes one paid call as it is.
+const largeRequest = 20 << 10
+
+// checkRequest refuses a request that is not text (binary piped in by
+// mistake) and asks before sending one longer than largeRequest: on a
+// terminal a yes/no question, elsewhere a usage error unless --yes.
+func checkRequest(ctx context.Context, ui *UI, yes bool, request string) error {
+	if !utf8.ValidString(request) || strings.ContainsRune(request, 0) {
+		return usageErrorf(ui.T("requestNotText"), humanBytes(len(request)))
+	}
+	if len(request) <= largeRequest || yes {
+		return nil
+	}
+	size := humanBytes(len(request))
+	if !ui.Interactive {
+		return usageErrorf(ui.T("requestLargeNoTTY"), size)
+	}
+	send, err := ui.askYesNo(ctx, fmt.Sprintf(ui.T("requestLargeAsk"), size), false)
+	if err != nil {
+		return err
+	}
+	if !send {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("requestNotSent"), silentWrap{errCancelled})}
+	}
+	return nil
+}
+
+// humanBytes is n bytes as a person reads a size: 812 bytes, 126 KB.
+func humanBytes(n int) string {
+	if n < 1<<10 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.0f KB", float64(n)/(1<<10))
 }

@@ -4,12 +4,15 @@ package app
 // binary under a pty, the language from LANG, at 80 and 160 columns.
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 
@@ -100,5 +103,76 @@ func TestTheStartPromptsAskAgainAndCtrlCQuits(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A request that is not text (binary piped in by mistake) is refused, and
+// one longer than a person types is asked about before it is sent: on a
+// terminal a question whose no sends nothing, from a pipe a usage error
+// that names --yes, with which it is sent. No work request reaches the
+// API until the person says so.
+func TestARequestThatIsNotTextOrTooLongIsNotSentUnasked(t *testing.T) {
+	t.Parallel()
+	for i, l := range locales {
+		cols := []uint16{80, 160}[i]
+		t.Run(fmt.Sprintf("%s/%d", l.name, cols), func(t *testing.T) {
+			t.Parallel()
+			lang := flower.Lang(l.name)
+			ws := gitStarterWorkspace(t)
+			srv := claudetest.NewServer(t, demoHandler(ws, l.name, nil, nil))
+			env := binEnv(t, srv, "LANG="+l.locale)
+			work := func() (n int) {
+				for _, r := range srv.Requests() {
+					if r.MaxTokens != 16 {
+						n++
+					}
+				}
+				return n
+			}
+			piped := func(stdin string, args ...string) (string, int) {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, flowerBin, append([]string{"-w", ws, "--timeout", "0"}, args...)...)
+				cmd.Env, cmd.Dir, cmd.Stdin = env, t.TempDir(), strings.NewReader(stdin)
+				out, _ := cmd.CombinedOutput()
+				return string(out), cmd.ProcessState.ExitCode()
+			}
+			junk := string([]byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0xff, 0xfe, 0x80, 0x90})
+			out, code := piped(strings.Repeat(junk, 20))
+			if want := strings.SplitN(tr(l.name, "requestNotText"), "%", 2)[0]; code != ExitUsage || !strings.Contains(out, want) {
+				t.Errorf("binary piped in: exit %d, want %d and %q:\n%s", code, ExitUsage, want, out)
+			}
+			ask := demo.TextsFor(lang).Ask
+			long := ask + "\n\n" + strings.Repeat("lorem ipsum dolor sit amet 0123456789\n", 800) // ~30 KB
+			out, code = piped(long)
+			if want := fmt.Sprintf(tr(l.name, "requestLargeNoTTY"), "30 KB"); code != ExitUsage || !strings.Contains(flat(out), flat(want)) {
+				t.Errorf("a long request piped in: exit %d, want %d and %q:\n%s", code, ExitUsage, want, out)
+			}
+			if n := work(); n != 0 {
+				t.Fatalf("%d work requests reached the API before anyone said to send", n)
+			}
+			// On a terminal, the same request as an argument: asked, and
+			// no sends nothing.
+			p := startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 50, Cols: cols}, "-w", ws, "--timeout", "0", long)
+			p.expectFlat(t, strings.SplitN(fmt.Sprintf(tr(l.name, "requestLargeAsk"), "30 KB"), "[", 2)[0])
+			io.WriteString(p.tty, "n\r")
+			if code := p.wait(t); code != ExitFailure {
+				t.Fatalf("no: exit %d, want %d:\n%s", code, ExitFailure, p.screen())
+			}
+			if !strings.Contains(flat(p.screen()), flat(tr(l.name, "requestNotSent"))) {
+				t.Errorf("the screen does not say it was not sent:\n%s", p.screen())
+			}
+			checkLanguage(t, l.english, p.screen())
+			if n := work(); n != 0 {
+				t.Fatalf("%d work requests reached the API after no", n)
+			}
+			// --yes sends it as it is: the clarifier gets the whole of it.
+			if out, code = piped(long, "--yes"); code != 0 {
+				t.Fatalf("--yes: exit %d:\n%s", code, out)
+			}
+			if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText("lorem ipsum dolor sit amet 0123456789\n") }) {
+				t.Errorf("with --yes the request did not reach the model")
+			}
+		})
 	}
 }
