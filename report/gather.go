@@ -766,8 +766,8 @@ func (g *gatherer) answers() {
 			continue
 		}
 		for j, q := range g.r.Questions {
-			if !used[j] && q.Question == m.Text && q.Answer != "" {
-				used[j], m.Answer = true, q.Answer
+			if !used[j] && q.Question == m.Text && q.State != "asked" && q.State != "waiting" {
+				used[j], m.Answer, m.Settled = true, q.Answer, q.State
 				break
 			}
 		}

@@ -75,8 +75,12 @@ func Render(w io.Writer, r *Report, pageDir string) error {
 		"Tf": func(key string, a ...any) string { return trf(l, key, a...) },
 		"outcome": func(o Outcome) string {
 			key := "out_" + o.State
-			if o.State == StoppedByHuman && o.Budget {
+			switch {
+			case o.State == StoppedByHuman && o.Budget:
 				key = "out_budget"
+			case o.State == Running && o.Step == "":
+				// A wake whose first step has not ended: no step to name.
+				key = "out_running_nostep"
 			}
 			s := trf(l, key, o.Step)
 			switch {

@@ -133,6 +133,11 @@ type Moment struct {
 	Seconds float64 `json:"seconds,omitempty"`
 	// Answer is the human's answer to an ask, from the Q&A log.
 	Answer string `json:"answer,omitempty"`
+	// Settled is how an ask was settled, from the Q&A log: answered,
+	// timeout, declined, cancelled, over_budget. Where nobody answered,
+	// Answer is the text the model was given instead, and the page shows
+	// the state in words.
+	Settled string `json:"settled,omitempty"`
 }
 
 // Amount is a cost under a name, and its share of the total.

@@ -498,3 +498,46 @@ func TestRenderLeavesTheReportAsItWas(t *testing.T) {
 		t.Errorf("Render changed the report: %q %q", r.Verdicts[0].Reason, r.Verdicts[0].Failed)
 	}
 }
+
+// A wake whose first step has not ended names no step: the headline read
+// "Still running in step , or ended" while a run woke.
+func TestARunningWakeWithNoStepEndedNamesNoStep(t *testing.T) {
+	ok := flower.StepResult{Step: "clarify", OK: true, CostUSD: 0.1, Attempts: 1}
+	r := gather(t, endingRun(t, "en", 3, []flower.StepResult{ok}))
+	r.Outcome = Outcome{State: Running}
+	for lang, want := range map[string]string{"en": "Still running: no step has ended yet", "zh": "仍在运行:还没有哪一步结束"} {
+		r.Language = lang
+		page := section(render(t, r), "summary")
+		if !strings.Contains(page, want) || strings.Contains(page, "step ,") || strings.Contains(page, "步骤  运行") {
+			t.Errorf("%s: the summary does not say %q:\n%s", lang, want, page)
+		}
+	}
+}
+
+// An ask nobody answered shows how it was settled, in words, on the
+// timeline: the text the model was given instead ("decide yourself…") is
+// not the person's answer, and crushed the timeline's other columns.
+func TestAnAskNobodyAnsweredShowsHowItWasSettled(t *testing.T) {
+	f := newFixture(t)
+	modelText := "Nobody answered in time: decide for yourself, and record the assumption in the notes so that a person can check it later."
+	for state, words := range map[string][2]string{
+		"timeout":   {"no answer in time", "没有按时回答"},
+		"cancelled": {"cancelled", "已取消"},
+		"declined":  {"skipped", "跳过了"},
+	} {
+		writeFile(t, filepath.Join(f.ws, ".flower", "notes", "qa-log.md"),
+			"# Q&A\n\n- **Q**(q1) Which database?\n  - Options: PostgreSQL / SQLite\n  - **A**["+state+"] "+modelText+"\n")
+		r := gather(t, f.runDir)
+		i := slices.IndexFunc(r.Timeline, func(m Moment) bool { return m.Kind == "ask" })
+		if i < 0 || r.Timeline[i].Settled != state {
+			t.Fatalf("%s: the timeline's ask: %+v", state, r.Timeline)
+		}
+		for k, lang := range []string{"en", "zh"} {
+			r.Language = lang
+			tl := section(render(t, r), "timeline")
+			if !strings.Contains(tl, words[k]) || strings.Contains(tl, "decide for yourself") {
+				t.Errorf("%s/%s: the timeline does not say %q, or shows the model's text:\n%s", state, lang, words[k], tl)
+			}
+		}
+	}
+}
