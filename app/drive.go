@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,7 +78,6 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	defer rt.Close()
 	ui.OnRescue(rt.Rescue)
 	if cfg.Verbose {
-		ui.Printf("- workspace %s · run dir %s", cfg.Workspace, cfg.RunDir)
 		if rt.Trimming() {
 			ui.Printf("- %s", ui.T("trimOn"))
 		} else {
@@ -87,6 +87,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			ui.Printf("- %s", l)
 		}
 	}
+	ui.Screen.Block(screen.Dim, firstScreen(ui, cfg)...)
 	start := time.Now()
 	var own []string
 	if wb := rt.Workbench(); wb != nil {
@@ -377,4 +378,33 @@ func unheardWords(ctx context.Context, rt *flower.Runtime, journal *human.Words)
 		}
 	}
 	return out, err
+}
+
+// firstScreen is what a run says before its first step: where it works
+// and keeps its records, which model through which gateway, what protects
+// the glances, the budget, and how to interrupt or quit. The language
+// hint follows, once.
+func firstScreen(ui *UI, cfg Config) []string {
+	model := cmp.Or(strings.TrimSpace(os.Getenv("ANTHROPIC_MODEL")), ui.T("firstModelDefault"))
+	gateway := "https://api.anthropic.com"
+	if u, err := url.Parse(strings.TrimSpace(os.Getenv("ANTHROPIC_BASE_URL"))); err == nil && u.Host != "" {
+		// Scheme and host only: a gateway's URL may carry a token.
+		gateway = u.Scheme + "://" + u.Host
+	}
+	budget := ui.T("firstNoBudget")
+	if cfg.BudgetUSD > 0 {
+		budget = fmt.Sprintf(ui.T("firstBudget"), cfg.BudgetUSD)
+	}
+	lines := []string{
+		fmt.Sprintf(ui.T("firstWorkspace"), cfg.Workspace, cfg.RunDir),
+		fmt.Sprintf(ui.T("firstModel"), model, gateway),
+		strings.SplitN(protectionLine(ui), "\n", 2)[0],
+		budget,
+		ui.T("firstKeys"),
+	}
+	if !ui.langHinted {
+		ui.langHinted = true
+		lines = append(lines, ui.T("langHint"))
+	}
+	return lines
 }

@@ -8,10 +8,12 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,6 +248,30 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 					t.Errorf("the terminal says every step was done:\n%s", screen)
 				}
 				checkLanguage(t, lang == "en", screen)
+				// The first screen: where, which model through which
+				// gateway, what protects the glances, the budget, the keys.
+				envOf := func(k string) (v string) {
+					for _, kv := range env {
+						if val, ok := strings.CutPrefix(kv, k+"="); ok {
+							v = val
+						}
+					}
+					return v
+				}
+				gateway, _ := url.Parse(envOf("ANTHROPIC_BASE_URL"))
+				model := cmp.Or(envOf("ANTHROPIC_MODEL"), tr(lang, "firstModelDefault"))
+				// All that was written, as a terminal tall enough to keep it.
+				whole := strings.Join(screentest.Render(p.screen(), int(cols), 5000), "\n")
+				for _, want := range []string{
+					fmt.Sprintf(tr(lang, "firstWorkspace"), ws, filepath.Join(ws, "runs")),
+					fmt.Sprintf(tr(lang, "firstModel"), model, gateway.Scheme+"://"+gateway.Host),
+					strings.SplitN(tr(lang, "protection"), "%", 2)[0],
+					tr(lang, "firstNoBudget"), tr(lang, "firstKeys"),
+				} {
+					if !strings.Contains(flat(whole), flat(want)) {
+						t.Errorf("the first screen lacks %q:\n%s", want, whole)
+					}
+				}
 				// Where the sandbox is, the commands were run; where it is
 				// not, the verdict and the ending say so.
 				notMeasured := map[string]string{"en": "not measured", "zh": "没有测量"}[lang]
