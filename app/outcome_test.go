@@ -272,6 +272,11 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 						t.Errorf("the first screen lacks %q:\n%s", want, whole)
 					}
 				}
+				// No tool's internal name: flower's own tools are said by
+				// what they do.
+				if strings.Contains(whole, "mcp__") {
+					t.Errorf("the screen shows an internal tool name:\n%s", whole)
+				}
 				// Where the sandbox is, the commands were run; where it is
 				// not, the verdict and the ending say so.
 				notMeasured := map[string]string{"en": "not measured", "zh": "没有测量"}[lang]

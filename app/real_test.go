@@ -569,10 +569,10 @@ func TestBareProgramCtrlCAtThePromptCancels(t *testing.T) {
 	p.expect(t, "要做什么?")
 	p.expect(t, "> ")
 	p.tty.Write([]byte{3})
-	if code := p.wait(t); code != ExitFailure {
-		t.Fatalf("Ctrl-C at the prompt: exit %d", code)
+	if code := p.wait(t); code != ExitInterrupted {
+		t.Fatalf("Ctrl-C at the prompt: exit %d, want %d", code, ExitInterrupted)
 	}
-	p.expect(t, "已取消")
+	p.expect(t, "已取消(Ctrl-C),什么都没做。")
 	if strings.Contains(p.out.String(), "goroutine") {
 		t.Errorf("a trace:\n%s", p.out.String())
 	}

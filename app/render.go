@@ -103,7 +103,7 @@ func (r *Renderer) Event(e event.Event) {
 			s.Line(screen.Cyan, bar+fmt.Sprintf(t("dispatch"), typ, clipRunes(desc, 60)))
 			return
 		}
-		s.Block(screen.Plain, toolCallLines(bar, e.Tool, toolCallText(e), s.Width())...)
+		s.Block(screen.Plain, toolCallLines(bar, toolName(r.ui.Lang, e.Tool), toolCallText(e), s.Width())...)
 	case event.ToolResult:
 		if e.Bool("is_error") && r.cutting {
 			s.Line(screen.Yellow, bar+t("toolCut"))
@@ -349,4 +349,22 @@ func indent(prefix, text string) []string {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	return l
+}
+
+// toolName is a tool as a person reads it: flower's own tools by what they
+// do, another MCP server's as "server: tool", the CLI's as they are
+// (Bash, Read, Edit are the names people know).
+func toolName(lang flower.Lang, tool string) string {
+	switch tool {
+	case human.AskTool:
+		return text(lang, "toolAsk")
+	case human.InboxTool:
+		return text(lang, "toolInbox")
+	}
+	if rest, ok := strings.CutPrefix(tool, "mcp__"); ok {
+		if server, name, ok := strings.Cut(rest, "__"); ok && server != "" && name != "" {
+			return server + ": " + name
+		}
+	}
+	return tool
 }

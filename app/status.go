@@ -116,7 +116,9 @@ func (s *Status) Event(e event.Event) {
 		} else if e.Tool == human.AskTool {
 			label = text(s.lang, "nowAsking")
 		} else if sub {
-			label = fmt.Sprintf(text(s.lang, "nowSubTool"), e.Tool)
+			label = fmt.Sprintf(text(s.lang, "nowSubTool"), toolName(s.lang, e.Tool))
+		} else {
+			label = toolName(s.lang, e.Tool)
 		}
 		if t := firstLine(detail); t != "" && e.Tool != human.AskTool {
 			label += " " + clipRunes(t, 40)

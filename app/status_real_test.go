@@ -290,8 +290,8 @@ func TestTheEndingSaysHowEachRunEnded(t *testing.T) {
 			p.expect(t, "Continue where it stopped? Enter = continue")
 			p.expect(t, "> ")
 			p.tty.Write([]byte{3})
-			if code := p.wait(t); code != ExitFailure {
-				t.Errorf("Ctrl-C at the wake prompt: exit %d", code)
+			if code := p.wait(t); code != ExitInterrupted {
+				t.Errorf("Ctrl-C at the wake prompt: exit %d, want %d", code, ExitInterrupted)
 			}
 		})
 	}

@@ -156,6 +156,8 @@ var texts = map[string][2]string{
 	"sandboxMissing":            {"没装 bubblewrap", "bubblewrap is not installed"},
 	"sandboxRefused":            {"bubblewrap 在这里建不了命名空间", "bubblewrap cannot make namespaces here"},
 	"fixLine":                   {"修法:%s", "fix: %s"},
+	"toolAsk":                   {"问人", "asking you"},
+	"toolInbox":                 {"看你留的话", "reading your words"},
 	"firstWorkspace":            {"- 工作区 %s · 运行记录在 %s", "- workspace %s · run records in %s"},
 	"firstModel":                {"- 模型 %s · 经由 %s", "- model %s · through %s"},
 	"firstModelDefault":         {"CLI 的默认模型", "the CLI's default"},
