@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -246,8 +247,16 @@ type endingPlace struct {
 // changed, time, tokens, cost, the report and how to continue. Every file
 // name and reason is untrusted text; the screen sanitizes each line.
 func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
+	head, outcome, rest := e.blockParts(lang, p)
+	return slices.Concat(head, outcome, rest)
+}
+
+// blockParts is Block in three: the head line, the outcome's lines (the
+// screen colours them as the verdict lines are), and the rest.
+func (e Ending) blockParts(lang flower.Lang, p endingPlace) (head, outcome, rest []string) {
 	t := func(k string) string { return text(lang, k) }
-	lines := []string{t("endingHead")}
+	head = []string{t("endingHead")}
+	var lines []string
 	switch e.Outcome {
 	case OutcomeAchieved:
 		if e.Round > 0 {
@@ -291,6 +300,7 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 		}
 		lines = append(lines, fmt.Sprintf(t("endFailed"), what), t("endFailedDo"))
 	}
+	outcome, lines = lines, nil
 	if e.Rounds > 1 && e.Round > 0 {
 		lines = append(lines, fmt.Sprintf(t("endRounds"), e.Round, e.Rounds))
 	}
@@ -344,7 +354,21 @@ func (e Ending) Block(lang flower.Lang, p endingPlace) []string {
 	default:
 		lines = append(lines, fmt.Sprintf(t("endContinue"), p.name, shellQuote(ws)))
 	}
-	return lines
+	return head, outcome, lines
+}
+
+// outcomeColor is the ending's outcome in the verdict lines' colours:
+// green where the request is finished as asked, yellow where it is
+// finished with something to look at (not measured, an exception, the
+// person's acceptance) or held, red where it failed or is not achieved.
+func (e Ending) outcomeColor() screen.Color {
+	switch e.Outcome {
+	case OutcomeAchieved, OutcomeDone:
+		return screen.Green
+	case OutcomeAchievedUnmeasured, OutcomeAchievedExcept, OutcomeAccepted, OutcomeNeedsLook, OutcomeStopped, OutcomeTakenOver:
+		return screen.Yellow
+	}
+	return screen.Red
 }
 
 func orNone(lang flower.Lang, s string) string {
@@ -369,7 +393,10 @@ func shellQuote(s string) string {
 // showEnding prints the ending block and records it for the next wake (a
 // run directory that cannot take it is said, not fatal).
 func showEnding(ui *UI, e Ending, p endingPlace) {
-	ui.Screen.Block(screen.Plain, e.Block(ui.Lang, p)...)
+	head, outcome, rest := e.blockParts(ui.Lang, p)
+	ui.Screen.Block(screen.Plain, head...)
+	ui.Screen.Block(e.outcomeColor(), outcome...)
+	ui.Screen.Block(screen.Plain, rest...)
 	if p.once || e.Outcome == OutcomeTakenOver {
 		return
 	}

@@ -244,6 +244,15 @@ func TestOneOutcomeOnEverySurface(t *testing.T) {
 				if want := c.ending(lang); !strings.Contains(flat(screen), flat(want)) {
 					t.Errorf("the terminal's ending lacks %q:\n%s", want, screen)
 				}
+				// In the verdict lines' colours: green achieved, red failed,
+				// yellow what has something to look at or was held.
+				colour := map[string]string{OutcomeAchieved: "\x1b[32m", OutcomeFailed: "\x1b[31m"}[c.outcome]
+				if colour == "" {
+					colour = "\x1b[33m"
+				}
+				if want := c.ending(lang); !strings.Contains(p.screen(), colour+want[:min(len(want), 12)]) {
+					t.Errorf("the ending's outcome line is not in %q", colour)
+				}
 				if c.outcome != OutcomeAchieved && strings.Contains(screen, strings.TrimSpace(strings.SplitN(tr(lang, "endDone"), "(", 2)[0])) {
 					t.Errorf("the terminal says every step was done:\n%s", screen)
 				}
