@@ -658,7 +658,11 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, steps []Step, o
 		if st.Fresh {
 			stepLin = nil // never remembered, so never resumed
 		}
-		res, passed, err := w.attempts(ctx, rt, c, stepLin, st, prompt, resume, onEvent)
+		var fresh func() (string, error)
+		if carried {
+			fresh = func() (string, error) { return st.Prompt(c) }
+		}
+		res, passed, err := w.attempts(ctx, rt, c, stepLin, st, prompt, resume, fresh, onEvent)
 		if res.StartedAt.IsZero() { // no attempt started: nothing to record
 			return c, err
 		}
@@ -727,6 +731,7 @@ type lineageTexts struct {
 	runDir    string // the workflow's run directory, the Runtime's
 	ignored   string // the error
 	gone      string // step, session
+	empty     string // step, session
 	unknown   string // step, session, error
 }
 
@@ -737,6 +742,7 @@ func lineageTextsFor(l Lang) lineageTexts {
 			runDir:    "the workflow's run directory %s is not the Runtime's (%s): give the Runtime the same one (WithRunDir), or the lineage and the manifest are not where the workflow keeps its documents and a later --new archives nothing",
 			ignored:   "continuity: %v",
 			gone:      "continuity: step %s's last session %s is no longer in the session store; the step starts a new session",
+			empty:     "continuity: step %s's last session %s holds no conversation the CLI can continue (its process was killed before it wrote one); the step starts a new session",
 			unknown:   "continuity: cannot tell whether step %s's last session %s is still in the session store (%v); the step starts a new session",
 		}
 	}
@@ -745,15 +751,20 @@ func lineageTextsFor(l Lang) lineageTexts {
 		runDir:    "工作流的运行目录 %s 不是 Runtime 的(%s):把同一个交给 Runtime(WithRunDir),否则接续记录和 manifest 不在工作流放文档的地方,以后 --new 什么也归档不了",
 		ignored:   "接续:%v",
 		gone:      "接续:步骤 %s 上次的会话 %s 已不在会话库里;这一步开新会话",
+		empty:     "接续:步骤 %s 上次的会话 %s 里没有 CLI 能接着的对话(它的进程在写下对话之前就被杀了);这一步开新会话",
 		unknown:   "接续:查不到步骤 %s 上次的会话 %s 是否还在会话库里(%v);这一步开新会话",
 	}
 }
 
 // attempts runs st's attempts: the Runtime's Run, then the gate, until one
 // passes, the retries are spent or a StepAbort. The prompt, resume and fork
-// of the current attempt are locals: st is never written.
+// of the current attempt are locals: st is never written. fresh, for a step
+// that continues the last run's session, renders its prompt for a new
+// session: when the CLI finds no conversation in that session (the last
+// process was killed before it wrote one), there is nothing to continue,
+// and the step starts anew, once, instead of failing on every wake.
 func (w *Workflow) attempts(ctx context.Context, rt *Runtime, c *Ctx, lin *Lineage, st Step,
-	prompt, resume string, onEvent func(Event)) (StepResult, bool, error) {
+	prompt, resume string, fresh func() (string, error), onEvent func(Event)) (StepResult, bool, error) {
 	fork := st.Fork && resume != ""
 	curPrompt, curResume, curFork := prompt, resume, fork
 	var res StepResult
@@ -772,6 +783,17 @@ func (w *Workflow) attempts(ctx context.Context, rt *Runtime, c *Ctx, lin *Linea
 			return res, false, fmt.Errorf("flower: %s: step %s could not start: %w", w.name(), ro.StepName, err)
 		}
 		res = r
+		if fresh != nil && curResume != "" && !res.OK && ctx.Err() == nil && noConversation.MatchString(res.Error) {
+			if p, err := fresh(); err == nil {
+				text := fmt.Sprintf(lineageTextsFor(rt.Language()).empty, st.Name, curResume)
+				slog.Warn("flower: lineage", "workflow", w.name(), "notice", text)
+				c.emit(st.Name, event.New(event.System, text, map[string]any{"lineage": "ignored"}))
+				fresh, prompt, resume, fork = nil, p, "", false
+				curPrompt, curResume, curFork = prompt, resume, fork
+				a-- // the refusal reached no model
+				continue
+			}
+		}
 		if st.ungated != nil && (!res.OK || ctx.Err() != nil) {
 			st.ungated(c)
 		}
