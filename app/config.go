@@ -33,6 +33,9 @@ type Config struct {
 	// Yes (--yes) answers yes where flower would ask first: installing
 	// the CLI, sending a request longer than a person types.
 	Yes bool
+	// Submitted: a team worker's run, whose request a person submitted to
+	// the queue; its length is not asked about again (nobody is there).
+	Submitted bool
 	// Lang is the command's language: --lang, else the run directory's
 	// recorded one, else the locale's (LC_ALL, LC_MESSAGES, LANG: zh* is
 	// Chinese, anything else English).

@@ -34,6 +34,7 @@ func (m *Command) runGo(ctx context.Context, args []string) (err error) {
 	if m.getenv(flower.LeashFDEnv) != "" {
 		// Only a team's worker starts runs apart from their CLIs.
 		cfg.CLIApart = m.getenv(flower.CLIApartEnv)
+		cfg.Submitted = true
 	}
 	if err := m.forwardAPI(); err != nil {
 		return err

@@ -126,7 +126,7 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		ui.Screen.Line(screen.Cyan, ui.T("continuingWith"))
 	}
 	if ask != "" && ask != strings.TrimSpace(last.Request) {
-		if err := checkRequest(ctx, ui, cfg.Yes, ask); err != nil {
+		if err := checkRequest(ctx, ui, cfg.Yes || cfg.Submitted, ask); err != nil {
 			return nil, err
 		}
 	}
@@ -175,7 +175,7 @@ func continueBeforeBrief(ctx context.Context, cfg Config, ui *UI, o flower.Start
 		o.New = true
 	}
 	if ask != "" && ask != strings.TrimSpace(last.Request) {
-		if err := checkRequest(ctx, ui, cfg.Yes, ask); err != nil {
+		if err := checkRequest(ctx, ui, cfg.Yes || cfg.Submitted, ask); err != nil {
 			return nil, err
 		}
 	}

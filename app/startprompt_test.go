@@ -176,3 +176,33 @@ func TestARequestThatIsNotTextOrTooLongIsNotSentUnasked(t *testing.T) {
 		})
 	}
 }
+
+// A team worker's run is not asked about its request's length: a person
+// submitted it to the queue, and nobody is there to answer (it failed
+// the attempt as a usage error). The leash a worker holds is what marks
+// such a run.
+func TestATeamRunsLongRequestIsNotAskedAbout(t *testing.T) {
+	t.Parallel()
+	ws := gitStarterWorkspace(t)
+	srv := claudetest.NewServer(t, demoHandler(ws, "en", nil, nil))
+	leash, held, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	long := demo.TextsFor("en").Ask + "\n\n" + strings.Repeat("lorem ipsum dolor sit amet 0123456789\n", 800)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, flowerBin, "go", "-w", ws, "--lang", "en", "--timeout", "0", "--", long)
+	cmd.Env = append(binEnv(t, srv), flower.LeashFDEnv+"=3", flower.LeashEnv+"=10m")
+	cmd.ExtraFiles = []*os.File{leash}
+	cmd.Dir = t.TempDir()
+	out, _ := cmd.CombinedOutput()
+	leash.Close()
+	if strings.Contains(string(out), strings.SplitN(tr("en", "requestLargeNoTTY"), "%", 2)[0]) {
+		t.Fatalf("a team run's submitted request was refused for its length:\n%s", out)
+	}
+	if !hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText("lorem ipsum dolor sit amet 0123456789\n") }) {
+		t.Errorf("the submitted request did not reach the model:\n%s", out)
+	}
+}
