@@ -108,7 +108,6 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	// folder would look for credentials and a real model.
 	m.quitHint = fmt.Sprintf(ui.T("demoQuit"), m.name(), shellQuote(cfg.Workspace))
 	ui.Screen.Line(screen.Yellow, ui.T("demoSimulated"))
-	ui.Screen.Line(screen.Dim, protectionLine(ui))
 	ui.languageHint()
 	ui.Printf(ui.T("demoWhere"), cfg.Workspace, texts.Ask)
 	if ui.Interactive {

@@ -177,6 +177,11 @@ func TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords(t *testing.T) {
 					t.Errorf("the screen lacks %q:\n%s", want, s)
 				}
 			}
+			// The first screen names the protection once (the demo said
+			// it again before it).
+			if n := strings.Count(s, strings.SplitN(tr(tc.tag, "protection"), "%", 2)[0]); n != 1 {
+				t.Errorf("the protection is named %d times, want once:\n%s", n, s)
+			}
 			if strings.Contains(s, "fake:") || strings.Contains(s, "simulated human answered") || strings.Contains(s, "模拟的人回答了") {
 				t.Errorf("the fake's own words, or the simulated human over the person:\n%s", s)
 			}
