@@ -260,6 +260,48 @@ type world struct {
 	onTerminal bool
 	// as, when set, is the ordinary user the next workers run as.
 	as *syscall.Credential
+	// said is what the test reported through the world (Errorf,
+	// Fatalf), said again after the workers' logs: a CI summary shows a
+	// failing test's last lines, and those were the logs.
+	said []string
+}
+
+// Helper, Errorf and Fatalf report as the test's own do, and keep the
+// words for the recap after the workers' logs.
+func (w *world) Helper() { w.t.Helper() }
+
+func (w *world) Errorf(format string, args ...any) {
+	w.t.Helper()
+	w.keep(format, args)
+	w.t.Errorf(format, args...)
+}
+
+func (w *world) Fatalf(format string, args ...any) {
+	w.t.Helper()
+	w.keep(format, args)
+	w.t.Fatalf(format, args...)
+}
+
+func (w *world) Logf(format string, args ...any) {
+	w.t.Helper()
+	w.t.Logf(format, args...)
+}
+
+func (w *world) keep(format string, args []any) {
+	msg, _, _ := strings.Cut(fmt.Sprintf(format, args...), "\n")
+	w.mu.Lock()
+	w.said = append(w.said, msg)
+	w.mu.Unlock()
+}
+
+// recap says again, last, the first line of each failure the test
+// reported through the world.
+func (w *world) recap() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.said) > 0 {
+		w.t.Logf("why it failed (each in full above, before the workers' logs):\n  %s", strings.Join(w.said, "\n  "))
+	}
 }
 
 // markerName is what the scripted model touches when a slow call starts.
@@ -302,6 +344,8 @@ func newWorld(t *testing.T) *world {
 
 func newWorldOn(t *testing.T, db string) *world {
 	w := &world{t: t, db: db, remote: origin(t), dbFile: filepath.Join(t.TempDir(), "team-db")}
+	// Before the workers' cleanups, so after them: the last lines.
+	t.Cleanup(w.recap)
 	if err := os.WriteFile(w.dbFile, []byte(db+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +507,21 @@ func (w *world) open() *team.Team {
 }
 
 // waitFor polls the queue until ok holds of the runs, or fails after d.
-func waitFor(t *testing.T, tm *team.Team, d time.Duration, what string, ok func([]team.Run) bool) []team.Run {
+// fataler and errorer are what the helpers below report through: a
+// test, or its world, which says the failures again at the end.
+type (
+	fataler interface {
+		Helper()
+		Fatalf(format string, args ...any)
+	}
+	errorer interface {
+		Helper()
+		Errorf(format string, args ...any)
+		Logf(format string, args ...any)
+	}
+)
+
+func waitFor(t fataler, tm *team.Team, d time.Duration, what string, ok func([]team.Run) bool) []team.Run {
 	t.Helper()
 	// d is a quiet machine's bound; a hang guard gives a loaded one three
 	// times it (two suites side by side took more than 3 and 6 minutes).
@@ -501,13 +559,13 @@ func allEnded(runs []team.Run) bool {
 	return len(runs) > 0
 }
 
-// workedOnce counts the attempts a run was started with (its running
-// state events).
-func startedBy(t *testing.T, tm *team.Team, id int64) []string {
+// startedBy lists the workers that started the run's attempts (its
+// running state events).
+func startedBy(t fataler, tm *team.Team, id int64) []string {
 	t.Helper()
 	evs, err := tm.Events(context.Background(), id, 0, 0)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the events of r%d: %v", id, err)
 	}
 	var hosts []string
 	for _, e := range evs {
@@ -599,7 +657,7 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 	w.worker("machine-b", "--concurrency", "2")
 
 	// Run 3 asks; a third process answers it from here.
-	waitFor(t, tm, 4*time.Minute, "r3 waiting", func(runs []team.Run) bool {
+	waitFor(w, tm, 4*time.Minute, "r3 waiting", func(runs []team.Run) bool {
 		for _, r := range runs {
 			if r.ID == ids[2] && r.State == team.Waiting {
 				return true
@@ -609,13 +667,13 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 	})
 	shown, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en", team.RunName(ids[2]))
 	if err != nil || !strings.Contains(shown, "waiting for a person") || !strings.Contains(shown, "What should task-3 be called?") {
-		t.Fatalf("flower runs r3 while it waits: %v\n%s", err, shown)
+		w.Fatalf("flower runs r3 while it waits: %v\n%s", err, shown)
 	}
 	given := time.Now()
 	if out, err := w.flower("reply", "--db-file", w.dbFile, "--lang", "en", team.RunName(ids[2]), "call it zed"); err != nil {
-		t.Fatalf("flower reply --db: %v\n%s", err, out)
+		w.Fatalf("flower reply --db: %v\n%s", err, out)
 	}
-	runs := waitFor(t, tm, 6*time.Minute, "all ended", allEnded)
+	runs := waitFor(w, tm, 6*time.Minute, "all ended", allEnded)
 	for _, r := range w.srv.Requests() {
 		if r.HasText("call it zed") {
 			t.Logf("the reply reached the model %s after it was given (NOTIFY → worker → the run's channel → the CLI's next request)", r.At.Sub(given).Round(time.Millisecond))
@@ -625,40 +683,40 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 
 	listing, err := w.flower("runs", "--db-file", w.dbFile, "--lang", "en")
 	if err != nil {
-		t.Fatalf("flower runs: %v\n%s", err, listing)
+		w.Fatalf("flower runs: %v\n%s", err, listing)
 	}
 	t.Logf("flower runs:\n%s", listing)
 	hosts := map[string]int{}
 	for _, r := range runs {
 		if r.State != team.Achieved {
-			t.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
+			w.Errorf("%s ended %s: %s", r.Name(), r.State, r.Reason)
 			continue
 		}
 		task := fmt.Sprintf("task-%d", r.ID-ids[0]+1)
 		if got := branchFile(t, w.remote, r.Branch, task+".txt"); got != task {
-			t.Errorf("%s's branch %s holds %q in %s.txt, want %q", r.Name(), r.Branch, got, task, task)
+			w.Errorf("%s's branch %s holds %q in %s.txt, want %q", r.Name(), r.Branch, got, task, task)
 		}
 		if branchFile(t, w.remote, r.Branch, "runs/manifest.json") != "" || branchFile(t, w.remote, r.Branch, "runs/events.jsonl") != "" {
-			t.Errorf("%s's branch holds flower's own files", r.Name())
+			w.Errorf("%s's branch holds flower's own files", r.Name())
 		}
-		started := startedBy(t, tm, r.ID)
+		started := startedBy(w, tm, r.ID)
 		if len(started) != 1 {
-			t.Errorf("%s was started %d times (%v), want once", r.Name(), len(started), started)
+			w.Errorf("%s was started %d times (%v), want once", r.Name(), len(started), started)
 		} else {
 			hosts[started[0]]++
 		}
 		if !regexp.MustCompile(`(?m)^` + r.Name() + `\s+achieved\s`).MatchString(listing) {
-			t.Errorf("flower runs does not list %s as achieved", r.Name())
+			w.Errorf("flower runs does not list %s as achieved", r.Name())
 		}
 		// The row agrees with the run's own manifest, as the database
 		// holds it: its steps, its last step and its cost.
 		dir := t.TempDir()
 		if err := tm.LayOut(context.Background(), r.ID, filepath.Join(dir, "runs"), filepath.Join(dir, ".flower")); err != nil {
-			t.Fatalf("%s: %v", r.Name(), err)
+			w.Fatalf("%s: %v", r.Name(), err)
 		}
 		rows, err := flower.ReadManifest(filepath.Join(dir, "runs", "manifest.json"))
 		if err != nil {
-			t.Fatalf("%s's manifest: %v", r.Name(), err)
+			w.Fatalf("%s's manifest: %v", r.Name(), err)
 		}
 		var cost float64
 		var steps []string
@@ -667,31 +725,31 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 			steps = append(steps, row.Step)
 		}
 		if strings.Join(steps, ",") != "plan,build" || r.Step != "build" || math.Abs(cost-r.Cost) > 1e-9 {
-			t.Errorf("%s: the row says step %s, $%.6f; its manifest steps %v, $%.6f", r.Name(), r.Step, r.Cost, steps, cost)
+			w.Errorf("%s: the row says step %s, $%.6f; its manifest steps %v, $%.6f", r.Name(), r.Step, r.Cost, steps, cost)
 		}
 	}
 	t.Logf("runs per worker: %v", hosts)
 	page := filepath.Join(t.TempDir(), "r3.html")
 	if out, err := w.flower("report", "--db-file", w.dbFile, "-o", page, team.RunName(ids[2])); err != nil {
-		t.Errorf("flower report --db: %v\n%s", err, out)
+		w.Errorf("flower report --db: %v\n%s", err, out)
 	} else if html, _ := os.ReadFile(page); !bytes.Contains(html, []byte("build")) || !bytes.Contains(html, []byte("plan")) {
-		t.Errorf("the report page of r3 from the database names no steps (%d bytes)", len(html))
+		w.Errorf("the report page of r3 from the database names no steps (%d bytes)", len(html))
 	} else if !bytes.Contains(html, []byte("task-3 ask")) || bytes.Contains(html, []byte("not in the session store")) {
 		// The request and the tokens come from the run's transcripts,
 		// which are in the database's session store.
-		t.Errorf("the report page of r3 from the database lacks the run's transcripts (%d bytes)", len(html))
+		w.Errorf("the report page of r3 from the database lacks the run's transcripts (%d bytes)", len(html))
 	} else {
-		checkReportPage(t, page, html, team.RunName(ids[2]), w.remote)
+		checkReportPage(w, page, html, team.RunName(ids[2]), w.remote)
 	}
 	if hosts["machine-a"] == 0 || hosts["machine-b"] == 0 {
-		t.Errorf("one worker did all the work: %v", hosts)
+		w.Errorf("one worker did all the work: %v", hosts)
 	}
 	reached := false
 	for _, r := range w.srv.Requests() {
 		reached = reached || r.HasText("call it zed")
 	}
 	if !reached {
-		t.Error("the reply never reached the model")
+		w.Errorf("the reply never reached the model")
 	}
 }
 
@@ -699,7 +757,7 @@ func TestTwoWorkersWorkTwentyRunsEachOnceWithAQuestionAnsweredFromAThirdMachine(
 // with the run's name and repository (it named a temporary folder), and
 // every file it links is there after the command ended (its notes and
 // handoffs were in a temporary folder, removed).
-func checkReportPage(t *testing.T, page string, html []byte, run, repo string) {
+func checkReportPage(t errorer, page string, html []byte, run, repo string) {
 	t.Helper()
 	_, header, _ := bytes.Cut(html, []byte("<header>"))
 	header, _, _ = bytes.Cut(header, []byte("</header>"))
