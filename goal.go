@@ -291,7 +291,7 @@ func WithGoal(step Step, ch *human.Channel, o GoalGuardOptions) Step {
 		judgeSpec.OutputSchema = judge.VerdictSchema
 	}
 	guarded := step
-	guarded.Retries = max(0, rounds-1)
+	guarded.Retries, guarded.rounds = max(0, rounds-1), true
 	// The work begins: what the goal and brief files hold now is what the
 	// clarify and goal steps (or, between runs, the person) left.
 	copies := guardCopies{dir: o.StateDir}

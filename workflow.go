@@ -390,6 +390,10 @@ type Step struct {
 	// next gate would let the next round, the bequest or the next run
 	// read it.
 	ungated func(c *Ctx)
+	// rounds, set by WithGoal: the step's retries are the goal guard's
+	// rounds, which its step event says. Another step's retries are
+	// attempts at the same thing (a goal asked for again), not rounds.
+	rounds bool
 }
 
 // inLang is the step as a Runtime speaking l runs it: rebuilt in l when
@@ -644,8 +648,11 @@ func (w *Workflow) run(ctx context.Context, rt *Runtime, c *Ctx, steps []Step, o
 		} else if lin != nil && !st.Fresh {
 			resume, carried = c.Session(st.Name)
 		}
-		emit(st.Name, event.New(event.Step, st.Name, rt.stepPayload(map[string]any{
-			"index": i + 1, "total": len(steps), "resumed": carried, "woke": woke, "rounds": st.Retries + 1, "role": st.Spec.Name})))
+		payload := map[string]any{"index": i + 1, "total": len(steps), "resumed": carried, "woke": woke, "role": st.Spec.Name}
+		if st.rounds {
+			payload["rounds"] = st.Retries + 1
+		}
+		emit(st.Name, event.New(event.Step, st.Name, rt.stepPayload(payload)))
 		render := st.Prompt
 		if carried && st.ResumePrompt != nil {
 			render = st.ResumePrompt

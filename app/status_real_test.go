@@ -93,6 +93,12 @@ func TestTheStatusLineRefreshesAndLeavesNothingBehind(t *testing.T) {
 						t.Errorf("the status line lacks %q: %q", w, second)
 					}
 				}
+				// Rounds are the work's: the goal step's status line said
+				// "goal · round 1/2" (its retry of a reply it could not
+				// read counted as a round).
+				if goal := map[string]string{"en": "- goal · round", "zh": "- 设定目标 · 第"}[lang]; strings.Contains(flat(p.screen()), flat(goal)) {
+					t.Errorf("the goal step's status line names a round (%q):\n%s", goal, p.screen())
+				}
 				if c := screenColumnsMax(rows); c > int(cols) {
 					t.Errorf("a row of %d columns on a %d-column terminal", c, cols)
 				}
