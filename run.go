@@ -270,6 +270,18 @@ func (s *stepRun) interruptEvent(words string, attempt int) {
 	s.emit(event.New(event.Retry, s.texts().interrupted(words != ""), p))
 }
 
+// betweenTurnsEvent is interruptEvent for words sayBetweenTurns sent:
+// payload between_turns says that no turn was cut, and the stopped
+// background tasks' cut calls are still to come.
+func (s *stepRun) betweenTurnsEvent(words string) {
+	p := s.retryPayload("interrupt", s.r.Attempts)
+	p["between_turns"] = true
+	if words != "" {
+		p["words"] = words
+	}
+	s.emit(event.New(event.Retry, s.texts().interrupted(words != ""), p))
+}
+
 // stepPayload adds what the run directory keeps nowhere else to a step
 // event's payload, for flower report: the run budget (when set) and the
 // handoff threshold and window (when handoffs are on).
@@ -676,15 +688,25 @@ func (s *stepRun) session(ctx context.Context, opts claude.Options, prompt strin
 		})
 	}
 	done := make(chan struct{})
+	// said carries the words given between turns to the message loop,
+	// which says so in the step's events (one goroutine emits).
+	var said betweenTurns
 	if interrupted != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case <-s.rt.interrupts:
-				interrupted.Store(true)
-				interruptCLI()
-			case <-done:
+			for {
+				select {
+				case <-s.rt.interrupts:
+					if s.sayBetweenTurns(ctx, cl, &said) {
+						continue // a later interrupt cuts the turn they started
+					}
+					interrupted.Store(true)
+					interruptCLI()
+					return
+				case <-done:
+					return
+				}
 			}
 		}()
 	}
@@ -696,12 +718,65 @@ func (s *stepRun) session(ctx context.Context, opts claude.Options, prompt strin
 		if err != nil {
 			return stallOr(ctx, err)
 		}
+		for _, words := range said.take() {
+			s.betweenTurnsEvent(words)
+		}
 		watch.saw(m)
 		if onMessage(m) {
 			interruptCLI()
 		}
 	}
 	return nil
+}
+
+// sayBetweenTurns delivers an interrupt that lands while the CLI waits
+// between turns for background tasks only (a worker dispatched to run in
+// the background): there is no turn to cut, so the CLI's interrupt would
+// do nothing and no message would come until the tasks end, maybe hours
+// later. The human's words go to the session at once as a new turn,
+// and the tasks are stopped, as an interrupt cuts a foreground worker.
+// False when the CLI is in a turn, or takes no more input: the interrupt
+// then cuts the turn, and the step resumes with the words.
+func (s *stepRun) sayBetweenTurns(ctx context.Context, cl *claude.Client, said *betweenTurns) bool {
+	tasks, waiting := cl.WaitingOn()
+	if !waiting {
+		return false
+	}
+	words := s.rt.takeWords()
+	if err := cl.Send(ctx, s.texts().interruptPrompt(words)+"\n\n"+s.rt.prompts.InterruptNote); err != nil {
+		s.rt.keepWords(words)
+		return false
+	}
+	said.add(words)
+	for _, id := range tasks {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if err := cl.StopTask(sctx, id); err != nil {
+			slog.Debug("flower: a background task was not stopped", "task", id, "err", err)
+		}
+		cancel()
+	}
+	return true
+}
+
+// betweenTurns is the words sayBetweenTurns sent, until the message loop
+// says them.
+type betweenTurns struct {
+	mu    sync.Mutex
+	words []string
+}
+
+func (b *betweenTurns) add(words string) {
+	b.mu.Lock()
+	b.words = append(b.words, words)
+	b.mu.Unlock()
+}
+
+func (b *betweenTurns) take() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.words
+	b.words = nil
+	return w
 }
 
 // toolGetenv reads the environment the CLI and its tools start with (the

@@ -131,7 +131,10 @@ func (r *Renderer) Event(e event.Event) {
 	case event.Error:
 		s.Line(screen.Yellow, bar+"! "+firstLine(e.Text))
 	case event.Retry, event.Reset:
-		if e.Str("reason") == "interrupt" {
+		// Words given between turns start a turn while the background
+		// workers the interrupt stopped still report their cut calls:
+		// the main thread's next result ends the cutting then.
+		if e.Str("reason") == "interrupt" && !e.Bool("between_turns") {
 			r.cutting = false
 		}
 		s.Line(screen.Dim, "  ~ "+firstLine(e.Text))

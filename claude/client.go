@@ -166,6 +166,7 @@ func (cl *Client) SendContent(ctx context.Context, content any) error {
 	}
 	// Busy from now: the turn may end before write returns.
 	cl.c.busy.Store(true)
+	main := cl.c.mainTurn.Swap(true)
 	err := cl.c.write(map[string]any{
 		"type":               "user",
 		"message":            map[string]any{"role": "user", "content": content},
@@ -174,6 +175,7 @@ func (cl *Client) SendContent(ctx context.Context, content any) error {
 	})
 	if err != nil {
 		cl.c.busy.Store(false)
+		cl.c.mainTurn.Store(main)
 	}
 	return err
 }
@@ -229,6 +231,8 @@ func (cl *Client) control(ctx context.Context, subtype string, fields map[string
 }
 
 // Interrupt stops the current turn; its result reports the interruption.
+// Between turns it stops nothing (background tasks run on, see WaitingOn
+// and StopTask) and no result follows.
 func (cl *Client) Interrupt(ctx context.Context) error {
 	_, err := cl.control(ctx, "interrupt", nil)
 	return err
@@ -300,6 +304,12 @@ func (cl *Client) StopTask(ctx context.Context, taskID string) error {
 	_, err := cl.control(ctx, "stop_task", map[string]any{"task_id": taskID})
 	return err
 }
+
+// WaitingOn reports whether the CLI is between turns with background
+// tasks in flight, and their ids (sorted): an interrupt then has no turn
+// to cut, and its result never comes (see Interrupt). False while a turn
+// may be running, or when nothing runs at all.
+func (cl *Client) WaitingOn() (tasks []string, waiting bool) { return cl.c.waitingOn() }
 
 // CloseInput sends EOF: the CLI finishes its work and exits.
 func (cl *Client) CloseInput() { cl.c.closeInput() }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,6 +77,10 @@ type conn struct {
 	// busy is set while a turn may be running: from a prompt sent (or a
 	// turn's message) to its result. Close interrupts a busy CLI first.
 	busy atomic.Bool
+	// mainTurn is busy by the main thread alone: a background subagent's
+	// messages after the result (older CLIs stream them) start no turn
+	// that an interrupt could cut (WaitingOn).
+	mainTurn atomic.Bool
 	// streamCut is set when the reader stopped before the end of stdout:
 	// what followed (transcript frames included) was never read.
 	streamCut atomic.Bool
@@ -396,6 +401,15 @@ func (c *conn) closeInputWhenIdle() {
 	}
 }
 
+func (c *conn) waitingOn() ([]string, bool) {
+	c.ruleMu.Lock()
+	defer c.ruleMu.Unlock()
+	if c.mainTurn.Load() || len(c.tasks) == 0 {
+		return nil, false
+	}
+	return slices.Sorted(maps.Keys(c.tasks)), true
+}
+
 // observe (under ruleMu) tracks what the stdin rule and error reporting need: background
 // tasks in flight (of every type: a background Bash's follow-up turn needs
 // the host as much as an agent's), whether a turn is running, task
@@ -406,6 +420,7 @@ func (c *conn) observe(msg Message) {
 		switch m.Subtype {
 		case "init":
 			c.turnStarted()
+			c.mainTurn.Store(true)
 		case "background_tasks_changed":
 			// The CLI's live list is the authority.
 			var l struct {
@@ -453,6 +468,7 @@ func (c *conn) observe(msg Message) {
 	case *ResultMessage:
 		c.idle = true
 		c.busy.Store(false)
+		c.mainTurn.Store(false)
 		if m.IsError {
 			c.lastErrResult = m
 		} else {
@@ -460,10 +476,27 @@ func (c *conn) observe(msg Message) {
 		}
 	case *AssistantMessage, *UserMessage, *StreamEvent:
 		c.turnStarted()
+		if parentToolUse(msg) == "" {
+			c.mainTurn.Store(true)
+		}
 		c.lastErrResult = nil
 	default:
 		c.lastErrResult = nil
 	}
+}
+
+// parentToolUse is the Agent call a subagent's message belongs to; "" for
+// the main thread's.
+func parentToolUse(msg Message) string {
+	switch m := msg.(type) {
+	case *AssistantMessage:
+		return m.ParentToolUseID
+	case *UserMessage:
+		return m.ParentToolUseID
+	case *StreamEvent:
+		return m.ParentToolUseID
+	}
+	return ""
 }
 
 // turnStarted notes that the CLI is working on a turn again.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -492,4 +493,119 @@ func TestRealLauncherStartsTheCLIThroughIt(t *testing.T) {
 	if r := lastResult(t, msgs); r.IsError || r.Result != "tool said: the-launcher" {
 		t.Fatalf("result = %+v", r)
 	}
+}
+
+// A background agent in a long Bash after the main thread's turn ended:
+// WaitingOn names its task (an older CLI streams the agent's messages
+// after the result, which must not count as a turn an interrupt could
+// cut); a prompt sent then starts a turn at once, and StopTask ends the
+// agent, after which the session closes its input and ends.
+func TestRealWaitingOnABackgroundAgent(t *testing.T) {
+	t.Parallel()
+	srv := claudetest.NewServer(t, claudetest.Script{
+		"SCENARIO:background": {
+			claudetest.NewReply(claudetest.ToolUse("", "Agent", map[string]any{
+				"description": "a long job", "prompt": "SUBAGENT:long run it", "subagent_type": "runner", "run_in_background": true})),
+			claudetest.Say("dispatched; waiting"),
+		},
+		"SUBAGENT:long":  {slowly(bash("timeout 611.5 tail -f /dev/null")), claudetest.Say("long job over")},
+		"SCENARIO:words": {claudetest.Say("heard the words")},
+	}.Handler())
+	opts := realOptions(t, srv)
+	opts.Agents = map[string]claude.AgentDefinition{"runner": {
+		Description: "Runs long jobs", Prompt: "You run jobs.", Tools: []string{"Bash"}}}
+	opts.AllowedTools = []string{"Bash"}
+	ctx := realCtx(t)
+	cl, err := claude.Connect(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	msgs := make(chan claude.Message, 1000)
+	go func() {
+		defer close(msgs)
+		for m, err := range cl.Messages(ctx) {
+			if err != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	untilResult := func(what string) {
+		t.Helper()
+		for m := range msgs {
+			if _, ok := m.(*claude.ResultMessage); ok {
+				return
+			}
+		}
+		t.Fatalf("the session ended before %s", what)
+	}
+	if err := cl.Send(ctx, "SCENARIO:background"); err != nil {
+		t.Fatal(err)
+	}
+	cl.CloseInputWhenIdle()
+	untilResult("the dispatch's result")
+	var tasks []string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if ids, waiting := cl.WaitingOn(); waiting && hasProcess("611.5") {
+			tasks = ids
+			break
+		}
+		if time.Now().After(deadline) {
+			ids, w := cl.WaitingOn()
+			t.Logf("waiting %v %v process %v err %v", ids, w, hasProcess("611.5"), cl.Err())
+			for _, r := range srv.Requests() {
+				t.Logf("request subagent=%v last=%q", r.Subagent, r.LastUserText())
+			}
+			t.Fatal("never waiting on the agent in its Bash")
+		}
+	}
+	// What the agent says meanwhile starts no turn.
+	time.Sleep(time.Second)
+	if ids, waiting := cl.WaitingOn(); !waiting || !slices.Equal(ids, tasks) || len(tasks) != 1 {
+		t.Fatalf("waiting on %v, then %v (%v): want the one agent", tasks, ids, waiting)
+	}
+	if err := cl.Send(ctx, "SCENARIO:words"); err != nil {
+		t.Fatalf("a prompt between turns: %v", err)
+	}
+	if _, waiting := cl.WaitingOn(); waiting {
+		t.Error("waiting between turns after a prompt was sent")
+	}
+	if err := cl.StopTask(ctx, tasks[0]); err != nil {
+		t.Fatalf("stop_task: %v", err)
+	}
+	untilResult("the words' turn")
+	heard := false
+	for _, r := range srv.Requests() {
+		heard = heard || (!r.Subagent && r.HasText("SCENARIO:words"))
+	}
+	if !heard {
+		t.Error("the words never reached the model")
+	}
+	// Nothing runs: the input closes and the session ends.
+	for range msgs {
+	}
+	for deadline := time.Now().Add(30 * time.Second); hasProcess("611.5"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stopped agent's Bash still runs")
+		}
+	}
+}
+
+// slowly is r two seconds late: a subagent's call comes after its
+// launcher's turn ended.
+func slowly(r claudetest.Reply) claudetest.Reply {
+	r.Fault = &claudetest.Fault{Delay: 2 * time.Second}
+	return r
+}
+
+// hasProcess reports a process whose command line holds s.
+func hasProcess(s string) bool {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "cmdline")); err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
+			return true
+		}
+	}
+	return false
 }
