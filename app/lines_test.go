@@ -48,7 +48,7 @@ func TestOneRendererKeepsTheRunningTotalAndClock(t *testing.T) {
 	r.Event(event.New(event.Result, "success", map[string]any{"cost_usd": 0.44, "num_turns": 2}))
 	r.Event(event.New(event.Text, "subagent prose", map[string]any{"subagent": true}))
 	out := b.String()
-	for _, want := range []string{"  working\n", "  * Bash go test ./...", "  + 完成 3 轮 · $0.5000 · 用时 1:05", "  - 上下文 36.8K tokens · 累计 $0.5000 · 1:05", "  - 上下文 36.8K tokens · 累计 $0.9400 · 1:05"} {
+	for _, want := range []string{"  working\n", "  * Bash go test ./...", "  + 完成,3 个回合 · $0.5000 · 用时 1:05", "  - 上下文 36.8K tokens · 累计 $0.5000 · 1:05", "  - 上下文 36.8K tokens · 累计 $0.9400 · 1:05"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("screen lacks %q:\n%s", want, out)
 		}

@@ -28,7 +28,7 @@ var multiLineBash = "echo marker-one\necho marker-two\necho " + strings.Repeat("
 // TestTheSmallTextsOfAStepUnderAPty: a step whose model runs a multi-line
 // Bash script shows the script indented under its bullet and cut at the
 // width, and its closing line says "Done, 2 turns"; a step of one turn
-// says "Done, 1 turn" (Chinese: 完成 N 轮).
+// says "Done, 1 turn" (Chinese: 完成,N 个回合: 轮 is a round of the goal guard).
 func TestTheSmallTextsOfAStepUnderAPty(t *testing.T) {
 	t.Parallel()
 	for _, c := range smallTextCases {
@@ -68,7 +68,7 @@ func TestTheSmallTextsOfAStepUnderAPty(t *testing.T) {
 			if !strings.HasPrefix(long, strings.Repeat(" ", indent)+"echo long-") || !strings.HasSuffix(long, "...") || len(long) > int(c.cols) {
 				t.Errorf("the long line is not cut at %d columns with an ellipsis: %q", c.cols, long)
 			}
-			if want := map[string]string{"en": "+ Done, 2 turns", "zh": "+ 完成 2 轮"}[c.lang]; !strings.Contains(p.screen(), want) {
+			if want := map[string]string{"en": "+ Done, 2 turns", "zh": "+ 完成,2 个回合"}[c.lang]; !strings.Contains(p.screen(), want) {
 				t.Errorf("the screen lacks %q:\n%s", want, p.screen())
 			}
 
@@ -76,7 +76,7 @@ func TestTheSmallTextsOfAStepUnderAPty(t *testing.T) {
 			if code := p.wait(t); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
-			if want := map[string]string{"en": "+ Done, 1 turn ·", "zh": "+ 完成 1 轮 ·"}[c.lang]; !strings.Contains(p.screen(), want) {
+			if want := map[string]string{"en": "+ Done, 1 turn ·", "zh": "+ 完成,1 个回合 ·"}[c.lang]; !strings.Contains(p.screen(), want) {
 				t.Errorf("the screen lacks %q:\n%s", want, p.screen())
 			}
 		})
