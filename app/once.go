@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/flowerrun/flower/claude"
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -133,11 +134,14 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 		status.Show(sctx, ui.Screen)
 	}()
 	trace := startTracing(ctx, ui, rt)
-	status.Event(event.New(event.Step, spec.Name, nil))
+	// The manifest's step is "ad-hoc" in every language (a key); the
+	// screen says it in the person's.
+	shownName := ui.T("onceStep")
+	status.Event(event.New(event.Step, shownName, nil))
 	trace.Event(event.New(event.Step, spec.Name, nil))
 	res, err := rt.Run(ctx, spec, o.prompt, flower.RunOptions{Resume: o.resume, Fork: o.fork, OnEvent: func(e event.Event) {
 		trace.Event(e)
-		status.Event(e)
+		status.Event(withoutRole(e))
 		r.Event(e)
 	}})
 	stop()
@@ -147,7 +151,7 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	case errors.Is(context.Cause(ctx), errQuit):
 		end.Outcome = OutcomeStopped
 	case err != nil:
-		end.Outcome, end.Step, end.Reason = OutcomeFailed, res.Step, firstLine(cmp.Or(res.Error, err.Error()))
+		end.Outcome, end.Step, end.Reason = OutcomeFailed, shownName, firstLine(cmp.Or(res.Error, err.Error()))
 	}
 	end.TokensIn, end.TokensOut = rt.TotalTokens()
 	end.changes = started.since(context.WithoutCancel(ctx), ws)
@@ -156,11 +160,22 @@ func (m *Command) runOnce(ctx context.Context, args []string) error {
 	if err != nil {
 		var se *flower.StepError
 		if errors.As(err, &se) {
-			return fmt.Errorf("%s: %s\nmanifest: %s", fmt.Sprintf(ui.T("aborted"), res.Step), res.Error, rt.ManifestPath())
+			return fmt.Errorf("%s: %s\nmanifest: %s", fmt.Sprintf(ui.T("aborted"), shownName), res.Error, rt.ManifestPath())
 		}
 		return err
 	}
 	return nil
+}
+
+// withoutRole is e without the role its session's init names: the
+// ad-hoc agent is the step, which the status line already names in the
+// person's language.
+func withoutRole(e event.Event) event.Event {
+	if e.Kind == event.System && e.Text == "init" && e.Payload != nil {
+		e.Payload = maps.Clone(e.Payload)
+		delete(e.Payload, "role")
+	}
+	return e
 }
 
 func splitList(s string) []string {

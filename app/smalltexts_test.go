@@ -71,6 +71,14 @@ func TestTheSmallTextsOfAStepUnderAPty(t *testing.T) {
 			if want := map[string]string{"en": "+ Done, 2 turns", "zh": "+ 完成,2 个回合"}[c.lang]; !strings.Contains(p.screen(), want) {
 				t.Errorf("the screen lacks %q:\n%s", want, p.screen())
 			}
+			// The status line names the step in the person's language
+			// (Chinese showed the manifest's key, ad-hoc).
+			if want := map[string]string{"en": "- ad-hoc · ", "zh": "- 临时一步 · "}[c.lang]; !strings.Contains(p.screen(), want) {
+				t.Errorf("the status line lacks %q:\n%s", want, p.screen())
+			}
+			if c.lang == "zh" && strings.Contains(p.screen(), "ad-hoc") {
+				t.Errorf("the Chinese screen says ad-hoc:\n%s", p.screen())
+			}
 
 			p = startPTYSize(t, flowerBin, env, size, "-w", ws, "once", "say hello")
 			if code := p.wait(t); code != 0 {

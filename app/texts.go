@@ -133,6 +133,7 @@ var texts = map[string][2]string{
 	"workContext":               {"干活上下文 %s", "work context %s"},
 	"stepResumed":               {"  <- 接上次 · 第 %d 次唤醒", "  <- resumed · wake #%d"},
 	"aborted":                   {"在步骤 '%s' 中止", "stopped at step '%s'"},
+	"onceStep":                  {"临时一步", "ad-hoc"},
 	"databaseOpen":              {"运行状态在数据库里:运行 %s,%s(任何一台机器都能接着跑)", "run state in the database: run %s at %s (any machine can continue it)"},
 	"databaseBusy":              {"运行 %s 正在 %s(进程 %d)上跑,从 %s 开始;等它结束,或到那台机器上停下它", "run %s is busy on %s (pid %d) since %s; wait for it to end, or stop it there"},
 	"databaseBusyFree":          {"最后一次听到它是 %s 前;要是那台机器已经没了,这个运行在 %s 后空出来", "last heard from %s ago; if that machine is gone, the run is free in %s"},
