@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/creack/pty"
 	"github.com/flowerrun/flower"
@@ -178,5 +179,41 @@ func TestQuestionLinesShowMarkdownAsWords(t *testing.T) {
 	}
 	if got := markdownAsText("## Heading"); got != "Heading" {
 		t.Errorf("a heading reads %q", got)
+	}
+}
+
+// TestOnceRedrawsOneStatusLine: while flower once waits for the model, its
+// status line is one row that ticks in place; at the end no status row is
+// left on the screen. Rendered as a terminal of that width would show it.
+func TestOnceRedrawsOneStatusLine(t *testing.T) {
+	t.Parallel()
+	for _, c := range smallTextCases {
+		t.Run(fmt.Sprintf("%s-%d", c.lang, c.cols), func(t *testing.T) {
+			t.Parallel()
+			srv := claudetest.NewServer(t, func(ctx context.Context, r *claudetest.Request) claudetest.Reply {
+				if r.MaxTokens == 16 {
+					return claudetest.Say("hi")
+				}
+				// Slow enough for the status line to tick three times.
+				return claudetest.Reply{Blocks: claudetest.Say("the slow answer").Blocks, Fault: &claudetest.Fault{Delay: 3500 * time.Millisecond}}
+			})
+			env := binEnv(t, srv, "LANG="+map[string]string{"en": "en_US.UTF-8", "zh": "zh_CN.UTF-8"}[c.lang])
+			p := startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 30, Cols: c.cols}, "-w", shortTempDir(t), "once", "answer slowly")
+			step := map[string]string{"en": "ad-hoc", "zh": "临时一步"}[c.lang]
+			waitFor(t, "the status line to tick", func() bool { return strings.Contains(p.screen(), "- "+step+" · 0:02") })
+			if row, n := statusRow(screentest.Render(p.screen(), int(c.cols), 30), step); n != 1 {
+				t.Errorf("%d status rows on the screen, want 1 (last %q):\n%s", n, row, strings.Join(screentest.Render(p.screen(), int(c.cols), 30), "\n"))
+			}
+			if code := p.wait(t); code != 0 {
+				t.Fatalf("exit %d:\n%s", code, p.screen())
+			}
+			end := screentest.Render(p.screen(), int(c.cols), 30)
+			if _, n := statusRow(end, step); n != 0 {
+				t.Errorf("a status row is left on the screen:\n%s", strings.Join(end, "\n"))
+			}
+			if !strings.Contains(strings.Join(end, "\n"), "the slow answer") {
+				t.Errorf("the answer is not on the screen:\n%s", strings.Join(end, "\n"))
+			}
+		})
 	}
 }
