@@ -23,6 +23,10 @@ type Renderer struct {
 	mu    sync.Mutex
 	total float64
 	ctx   int
+	// shown are the questions whose asking is on the screen: one settled
+	// at once (the input piped, an answer from flower reply) says its
+	// question with its settlement.
+	shown map[string]bool
 	// cutting: flower interrupted the round and its resume has not
 	// begun. A failed tool call then is one the interrupt cut, and the
 	// CLI words it as a refusal to the model ("The user doesn't want to
@@ -279,18 +283,17 @@ func (r *Renderer) ask(e event.Event) {
 		}
 		return
 	}
-	switch human.State(e.Str("state")) {
+	state := human.State(e.Str("state"))
+	if state != human.Asked && !r.shown[e.Str("id")] && strings.TrimSpace(e.Text) != "" {
+		s.Block(screen.Yellow, askLines(e)...)
+	}
+	if r.shown == nil {
+		r.shown = map[string]bool{}
+	}
+	r.shown[e.Str("id")] = true
+	switch state {
 	case human.Asked:
-		lines := questionLines(e.Text)
-		if opts, ok := e.Payload["options"].([]any); ok {
-			for i, o := range opts {
-				lines = append(lines, fmt.Sprintf("     %d) %v", i+1, o))
-			}
-		} else if opts, ok := e.Payload["options"].([]string); ok {
-			for i, o := range opts {
-				lines = append(lines, fmt.Sprintf("     %d) %s", i+1, o))
-			}
-		}
+		lines := askLines(e)
 		if _, ok := e.Payload["remaining"]; ok && e.Int("remaining") >= 0 {
 			lines = append(lines, "     "+fmt.Sprintf(t("remaining"), e.Int("remaining")))
 		}
@@ -304,6 +307,21 @@ func (r *Renderer) ask(e event.Event) {
 	case human.Declined:
 		s.Line(screen.Dim, "  "+t("skipped"))
 	}
+}
+
+// askLines are an ask event's question and its numbered options.
+func askLines(e event.Event) []string {
+	lines := questionLines(e.Text)
+	if opts, ok := e.Payload["options"].([]any); ok {
+		for i, o := range opts {
+			lines = append(lines, fmt.Sprintf("     %d) %v", i+1, o))
+		}
+	} else if opts, ok := e.Payload["options"].([]string); ok {
+		for i, o := range opts {
+			lines = append(lines, fmt.Sprintf("     %d) %s", i+1, o))
+		}
+	}
+	return lines
 }
 
 // questionLines are a question's screen lines: "? " and its first line,

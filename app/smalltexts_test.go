@@ -13,6 +13,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude/claudetest"
+	"github.com/flowerrun/flower/internal/demo"
 	"github.com/flowerrun/flower/internal/screen/screentest"
 )
 
@@ -213,6 +214,33 @@ func TestOnceRedrawsOneStatusLine(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(end, "\n"), "the slow answer") {
 				t.Errorf("the answer is not on the screen:\n%s", strings.Join(end, "\n"))
+			}
+		})
+	}
+}
+
+// TestAPipedRunSaysTheQuestionItSettled: with the input piped nobody can
+// answer, and the question is settled at once; the output said "no
+// answer" to a question it never printed.
+func TestAPipedRunSaysTheQuestionItSettled(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []string{"en", "zh"} {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			ws := gitStarterWorkspace(t)
+			texts := demo.TextsFor(flower.Lang(lang))
+			out, code := pipedStarter(t, ws, lang, demoHandler(ws, lang, nil, nil), "--clarify-only", texts.Ask)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, out)
+			}
+			question, settled := strings.Index(out, "? "+texts.Question), strings.Index(out, tr(lang, "noAnswer"))
+			if question < 0 || settled < 0 || question > settled {
+				t.Errorf("want the question %q, then %q:\n%s", texts.Question, tr(lang, "noAnswer"), out)
+			}
+			for i, o := range texts.Options {
+				if !strings.Contains(out, fmt.Sprintf("%d) %s", i+1, o)) {
+					t.Errorf("the question's option %q is not shown:\n%s", o, out)
+				}
 			}
 		})
 	}
