@@ -45,8 +45,8 @@ const globalFlags = `Global flags (before or after the command):
                         on for go, off for run and once); --no-trim: off
   --lang en|zh          flower's language (default: the run directory's, else
                         the locale's: LC_ALL, LC_MESSAGES, LANG; zh* is Chinese)
-  --yes                 install the pinned Claude Code CLI with npm without
-                        asking
+  --yes                 install the pinned Claude Code CLI with npm, and send a
+                        request over 20 KB, without asking
 
 The Claude Code CLI: FLOWER_CLAUDE=/path/to/claude, else flower's pinned copy in
 ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/<version>, else claude on PATH (a
@@ -68,7 +68,8 @@ const globalFlagsZh = `全局参数(写在命令前后都行):
                         --no-trim 关掉
   --lang en|zh          flower 说哪种语言(默认:运行目录记下的,否则看 locale:
                         LC_ALL、LC_MESSAGES、LANG;zh* 是中文)
-  --yes                 不问就用 npm 装 flower 固定版本的 Claude Code CLI
+  --yes                 不问就用 npm 装 flower 固定版本的 Claude Code CLI,
+                        不问就发出超过 20 KB 的请求
 
 Claude Code CLI 从这里找:FLOWER_CLAUDE=/path/to/claude,否则 flower 在
 ${XDG_CACHE_HOME:-~/.cache}/flower/claude-cli/<version> 的固定版本,否则 PATH 上的

@@ -96,6 +96,14 @@ func (m *Command) runSubmit(ctx context.Context, args []string) error {
 	if netHosts, err = team.ParseNetHosts(netHosts); err != nil {
 		return usageErrorf("%v", err)
 	}
+	// Asked here, where a person submits it: the worker that runs it
+	// later has nobody to ask.
+	ui := m.newUI(lang)
+	err = checkRequest(ctx, ui, g.yes, request)
+	ui.Screen.Close()
+	if err != nil {
+		return err
+	}
 	url, err := m.teamDB(db, "submit", lang)
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -346,5 +348,58 @@ func TestTeamHelpNamesTheCommandsAndFlags(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A request over 20 KB is asked about where a person submits it (the
+// worker that runs it has nobody to ask): on a terminal a question whose
+// no queues nothing, from a script a usage error naming --yes, with which
+// it is queued.
+func TestASubmittedLongRequestIsAskedAboutFirst(t *testing.T) {
+	t.Parallel()
+	for i, l := range locales {
+		cols := []uint16{80, 160}[i]
+		t.Run(fmt.Sprintf("%s/%d", l.name, cols), func(t *testing.T) {
+			t.Parallel()
+			t1 := func(k string) string { return texts[k][map[bool]int{false: 0, true: 1}[l.english]] }
+			db := pgtest.Database(t)
+			repo := clones(t, 1)[0]
+			env := hermeticEnv(t, l.locale, "FLOWER_DATABASE_URL="+db)
+			long := "tidy the docs\n\n" + strings.Repeat("lorem ipsum dolor sit amet 0123456789\n", 800) // ~30 KB
+			cmd := exec.Command(flowerBin, "submit", "--repo", repo, long)
+			cmd.Env, cmd.Dir = env, t.TempDir()
+			out, _ := cmd.CombinedOutput()
+			if want := fmt.Sprintf(t1("requestLargeNoTTY"), "30 KB"); cmd.ProcessState.ExitCode() != ExitUsage || !strings.Contains(flat(string(out)), flat(want)) {
+				t.Errorf("from a script: exit %d, want %d and %q:\n%s", cmd.ProcessState.ExitCode(), ExitUsage, want, out)
+			}
+			p := startPTYCols(t, cols, env, "submit", "--repo", repo, long)
+			p.expectFlat(t, strings.SplitN(fmt.Sprintf(t1("requestLargeAsk"), "30 KB"), "[", 2)[0])
+			io.WriteString(p.tty, "n\r")
+			if code := p.wait(t); code != ExitFailure {
+				t.Fatalf("no: exit %d, want %d:\n%s", code, ExitFailure, p.screen())
+			}
+			if !strings.Contains(flat(p.screen()), flat(t1("requestNotSent"))) {
+				t.Errorf("the screen does not say it was not sent:\n%s", p.screen())
+			}
+			checkLanguage(t, l.english, p.screen())
+			tm, err := team.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tm.Close()
+			if runs, err := tm.Runs(context.Background(), team.RunFilter{}); err != nil || len(runs) != 0 {
+				t.Fatalf("the queue holds %d runs (%v) before anyone said to send", len(runs), err)
+			}
+			// --yes queues it whole.
+			cmd = exec.Command(flowerBin, "submit", "--yes", "--repo", repo, long)
+			cmd.Env, cmd.Dir = env, t.TempDir()
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("--yes: %v\n%s", err, out)
+			}
+			runs, err := tm.Runs(context.Background(), team.RunFilter{})
+			if err != nil || len(runs) != 1 || runs[0].Request != strings.TrimSpace(long) {
+				t.Fatalf("after --yes the queue holds %d runs (%v), want the whole request", len(runs), err)
+			}
+		})
 	}
 }
