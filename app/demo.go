@@ -46,6 +46,10 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 		if g.workspace, err = os.MkdirTemp("", "flower-demo-"); err != nil {
 			return fmt.Errorf("flower demo: a folder for the demo: %w; give one with -w DIR", err)
 		}
+		// A git work tree of its own, as a person's repository is: the
+		// judge gets its change report and the ending lists the files the
+		// demo wrote. Without git the ending says it has none, as anywhere.
+		_, _ = git(ctx, g.workspace, "init", "-q")
 	}
 	pause, err := demoPause(m.getenv("FLOWER_DEMO_PAUSE"))
 	if err != nil {

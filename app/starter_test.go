@@ -415,26 +415,38 @@ func TestDemoRunsEveryStageWithoutCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	inside := t.TempDir()
-	// Off a terminal the simulated human answers, after its pause.
-	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "XDG_CACHE_HOME="+cache, "FLOWER_DEMO_PAUSE=1s")
-	ws := t.TempDir()
+	// Off a terminal the simulated human answers, after its pause. With
+	// no -w the demo makes a folder of its own in TMPDIR.
+	tmp := t.TempDir()
+	env := append(claudetest.BaseEnv(), "HOME="+t.TempDir(), "XDG_CACHE_HOME="+cache, "FLOWER_DEMO_PAUSE=1s", "TMPDIR="+tmp)
 	// A hang guard: on CI's loaded machine the demo took 161 s (ci7) and
 	// more than 180 s (ci9) for what takes 40 s alone.
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, flowerBin, "demo", "--lang", "en", "-w", ws)
+	cmd := exec.CommandContext(ctx, flowerBin, "demo", "--lang", "en")
 	cmd.Env, cmd.Dir = env, inside
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("flower demo: %v\n%s", err, out)
 	}
+	made, _ := filepath.Glob(filepath.Join(tmp, "flower-demo-*"))
+	if len(made) != 1 {
+		t.Fatalf("the demo's own folder: %v\n%s", made, out)
+	}
+	ws := made[0]
 	texts := demo.TextsFor("en")
+	// The folder the demo made is a git work tree: the ending lists the
+	// file it wrote (it said the folder was not a git work tree).
 	for _, want := range []string{"the model is simulated", texts.Question, "the simulated human answered hello", "== clarify ",
 		"== goal ", "== work ", "> dispatch coder", texts.Round1, "not yet", texts.Round2, "achieved", "## Hand-over",
-		"- report: flower report ", "Demo over", "- protection: glances in a bubblewrap sandbox"} {
+		"- report: flower report ", "Demo over", "- protection: glances in a bubblewrap sandbox",
+		"1 new files (untracked):\n     " + texts.File} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(string(out), "not a git work tree") {
+		t.Errorf("the ending says the demo's own folder is not a git work tree:\n%s", out)
 	}
 	if strings.Contains(string(out), "Standard input is not a terminal") {
 		t.Errorf("the demo warns that nobody answers:\n%s", out)
