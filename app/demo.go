@@ -21,6 +21,10 @@ import (
 // credentials are read or needed and nothing leaves the machine; the
 // simulated human answers the question unless you do first. Its model
 // follows what a person tries (demo.Handler).
+// demoHome is the simulated model's HOME in the demo's run directory:
+// its being there marks the folder as a demo's (isDemo).
+const demoHome = "demo-home"
+
 func (m *Command) runDemo(ctx context.Context, args []string) error {
 	var g globals
 	fs := newFlagSet("demo")
@@ -72,7 +76,7 @@ func (m *Command) runDemo(ctx context.Context, args []string) error {
 	// Usage as a bill shows it, the prompt cache priced: the demo's costs,
 	// context and report read like a real run's.
 	srv.PriceWith(fakeapi.NewPromptCache(nil))
-	home := filepath.Join(cfg.RunDir, "demo-home")
+	home := filepath.Join(cfg.RunDir, demoHome)
 	tmp := filepath.Join(home, "tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("flower demo: %w; give a writable folder with -w DIR", err)

@@ -127,9 +127,13 @@ const demoLimit = 4 * time.Minute
 
 func demoRun(t *testing.T, tag string, cols uint16, home string, args ...string) *ptyRun {
 	t.Helper()
+	return startPTYSize(t, flowerBin, demoEnv(t, tag, home), &pty.Winsize{Rows: 40, Cols: cols}, append([]string{"demo", "--lang", tag}, args...)...)
+}
+
+// demoEnv is the environment of demoRun: no credentials anywhere.
+func demoEnv(t *testing.T, tag, home string) []string {
 	locale := map[string]string{"en": "en_US.UTF-8", "zh": "zh_CN.UTF-8"}[tag]
-	env := append(claudetest.BaseEnv(), "HOME="+home, "LANG="+locale, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "FLOWER_DEMO_PAUSE=10m")
-	return startPTYSize(t, flowerBin, env, &pty.Winsize{Rows: 40, Cols: cols}, append([]string{"demo", "--lang", tag}, args...)...)
+	return append(claudetest.BaseEnv(), "HOME="+home, "LANG="+locale, "FLOWER_CLAUDE="+claudetest.CLIPath(t), "FLOWER_DEMO_PAUSE=10m")
 }
 
 // demoWords are one language's words of the pty tests.
@@ -200,8 +204,8 @@ func TestDemoTakesTheTypedAnswerASideQuestionAndCtrlCWithWords(t *testing.T) {
 
 // TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten: Ctrl-C twice while
 // the coder works quits (130) saying how to continue the demo; that
-// command wakes it, the coder runs again and the judge, reading the file,
-// says achieved.
+// command (or bare flower in the folder, which offers it) wakes it, the
+// coder runs again and the judge, reading the file, says achieved.
 func TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -224,7 +228,15 @@ func TestDemoCtrlCTwiceThenAWakeEndsWithTheFileWritten(t *testing.T) {
 			if s := p.screen(); !strings.Contains(s, "flower demo -w "+ws) || strings.Contains(s, "fake:") {
 				t.Errorf("the quit does not say how to continue the demo:\n%s", s)
 			}
-			p = demoRun(t, tc.tag, tc.cols, home, "-w", ws)
+			if tc.tag == "en" {
+				p = demoRun(t, tc.tag, tc.cols, home, "-w", ws)
+			} else {
+				// Bare flower in the demo's folder offers to continue the
+				// demo (it went to credential setup, then a real model).
+				p = startPTYSize(t, flowerBin, demoEnv(t, tc.tag, home), &pty.Winsize{Rows: 40, Cols: tc.cols}, "-w", ws)
+				p.expectFlat(t, strings.SplitN(tr(tc.tag, "demoContinueAsk"), "[", 2)[0])
+				io.WriteString(p.tty, "\r")
+			}
 			if code := p.exitWithin(t, 5*time.Minute); code != 0 {
 				t.Fatalf("the wake: exit %d:\n%s", code, p.screen())
 			}

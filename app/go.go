@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -66,6 +68,16 @@ func (m *Command) runGo(ctx context.Context, args []string) (err error) {
 	}
 	if err := makeWorkspace(cfg.Workspace, create); err != nil {
 		return err
+	}
+	if cfg.Request == "" && !own && ui.Interactive && isDemo(cfg.RunDir) {
+		// A stopped demo's folder: bare flower would set up credentials
+		// and wake the demo's run against a real model.
+		if yes, err := ui.askYesNo(ctx, ui.T("demoContinueAsk"), true); err != nil {
+			return err
+		} else if yes {
+			ui.Screen.Close()
+			return m.dispatch(ctx, []string{"demo", "-w", cfg.Workspace, "--lang", string(cfg.Lang)})
+		}
 	}
 	if err := m.ensureCredentials(ctx, ui); err != nil {
 		return err
@@ -205,4 +217,11 @@ func replaceArg(args []string, old, new string) []string {
 		}
 	}
 	return out
+}
+
+// isDemo reports a run directory flower demo ran in: it keeps the
+// simulated model's home there.
+func isDemo(runDir string) bool {
+	fi, err := os.Stat(filepath.Join(runDir, demoHome))
+	return err == nil && fi.IsDir()
 }
