@@ -591,6 +591,16 @@ func (rt *Runtime) Interrupt(words string) bool {
 	return true
 }
 
+// Interruptible reports whether Interrupt would cut a running step now:
+// false between steps and while an Aside step (a judge, the hand-over)
+// runs, when the words wait for the next step. A front end says so before
+// the person types them.
+func (rt *Runtime) Interruptible() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.running && !rt.aside
+}
+
 func (rt *Runtime) takeWords() string {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowerrun/flower/event"
@@ -38,6 +39,11 @@ type Console struct {
 	ch        *human.Channel
 	oracle    func(question string)
 	interrupt func(words string)
+	// interruptible reports whether an interrupt would cut a step now
+	// (nil: always); waitSaid is set when the Ctrl-C said it would not,
+	// so that the words' receipt does not say it again.
+	interruptible func() bool
+	waitSaid      atomic.Bool
 
 	mu           sync.Mutex
 	closed       bool // the input ended
@@ -55,6 +61,14 @@ type Console struct {
 func NewConsole(ui *UI, ch *human.Channel, oracle func(string), interrupt func(string)) *Console {
 	return &Console{ui: ui, ch: ch, oracle: oracle, interrupt: interrupt}
 }
+
+// SayBeforeInterrupting makes a Ctrl-C say at once when interruptible
+// reports that nothing would be cut.
+func (c *Console) SayBeforeInterrupting(interruptible func() bool) { c.interruptible = interruptible }
+
+// toldWaiting reports, once, that the last Ctrl-C said its words would
+// wait for the next working step.
+func (c *Console) toldWaiting() bool { return c.waitSaid.Swap(false) }
 
 // Event follows the channel's questions: the prompt says whether a line
 // answers, and once the input has ended a new question is settled at once.
@@ -112,6 +126,12 @@ func (c *Console) Interrupted() {
 		if n := len(pending) - 1; n > 0 {
 			lines = append(lines, fmt.Sprintf(c.ui.T("stillPending"), n))
 		}
+	} else if c.interruptible != nil && !c.interruptible() {
+		// A judge or the hand-over runs: nothing would be cut, and the
+		// words wait for the next working step. Said now, not after the
+		// person typed them believing the round would stop.
+		c.waitSaid.Store(true)
+		lines = []string{c.ui.T("interruptWait"), c.ui.T("interruptAskLater")}
 	} else {
 		// Nothing is interrupted yet: the round stops when the words
 		// are given (Enter), and the runtime's own line says when it
@@ -203,6 +223,7 @@ func (c *Console) Route(line string) {
 				c.interrupt(text)
 			}
 		}
+		c.waitSaid.Store(false) // said of this Ctrl-C only
 		c.ui.heldQuestion.Store(false)
 		// The words are given: the next Ctrl-C is a first one again.
 		c.ui.hooks.rearm()

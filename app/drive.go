@@ -183,7 +183,9 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 			r.Interrupting(true)
 			if !rt.Interrupt(words) {
 				r.Interrupting(false)
-				ui.Screen.Line(screen.Yellow, ui.T("interruptWait"))
+				if !console.toldWaiting() {
+					ui.Screen.Line(screen.Yellow, ui.T("interruptWait"))
+				}
 				if words != "" {
 					ui.Screen.Line(screen.Dim, fmt.Sprintf(ui.T("interruptKept"), clipRunes(words, 120)))
 				}
@@ -192,6 +194,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 				delivered = append(delivered, kept.Name)
 			}
 		})
+		console.SayBeforeInterrupting(rt.Interruptible)
 		if ui.Interactive {
 			ui.OnInterrupt(console.Interrupted)
 			defer ui.OnInterrupt(nil)

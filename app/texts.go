@@ -118,6 +118,7 @@ var texts = map[string][2]string{
 	"inputClosed":               {"输入已关闭", "the input is closed"},
 	"inputClosedNote":           {"! 输入已关闭:现在和以后的提问都立刻交给它自己判断", "! The input is closed: this and every later question is settled at once, and it judges for itself"},
 	"noOracle":                  {"(这次运行没有旁路问答)", "(no side questions in this run)"},
+	"interruptAskLater":         {"  要说什么?(直接回车 = 不说;再按一次 Ctrl+C = 退出)", "  What do you want to say? (Enter = nothing; Ctrl+C again = quit)"},
 	"interruptAsk":              {"  要说什么?(直接回车 = 不说话,打断后立刻接着跑;再按一次 Ctrl+C = 退出)", "  What do you want to say? (Enter = no words: it resumes at once; Ctrl+C again = quit)"},
 	"done":                      {"+ 完成,%d 个回合 · %s · 用时 %s", "+ Done, %d turns · %s · %s"},
 	"done1":                     {"+ 完成,1 个回合 · %s · 用时 %s", "+ Done, 1 turn · %s · %s"},

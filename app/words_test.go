@@ -309,11 +309,19 @@ func TestCtrlCSaysWhatHappensWhenItHappens(t *testing.T) {
 				return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(judgeMarkerFor(c.lang)) })
 			})
 			p.cmd.Process.Signal(os.Interrupt)
-			// The second Ctrl-C's line, not the prompt already on screen:
-			// words typed before it would be mail.
-			waitFor(t, "the second Ctrl-C's line", func() bool { return strings.Count(p.screen(), interrupting) == 2 })
+			// During the judge the second Ctrl-C says at once that nothing
+			// can be interrupted (it promised the round would be, then
+			// said it could not after Enter). Its line, not the prompt
+			// already on screen: words typed before it would be mail.
+			waitFor(t, "the second Ctrl-C's line", func() bool { return strings.Contains(p.screen(), resumed[1]) })
 			io.WriteString(p.tty, words+"\r")
-			p.expect(t, resumed[1])
+			p.expectFlat(t, fmt.Sprintf(text(flower.Lang(c.lang), "interruptKept"), words))
+			if n := strings.Count(p.screen(), interrupting); n != 1 {
+				t.Errorf("the round was promised to be interrupted %d times, want once (the first Ctrl-C):\n%s", n, p.screen())
+			}
+			if n := strings.Count(p.screen(), resumed[1]); n != 1 {
+				t.Errorf("%q said %d times, want once:\n%s", resumed[1], n, p.screen())
+			}
 			close(judging.open)
 			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
