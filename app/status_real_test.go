@@ -174,7 +174,7 @@ func TestAPipedRunThatStallsPrintsAHeartbeat(t *testing.T) {
 			}
 			want := map[string][]string{
 				"en": {"- ad-hoc · ", "now: waiting for the model (", "(still running)", "late but here", "== How it ended"},
-				"zh": {"- ad-hoc · ", "正在:等模型回复 (", "(还在跑)", "late but here", "== 结果"},
+				"zh": {"- 临时一步 · ", "正在:等模型回复 (", "(还在跑)", "late but here", "== 结果"},
 			}[lang]
 			for _, w := range want {
 				if !strings.Contains(string(out), w) {
