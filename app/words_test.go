@@ -434,9 +434,10 @@ func TestWordsGivenDuringTheLastJudgeAreKeptAndSaidSo(t *testing.T) {
 			io.WriteString(p.tty, "1\r")
 			waitFor(t, "the second judge", func() bool { return hasRequest(srv, lastJudge) })
 			p.cmd.Process.Signal(os.Interrupt)
-			p.expect(t, map[string]string{"en": "! The round is interrupted when you press Enter", "zh": "! 按回车就打断这一轮"}[c.lang])
-			io.WriteString(p.tty, words+"\r")
+			// Said at the Ctrl-C, before the words are typed.
 			p.expect(t, map[string]string{"en": "Nothing can be interrupted now", "zh": "现在打断不了"}[c.lang])
+			io.WriteString(p.tty, words+"\r")
+			p.expectFlat(t, fmt.Sprintf(text(flower.Lang(c.lang), "interruptKept"), words))
 			close(judging.open)
 			if code := p.exitWithin(t, 4*time.Minute); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
