@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -132,18 +130,7 @@ func TestCtrlCWhileAWorkerRunsInTheBackgroundReachesTheModelAtOnce(t *testing.T)
 
 // processesWithArgs lists the processes whose command line holds args.
 func processesWithArgs(args string) []int {
-	var pids []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), args) {
-			var pid int
-			fmt.Sscan(filepath.Base(d), &pid)
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return processesWhose("cmdline", func(cmdline []byte) bool {
+		return strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), args)
+	})
 }

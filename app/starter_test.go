@@ -476,11 +476,18 @@ func envValue(env []string, k string) string {
 
 // processesWithEnv lists the processes whose environment holds kv.
 func processesWithEnv(kv string) []int {
+	return processesWhose("environ", func(env []byte) bool {
+		return bytes.Contains(append([]byte{0}, env...), []byte("\x00"+kv+"\x00"))
+	})
+}
+
+// processesWhose lists the processes whose /proc/PID/file satisfies ok.
+func processesWhose(file string, ok func([]byte) bool) []int {
 	var pids []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
-		env, err := os.ReadFile(filepath.Join(d, "environ"))
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00"+kv+"\x00")) {
+		data, err := os.ReadFile(filepath.Join(d, file))
+		if err != nil || !ok(data) {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
