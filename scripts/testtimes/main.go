@@ -157,6 +157,9 @@ func (t *table) read(r io.Reader, echo io.Writer) error {
 			if echo == nil {
 				continue
 			}
+			if e.Action == "fail" && e.Test != "" {
+				t.noteFailure(e.Package, e.Test, held[key])
+			}
 			if e.Action == "fail" || e.Test == "" {
 				for _, o := range held[key] {
 					if e.Test == "" && e.Action != "fail" && !isResultLine(o) {

@@ -92,6 +92,38 @@ func TestStreamPrintsWhatGoTestWouldAndKeepsTheJSON(t *testing.T) {
 	}
 }
 
+// A long log's tail is what a reader (CI's summary) sees: after the table,
+// each failed test is named again with the first line of each message,
+// and a parent whose subtest failed is not named for nothing.
+func TestTheStreamEndsWithWhyTestsFailed(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	sub := `{"Action":"run","Package":"m/b","Test":"TestParent"}
+{"Action":"run","Package":"m/b","Test":"TestParent/zh"}
+{"Action":"output","Package":"m/b","Test":"TestParent/zh","Output":"    p_test.go:21: never saw \"done\" in:\n"}
+{"Action":"output","Package":"m/b","Test":"TestParent/zh","Output":"        a screen line\n"}
+{"Action":"output","Package":"m/b","Test":"TestParent/zh","Output":"    p_test.go:30: ` + long + `\n"}
+{"Action":"fail","Package":"m/b","Test":"TestParent/zh","Elapsed":3}
+{"Action":"output","Package":"m/b","Test":"TestParent","Output":"--- FAIL: TestParent (0.00s)\n"}
+{"Action":"fail","Package":"m/b","Test":"TestParent","Elapsed":3}
+`
+	in := strings.Replace(events, `{"Action":"output","Package":"m/b","Output":"FAIL`, sub+`{"Action":"output","Package":"m/b","Output":"FAIL`, 1)
+	var out, errb bytes.Buffer
+	if code := run([]string{"-stream", "-n", "0"}, strings.NewReader(in), &out, &errb); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	got := out.String()
+	i := strings.Index(got, "all packages, one after another")
+	if i < 0 {
+		t.Fatalf("no table:\n%s", got)
+	}
+	want := "\nwhy tests failed (the first line of each message; each in full above):\n" +
+		"--- b TestBroken\n    b_test.go:9: the reason it broke\n" +
+		"--- b TestParent/zh\n    p_test.go:21: never saw \"done\" in:\n    p_test.go:30: " + long[:240-len("p_test.go:30: ")] + "…\n"
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("the stream's end is not the recap after the table:\n%s\nwant it to end with:\n%s", got[i:], want)
+	}
+}
+
 func TestAStreamCutShortNamesTheTestsThatNeverEnded(t *testing.T) {
 	cut := events[:strings.Index(events, `{"Action":"fail","Package":"m/b","Test":"TestBroken"`)]
 	var out, errb bytes.Buffer

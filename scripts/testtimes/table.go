@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -15,7 +16,25 @@ type table struct {
 	// unfinished are the tests that started and never ended (the stream
 	// was cut: a timeout, a killed go test).
 	unfinished []string
+	// why are the failed tests' messages, first lines only, in the order
+	// they failed: said again after the table, the last thing a reader
+	// of a long log's tail sees.
+	why []failure
 }
+
+// failure is a failed test and the first line of each of its messages.
+type failure struct {
+	pkg, test string
+	lines     []string
+}
+
+// maxWhy bounds the recap: tests named, and lines per test, each cut at
+// maxWhyWidth bytes.
+const (
+	maxWhy      = 10
+	maxWhyLines = 4
+	maxWhyWidth = 240
+)
 
 // maxUnfinished is how many of the tests that never ended are named.
 const maxUnfinished = 20
@@ -139,6 +158,43 @@ func (t *table) print(w io.Writer, top int) {
 			}
 			fmt.Fprintf(w, "  %s\n", n)
 		}
+	}
+	if len(t.why) > 0 {
+		fmt.Fprintf(w, "\nwhy tests failed (the first line of each message; each in full above):\n")
+		for i, f := range t.why {
+			if i == maxWhy {
+				fmt.Fprintf(w, "  and %d more failed tests\n", len(t.why)-i)
+				break
+			}
+			fmt.Fprintf(w, "--- %s %s\n", shortName(f.pkg, prefix), f.test)
+			for j, l := range f.lines {
+				if j == maxWhyLines {
+					fmt.Fprintf(w, "    and %d more messages\n", len(f.lines)-j)
+					break
+				}
+				if len(l) > maxWhyWidth {
+					l = strings.ToValidUTF8(l[:maxWhyWidth], "") + "…"
+				}
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
+	}
+}
+
+// messageLine matches the first line of a test's message as the testing
+// package prints it ("    name_test.go:12: text"), or a panic's.
+var messageLine = regexp.MustCompile(`^\s*(\S+_test\.go:\d+: .*|panic: .*)$`)
+
+// noteFailure keeps a failed test's messages from its output.
+func (t *table) noteFailure(pkg, test string, output []string) {
+	f := failure{pkg: pkg, test: test}
+	for _, o := range output {
+		if m := messageLine.FindStringSubmatch(strings.TrimRight(o, "\n")); m != nil {
+			f.lines = append(f.lines, m[1])
+		}
+	}
+	if len(f.lines) > 0 { // a parent whose subtests failed says nothing itself
+		t.why = append(t.why, f)
 	}
 }
 
