@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/flowerrun/flower/claude"
@@ -269,6 +270,12 @@ func ClassifyFailure(f Failure) ErrorKind {
 	}
 	var nf *claude.CLINotFoundError
 	if errors.As(f.Err, &nf) {
+		return ErrorFatal
+	}
+	// A CLI the system refuses to start (not a program for this machine,
+	// no right to run it) is refused again on every attempt.
+	var ce *claude.ConnectionError
+	if errors.As(f.Err, &ce) && (errors.Is(ce.Err, syscall.ENOEXEC) || errors.Is(ce.Err, syscall.EACCES)) {
 		return ErrorFatal
 	}
 	var stall *StallError

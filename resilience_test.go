@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,6 +167,9 @@ func TestClassifyFailureReadsTheStructuredFieldsFirst(t *testing.T) {
 		{"an allowed warning is not a usage limit", Failure{Result: res("success", "api_error", 429, "API Error: 429"), RateLimit: &claude.RateLimitInfo{Status: "allowed_warning"}}, ErrorTransient},
 		{"no CLI is fatal", Failure{Err: &claude.CLINotFoundError{Path: "/x/claude"}}, ErrorFatal},
 		{"a wrapped missing CLI is fatal", Failure{Err: fmt.Errorf("start: %w", &claude.CLINotFoundError{})}, ErrorFatal},
+		{"a CLI the system cannot start is fatal", Failure{Err: &claude.ConnectionError{Msg: "start /x/claude", Err: &os.PathError{Op: "fork/exec", Path: "/x/claude", Err: syscall.ENOEXEC}}}, ErrorFatal},
+		{"a CLI without the right to run is fatal", Failure{Err: &claude.ConnectionError{Msg: "start /x/claude", Err: &os.PathError{Op: "fork/exec", Path: "/x/claude", Err: syscall.EACCES}}}, ErrorFatal},
+		{"a machine out of processes is waited for", Failure{Err: &claude.ConnectionError{Msg: "start /x/claude", Err: &os.PathError{Op: "fork/exec", Path: "/x/claude", Err: syscall.EAGAIN}}}, ErrorTransient},
 		{"the result inside a ResultError is read", Failure{Err: &claude.ResultError{Result: res("error_max_turns", "max_turns", 0, "")}}, ErrorFatal},
 		{"an authentication API error is fatal", Failure{APIError: "authentication_failed", Text: "ECONNRESET"}, ErrorFatal},
 		{"a billing API error is fatal", Failure{APIError: "billing_error"}, ErrorFatal},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/claude"
@@ -42,13 +43,33 @@ func (m *Command) findCLI(ctx context.Context, ui *UI, yes bool) (string, error)
 		f, err = env.Install(ctx, func(s string) { ui.Screen.Line(screen.Dim, "- "+s) })
 	}
 	if err != nil {
-		return "", err
+		return "", unusableCLI(ui.Lang, err)
 	}
 	if f.Untested {
 		ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("cliUntested"), f.Path, f.Version,
 			claude.OldestTestedCLIVersion, claude.NewestTestedCLIVersion))
 	}
 	return f.Path, nil
+}
+
+// unusableCLI is err in lang's words when the CLI named is there and
+// cannot be used; other errors as they are.
+func unusableCLI(l flower.Lang, err error) error {
+	var bad *cliinstall.UnusableError
+	if !errors.As(err, &bad) {
+		return err
+	}
+	if bad.Err == nil {
+		return fmt.Errorf(text(l, "cliNotExec"), bad.Path)
+	}
+	why := bad.Err.Error()
+	if errors.Is(bad.Err, syscall.ENOEXEC) {
+		why = text(l, "cliNotProgram") + ": " + why
+	}
+	if bad.From == cliinstall.FromPATH {
+		return fmt.Errorf(text(l, "cliPathCannotRun"), bad.Path, why)
+	}
+	return fmt.Errorf(text(l, "cliEnvCannotRun"), bad.Path, why)
 }
 
 // isYes reads an answer to a yes/no question whose default is yes.
@@ -91,7 +112,7 @@ func (m *Command) runVersion(ctx context.Context, args []string) error {
 	case errors.As(err, &none):
 		out += fmt.Sprintf(text(l, "versionNoCLI"), none.Dir, cliinstall.Version) + "\n"
 	case err != nil:
-		out += fmt.Sprintf(text(l, "versionCLIError"), err) + "\n"
+		out += fmt.Sprintf(text(l, "versionCLIError"), unusableCLI(l, err)) + "\n"
 	default:
 		v := f.Version
 		if v == "" {

@@ -142,9 +142,13 @@ func binaryIn(dir string) (string, error) {
 func (e Env) Find(ctx context.Context) (Found, error) {
 	if p := e.get("FLOWER_CLAUDE"); p != "" {
 		if !executable(p) {
-			return Found{}, fmt.Errorf("FLOWER_CLAUDE=%s is not an executable file: point it at the claude binary, or unset it to use flower's own pinned copy", p)
+			return Found{}, &UnusableError{Path: p, From: FromEnv}
 		}
-		return e.versioned(ctx, Found{Path: p, From: FromEnv}), nil
+		f, err := e.versioned(ctx, Found{Path: p, From: FromEnv})
+		if err != nil {
+			return Found{}, &UnusableError{Path: p, From: FromEnv, Err: err}
+		}
+		return f, nil
 	}
 	dir, err := e.Dir()
 	if err != nil {
@@ -154,15 +158,49 @@ func (e Env) Find(ctx context.Context) (Found, error) {
 		return Found{Path: bin, From: FromCache, Version: Version}, nil
 	}
 	if p, ok := lookPath("claude", e.get("PATH")); ok {
-		return e.versioned(ctx, Found{Path: p, From: FromPATH}), nil
+		f, err := e.versioned(ctx, Found{Path: p, From: FromPATH})
+		if err != nil {
+			return Found{}, &UnusableError{Path: p, From: FromPATH, Err: err}
+		}
+		return f, nil
 	}
 	return Found{}, &NotFoundError{Dir: dir}
 }
 
-func (e Env) versioned(ctx context.Context, f Found) Found {
-	f.Version = versionOf(ctx, f.Path)
+// UnusableError says the CLI named by FLOWER_CLAUDE, or the claude on
+// PATH, is there but cannot be used.
+type UnusableError struct {
+	Path string
+	From string // FromEnv or FromPATH
+	// Err is the system's refusal to start it (exec format error:
+	// not a program for this machine); nil when it is not an executable
+	// file at all.
+	Err error
+}
+
+func (e *UnusableError) Error() string {
+	switch {
+	case e.From == FromPATH:
+		return fmt.Sprintf("the claude on PATH, %s, cannot be run (%v): reinstall it, or set FLOWER_CLAUDE=/path/to/claude", e.Path, e.Err)
+	case e.Err == nil:
+		return fmt.Sprintf("FLOWER_CLAUDE=%s is not an executable file: point it at the claude binary, or unset it to use flower's own pinned copy", e.Path)
+	}
+	return fmt.Sprintf("FLOWER_CLAUDE=%s cannot be run (%v): point it at the claude binary, or unset it to use flower's own pinned copy", e.Path, e.Err)
+}
+
+func (e *UnusableError) Unwrap() error { return e.Err }
+
+// versioned is f with the version its binary reports; the error says the
+// binary cannot be started at all, which no run could either: every
+// attempt of a run then failed alike, retried for minutes.
+func (e Env) versioned(ctx context.Context, f Found) (Found, error) {
+	v, err := versionOf(ctx, f.Path)
+	if err != nil {
+		return Found{}, err
+	}
+	f.Version = v
 	f.Untested = f.Version != "" && (compare(f.Version, claude.OldestTestedCLIVersion) < 0 || compare(f.Version, claude.NewestTestedCLIVersion) > 0)
-	return f
+	return f, nil
 }
 
 // Install installs the pinned version with npm into the cache and returns
@@ -242,7 +280,7 @@ func (e Env) Install(ctx context.Context, progress func(string)) (Found, error) 
 	if fi, err := os.Stat(tmpBin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 == 0 {
 		os.Chmod(tmpBin, 0o755) // npm may unpack it without the bit when scripts are off
 	}
-	if got := versionOf(ctx, tmpBin); got != Version {
+	if got, _ := versionOf(ctx, tmpBin); got != Version {
 		return Found{}, fmt.Errorf("npm installed %s@%s, but %s reports version %q: remove %s and run flower again, or set FLOWER_CLAUDE=/path/to/claude", Package, Version, tmpBin, got, tmp)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -267,15 +305,21 @@ func tryLock(ctx context.Context, path string) (*filelock.Lock, error) {
 var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+`)
 
 // versionOf is what `cli --version` reports, "" when it says nothing
-// readable in time.
-func versionOf(ctx context.Context, cli string) string {
+// readable in time. The error is the system's refusal to start it (not a
+// program for this machine, no permission, an interpreter that is not
+// there); a binary that starts and fails says no version, not an error.
+func versionOf(ctx context.Context, cli string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionWait)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, cli, "--version").Output()
-	if err != nil {
-		return ""
+	var refused *os.PathError
+	switch {
+	case errors.As(err, &refused):
+		return "", refused.Err
+	case err != nil:
+		return "", nil
 	}
-	return versionRE.FindString(string(out))
+	return versionRE.FindString(string(out)), nil
 }
 
 func compare(a, b string) int {

@@ -94,6 +94,40 @@ func TestFindLooksAtFlowerClaudeThenTheCacheThenPATH(t *testing.T) {
 	}
 }
 
+// A CLI the system refuses to start (text without #!, a binary of another
+// machine) fails the lookup with the system's reason: a run that used it
+// retried five attempts for two minutes as "unknown". One that starts
+// and fails is found, its version unknown.
+func TestACLIThatCannotStartIsRefusedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	pathDir := t.TempDir()
+	env := map[string]string{"XDG_CACHE_HOME": t.TempDir(), "PATH": pathDir, "HOME": t.TempDir()}
+	junk := func(path string) {
+		if err := os.WriteFile(path, []byte("this is not a program\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	junk(filepath.Join(pathDir, "claude"))
+	_, err := envOf(env).Find(ctx)
+	if err == nil || !strings.Contains(err.Error(), "the claude on PATH, "+filepath.Join(pathDir, "claude")+", cannot be run (exec format error)") ||
+		!strings.Contains(err.Error(), "FLOWER_CLAUDE=/path/to/claude") {
+		t.Errorf("a claude on PATH that cannot start: %v", err)
+	}
+	own := filepath.Join(t.TempDir(), "my-claude")
+	junk(own)
+	env["FLOWER_CLAUDE"] = own
+	_, err = envOf(env).Find(ctx)
+	if err == nil || !strings.Contains(err.Error(), "FLOWER_CLAUDE="+own+" cannot be run (exec format error): point it at the claude binary") {
+		t.Errorf("a FLOWER_CLAUDE that cannot start: %v", err)
+	}
+	if err := os.WriteFile(own, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := envOf(env).Find(ctx); err != nil || f.Path != own || f.Version != "" {
+		t.Errorf("a FLOWER_CLAUDE that starts and fails is found, version unknown: %+v, %v", f, err)
+	}
+}
+
 func TestInstallPutsThePinnedCLIIntoTheCacheWithNpm(t *testing.T) {
 	cache, log := t.TempDir(), filepath.Join(t.TempDir(), "npm.log")
 	env := envOf(map[string]string{"XDG_CACHE_HOME": cache, "PATH": fakeNpm(t, Version, log)})
