@@ -256,7 +256,11 @@ func StarterFlow(ask string, o StarterOptions) (*Workflow, error) {
 		return nil, fmt.Errorf("flower: the workbench: %w", err)
 	}
 	if o.New {
-		if _, err := OpenLineage(p.runDir, p.ws).Archive(filepath.Join(p.wb.Notes(), "archive"), p.brief, p.goal, p.briefAtGoal); err != nil {
+		// The words journal goes with the task it was typed for: words too
+		// late for the last run were kept for its next run, never for a
+		// new request.
+		words := filepath.Join(human.Dir(p.runDir), human.WordsDir)
+		if _, err := OpenLineage(p.runDir, p.ws).Archive(filepath.Join(p.wb.Notes(), "archive"), p.brief, p.goal, p.briefAtGoal, words); err != nil {
 			return nil, err
 		}
 	}

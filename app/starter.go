@@ -138,7 +138,24 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		home, _ := os.UserHomeDir()
 		ui.Screen.Line(screen.Cyan, WakeBanner(ui.Lang, cfg.Workspace, home, true, wake.Checks, workContext(ctx, wake, cfg.Workspace, cfg.Database), wake.Woke+1))
 	}
+	if o.New {
+		sayWordsLeftBehind(ui, wake.RunDir)
+	}
 	return flower.StarterFlow(ask, o)
+}
+
+// sayWordsLeftBehind lists the words the last request's runs never
+// delivered, before a new request archives them with it: the person
+// typed them for that task, and is told this one starts without them.
+func sayWordsLeftBehind(ui *UI, runDir string) {
+	left, _ := human.OpenWords(filepath.Join(ReplyDir(runDir), human.WordsDir)).Pending()
+	if len(left) == 0 {
+		return
+	}
+	ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("wordsLeftBehind"), len(left)))
+	for _, w := range left {
+		ui.Screen.Line(screen.Plain, "   · "+clipRunes(w.Text, 200))
+	}
 }
 
 // inGitWorkTree says whether dir is in a git work tree: the judge's
@@ -182,6 +199,7 @@ func continueBeforeBrief(ctx context.Context, cfg Config, ui *UI, o flower.Start
 	ui.request = ask
 	if o.New {
 		ui.Screen.Line(screen.Yellow, ui.T("startingNewNoBrief"))
+		sayWordsLeftBehind(ui, wake.RunDir)
 		return flower.StarterFlow(ask, o)
 	}
 	ui.Screen.Line(screen.Cyan, ui.T("continuingNoBrief"))

@@ -443,7 +443,7 @@ func TestWordsGivenDuringTheLastJudgeAreKeptAndSaidSo(t *testing.T) {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
 			kept := fmt.Sprintf(text(flower.Lang(c.lang), "wordsForNext"), 1)
-			if s := p.screen(); !strings.Contains(s, kept) || !strings.Contains(s[strings.Index(s, kept):], words) {
+			if s := flat(p.screen()); !strings.Contains(s, flat(kept)) || !strings.Contains(s[strings.Index(s, flat(kept)):], flat(words)) {
 				t.Errorf("the end does not say the words were kept (%q):\n%s", kept, s)
 			}
 			// The next run that carries this one on gets them.
@@ -452,6 +452,33 @@ func TestWordsGivenDuringTheLastJudgeAreKeptAndSaidSo(t *testing.T) {
 			io.WriteString(p.tty, "/continue\r")
 			p.expect(t, "· "+words)
 			killGroup(t, p)
+			// A new request does not: they were typed for the last task,
+			// stay with it in its archive, and the screen says so. Before,
+			// the new task's first step was given them.
+			task := map[string]string{"en": "now write a CHANGELOG", "zh": "现在写一份 CHANGELOG"}[c.lang]
+			p = startPTYCols(t, c.cols, env, "-w", ws, task)
+			behind := fmt.Sprintf(text(flower.Lang(c.lang), "wordsLeftBehind"), 1)
+			p.expectFlat(t, behind)
+			waitFor(t, "the new task's first request", func() bool {
+				return hasRequest(srv, func(r *claudetest.Request) bool { return r.HasText(task) })
+			})
+			killGroup(t, p)
+			s := p.screen()
+			if i := strings.Index(flat(s), flat(behind)); i < 0 || !strings.Contains(flat(s)[i:], flat(words)) {
+				t.Errorf("the new request's screen does not list the words left behind:\n%s", s)
+			}
+			if given := fmt.Sprintf(text(flower.Lang(c.lang), "leftWords"), 1); strings.Contains(flat(s), flat(given)) {
+				t.Errorf("the new request was given the last task's words (%q):\n%s", given, s)
+			}
+			for _, r := range srv.Requests() {
+				if r.HasText(task) && r.HasText(words) {
+					t.Errorf("a request of the new task holds the last task's words %q", words)
+				}
+			}
+			archived, _ := filepath.Glob(filepath.Join(ws, ".flower", "notes", "archive", "*", human.WordsDir, "*"))
+			if len(archived) != 1 || !strings.Contains(readFileT(t, archived[0]), words) {
+				t.Errorf("the archive holds %d words (%v), want the one left behind", len(archived), archived)
+			}
 		})
 	}
 }
