@@ -129,7 +129,17 @@ func (m *Command) runVersion(ctx context.Context, args []string) error {
 		out += line + "\n"
 	}
 	out += fmt.Sprintf(text(l, "versionTested"), claude.OldestTestedCLIVersion, claude.NewestTestedCLIVersion, cliinstall.Version) + "\n"
-	_, err = io.WriteString(m.Stdout, screen.SanitizeLines(out))
+	out = screen.SanitizeLines(out)
+	if cols := m.stdoutWidth(); cols > 0 {
+		// Laid out for the terminal at the blanks: its own wrap broke
+		// the paths mid-word. A pipe gets each line whole, for grep.
+		var lines []string
+		for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+			lines = append(lines, wrapWords(line, cols)...)
+		}
+		out = strings.Join(lines, "\n") + "\n"
+	}
+	_, err = io.WriteString(m.Stdout, out)
 	return err
 }
 

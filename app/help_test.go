@@ -97,16 +97,13 @@ func TestVersionPrintsVersionsAndStartsNothing(t *testing.T) {
 func TestVersionWithoutACLISaysHowToGetOne(t *testing.T) {
 	t.Parallel()
 	noClaude := t.TempDir() // a PATH with neither claude nor npm
-	for _, l := range locales {
+	for i, l := range locales {
+		cols := []uint16{80, 160}[i]
 		t.Run(l.name, func(t *testing.T) {
-			env := hermeticEnv(t, l.locale)
-			for i, e := range env {
-				if strings.HasPrefix(e, "PATH=") {
-					env[i] = "PATH=" + noClaude
-				}
-			}
-			home := strings.TrimPrefix(env[0], "HOME=")
-			p := startPTYCols(t, 80, env, "--version")
+			// A home as short as a person's: its cache's path fits a line.
+			home := shortTempDir(t)
+			env := append(hermeticEnv(t, l.locale), "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"), "PATH="+noClaude)
+			p := startPTYCols(t, cols, env, "--version")
 			if code := p.wait(t); code != 0 {
 				t.Fatalf("exit %d:\n%s", code, p.screen())
 			}
@@ -119,6 +116,19 @@ func TestVersionWithoutACLISaysHowToGetOne(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(home, "cache", "flower")); !os.IsNotExist(err) {
 				t.Errorf("flower version touched the CLI cache: %v", err)
+			}
+			// Every line fits the terminal, so the terminal breaks none
+			// (it broke the cache's path mid-word), and the path is whole
+			// on one of them.
+			cache, whole := filepath.Join(home, "cache", "flower", "claude-cli", claude.NewestTestedCLIVersion), false
+			for _, line := range strings.Split(strings.ReplaceAll(p.screen(), "\r", ""), "\n") {
+				if screen.Columns(line) > int(cols) {
+					t.Errorf("a line of %d columns on a terminal of %d: %q", screen.Columns(line), cols, line)
+				}
+				whole = whole || strings.Contains(line, cache)
+			}
+			if !whole {
+				t.Errorf("the cache's path %s is not whole on a line:\n%s", cache, p.screen())
 			}
 		})
 	}
