@@ -466,13 +466,13 @@ func (w *Worker) steerFetching(ctx context.Context) {
 	switch {
 	case broken && !w.health.paused:
 		if err := w.client.Queues().Remove(ctx, queueName); err != nil {
-			w.log.Warn("flower worker: could not stop fetching runs; it hands each back instead", "err", err)
+			w.log.Warn("flower worker: could not stop fetching runs; it hands each back instead, and tries again at its next check", "err", err)
 			return
 		}
 		w.health.paused = true
 	case !broken && w.health.paused:
 		if err := w.client.Queues().Add(queueName, river.QueueConfig{MaxWorkers: w.o.Concurrency}); err != nil {
-			w.log.Warn("flower worker: could not take up fetching runs again", "err", err)
+			w.log.Warn("flower worker: could not take up fetching runs again; it tries again at its next check", "err", err)
 			return
 		}
 		w.health.paused = false
@@ -489,6 +489,25 @@ func (w *Worker) watchHealth(ctx context.Context) {
 	} else {
 		w.setHealthy(ctx)
 	}
+	if w.fetchingOutOfStep() {
+		go w.steerFetching(context.WithoutCancel(ctx))
+	}
+}
+
+// fetchingOutOfStep says the runs' queue is on this worker's client while
+// it is broken, or off while it is whole: a change that failed (River's
+// Remove or Add on a stalled connection) is tried again at the next check,
+// where before a failed Add left a healed worker fetching nothing until
+// it was restarted. False while a change is under way.
+func (w *Worker) fetchingOutOfStep() bool {
+	if !w.health.fetchMu.TryLock() {
+		return false
+	}
+	defer w.health.fetchMu.Unlock()
+	w.health.mu.Lock()
+	broken := w.health.broken != nil
+	w.health.mu.Unlock()
+	return broken != w.health.paused
 }
 
 // errno is err's system error alone when it has one ("read-only file

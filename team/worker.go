@@ -397,28 +397,48 @@ func (w *Worker) Run(ctx context.Context) (err error) {
 
 // startQueue starts River's client, again while the database is too slow
 // to answer (River gives its first fetch 10 s, and a busy machine or
-// database takes longer): the worker waits and says so rather than exits.
-// It returns nil when ctx ends first; what retrying cannot mend (the
-// client's configuration) is returned at once.
+// database takes longer) or a connection stalls (a machine paused past a
+// LISTEN: River's notifier gives up after 5 s): the worker waits and says
+// so rather than exits. It returns nil when ctx ends first; what retrying
+// cannot mend (the database refusing a statement) is returned at once.
 func (w *Worker) startQueue(ctx context.Context) error {
+	return retryStart(ctx, func() error { return w.client.Start(context.WithoutCancel(ctx)) }, func(err error, wait time.Duration) {
+		w.m.dbFailed(err)
+		w.log.Warn("flower worker: the queue did not start (the database answered too slowly); trying again", "err", err, "in", wait)
+	})
+}
+
+// retryStart calls start until it succeeds, an error says retrying is no
+// use (queueStartFinal), or ctx ends (nil), waiting 1 s, 2 s, … 30 s
+// between tries and telling failed each time.
+func retryStart(ctx context.Context, start func() error, failed func(error, time.Duration)) error {
 	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
-		err := w.client.Start(context.WithoutCancel(ctx))
-		var conn *pgconn.ConnectError
-		var netErr net.Error
+		err := start()
 		switch {
 		case err == nil:
 			return nil
-		case !errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &conn) && !errors.As(err, &netErr):
+		case queueStartFinal(err):
 			return err
 		}
-		w.m.dbFailed(err)
-		w.log.Warn("flower worker: the queue did not start (the database answered too slowly); trying again", "err", err, "in", wait)
+		failed(err, wait)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
 		}
 	}
+}
+
+// queueStartFinal says a failure to start River's client is one no retry
+// mends: the database answered with an error (a missing table, a refused
+// permission). Everything else is time: a slow or lost connection,
+// River's notifier timing out a LISTEN ("timed out waiting for interrupt
+// operation", a plain error of River's, which stopped a worker after a
+// pause in ci28). (River's refusals of its configuration, a client
+// without queues or workers, cannot happen: NewWorker gives both.)
+func queueStartFinal(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
 }
 
 // listen delivers replies to the runs this worker works as they are given.

@@ -7,7 +7,6 @@ package team_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -292,17 +291,12 @@ func checkPrune(t *testing.T, w *world, tm *team.Team, ended int64) {
 	t.Helper()
 	// One worker with one slot is left (machine-c drained, with no run
 	// to release): r2 runs on it as long as its slow call lasts, r3 waits.
-	// Machine C may have stopped by itself since its pause ended: River's
-	// notifier gives up a LISTEN that takes over 5 s on the slow
-	// connection a long pause leaves ("timed out waiting for interrupt
-	// operation", ci28), and the worker stops with its runs back in the
-	// queue. Gone is what this wants either way; that a worker does not
-	// outlive such a pause is an open defect, not what is tested here.
-	var gone *team.WorkerGoneError
-	if _, err := tm.Drain(context.Background(), "machine-c"); err != nil && !errors.As(err, &gone) {
-		t.Fatal(err)
-	} else if gone != nil {
-		t.Logf("machine-c stopped by itself after its pause: %v", err)
+	// Machine C outlived its pause: River's notifier gave up a LISTEN that
+	// took over 5 s on the slow connection the pause left ("timed out
+	// waiting for interrupt operation", ci28), and the worker had stopped,
+	// its runs back in the queue; it now starts its queue again.
+	if _, err := tm.Drain(context.Background(), "machine-c"); err != nil {
+		t.Fatalf("machine-c after its pause: %v", err)
 	}
 	waitWorkers(t, tm, 2*time.Minute, "C gone", func(ws map[string]team.WorkerInfo) bool {
 		return ws["machine-c"].State == team.WorkerGone
