@@ -58,6 +58,39 @@ func TestOneRendererKeepsTheRunningTotalAndClock(t *testing.T) {
 	}
 }
 
+// Words given between turns stop a background worker, whose cut call is
+// reported when the CLI gets to it: on a loaded machine after the main
+// thread's answer to the words, which ends the cutting. It was then shown
+// as the CLI words it for the model (red, "[Request interrupted by
+// user…"); it is a call the interrupt cut, whenever it reports.
+func TestACallCutByTheInterruptIsShownCutWhenItReportsLate(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	ui := &UI{Screen: screen.NewWriter(&b), Lang: "en"}
+	r := NewRenderer(ui, false)
+	call := event.New(event.ToolCall, "timeout 613 tail -f /dev/null", map[string]any{"id": "toolu_bash", "subagent": true})
+	call.Tool = "Bash"
+	r.Event(call)
+	r.Interrupting(true)
+	r.Event(event.New(event.Text, "heard you", nil))
+	r.Event(event.New(event.Result, "heard you", map[string]any{"cost_usd": 0.01, "num_turns": 1}))
+	debris := "[Request interrupted by user for tool use]"
+	r.Event(event.New(event.ToolResult, debris, map[string]any{"tool_use_id": "toolu_bash", "is_error": true, "subagent": true}))
+	// A later failure of a call made after the cutting ended is the
+	// call's own.
+	later := event.New(event.ToolCall, "go test ./...", map[string]any{"id": "toolu_later"})
+	later.Tool = "Bash"
+	r.Event(later)
+	r.Event(event.New(event.ToolResult, "exit status 1", map[string]any{"tool_use_id": "toolu_later", "is_error": true}))
+	out := b.String()
+	if !strings.Contains(out, "  | "+text("en", "toolCut")) || strings.Contains(out, debris) {
+		t.Errorf("the late cut call is not shown as cut:\n%s", out)
+	}
+	if !strings.Contains(out, "  x exit status 1") {
+		t.Errorf("a later call's own failure is not shown as one:\n%s", out)
+	}
+}
+
 func TestQuestionStatesOnScreen(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer

@@ -33,6 +33,12 @@ type Renderer struct {
 	// proceed… STOP…"), and the round's result as a failure: neither is
 	// the person's to read.
 	cutting bool
+	// open are the tool calls without a result yet; cut, those open when
+	// the interrupt came. A background worker the interrupt stopped
+	// reports its cut call when it will, maybe after the main thread's
+	// next result has ended the cutting (ci: the words' turn answered
+	// first on a loaded machine): it is shown as cut all the same.
+	open, cut map[string]bool
 }
 
 // Interrupting says flower is interrupting the round (or not, when the
@@ -40,8 +46,18 @@ type Renderer struct {
 // its end are shown as cut, not as the CLI words them.
 func (r *Renderer) Interrupting(on bool) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.cutting = on
-	r.mu.Unlock()
+	if !on {
+		r.cut = nil
+		return
+	}
+	for id := range r.open {
+		if r.cut == nil {
+			r.cut = map[string]bool{}
+		}
+		r.cut[id] = true
+	}
 }
 
 // NewRenderer starts the clock.
@@ -95,6 +111,12 @@ func (r *Renderer) Event(e event.Event) {
 			s.Block(screen.Dim, indent(bar+"> ", e.Text)...)
 		}
 	case event.ToolCall:
+		if id := e.Str("id"); id != "" {
+			if r.open == nil {
+				r.open = map[string]bool{}
+			}
+			r.open[id] = true
+		}
 		if e.Tool == flower.StructuredOutputTool && !sub {
 			// A judge's structured answer: flower says what it made of it
 			// (the goal, the round's verdict), not the raw call.
@@ -109,7 +131,11 @@ func (r *Renderer) Event(e event.Event) {
 		}
 		s.Block(screen.Plain, toolCallLines(bar, toolName(r.ui.Lang, e.Tool), toolCallText(e), s.Width())...)
 	case event.ToolResult:
-		if e.Bool("is_error") && r.cutting {
+		id := e.Str("tool_use_id")
+		cut := r.cut[id]
+		delete(r.open, id)
+		delete(r.cut, id)
+		if e.Bool("is_error") && (r.cutting || cut) {
 			s.Line(screen.Yellow, bar+t("toolCut"))
 		} else if e.Bool("is_error") {
 			s.Line(screen.Red, bar+"x "+firstLine(e.Text))
