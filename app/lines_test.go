@@ -150,6 +150,26 @@ func TestEveryVerdictIsLabelledWithItsRound(t *testing.T) {
 	}
 }
 
+// At 80 columns a long command was cut at the line's end, its time with
+// it: the command's label gives up its end instead, and the time stays.
+func TestANarrowStatusLineKeepsHowLongTheCommandRuns(t *testing.T) {
+	t.Parallel()
+	for _, lang := range []flower.Lang{"en", "zh"} {
+		s := NewStatus(lang, 0)
+		s.Event(event.New(event.Step, "work", map[string]any{"rounds": 3}))
+		s.Event(event.New(event.System, "init", map[string]any{"model": "claude-opus-5", "role": "coordinator", "step": "work"}))
+		call := event.New(event.ToolCall, "go test -race -count=1 -run 'TestEverythingThatIsSlowAndLong|TestTheOtherOne' ./internal/... ./cmd/...", map[string]any{"id": "b1"})
+		call.Tool = "Bash"
+		s.Event(call)
+		for _, cols := range []int{79, 159} {
+			line := s.LineFor(cols)
+			if screen.Columns(line) > cols || !strings.Contains(line, "go test -race") || !strings.Contains(line, " (0:00)") || strings.HasSuffix(line, "...") {
+				t.Errorf("%s at %d columns: %q (%d columns), want the command and its time whole", lang, cols, line, screen.Columns(line))
+			}
+		}
+	}
+}
+
 func TestTheStatusLineSaysWhereTheRunIs(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {

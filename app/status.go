@@ -181,13 +181,21 @@ func (s *Status) Line() string { return s.LineFor(0) }
 // LineFor is Line fitted into cols columns (0: any): the parts at its end
 // go first, so that where the run is and what runs now stay.
 func (s *Status) LineFor(cols int) string {
-	parts := s.parts()
+	parts, now := s.parts()
 	line := "- " + strings.Join(parts, " · ")
-	// Where the run is, the clock and what runs now are never dropped,
-	// only cut at the end.
+	// Where the run is, the clock and what runs now are never dropped.
 	for cols > 0 && screen.Columns(line) > cols && len(parts) > 3 {
 		parts = parts[:len(parts)-1]
 		line = "- " + strings.Join(parts, " · ")
+	}
+	// What runs now gives up the end of its label, never its time (a
+	// long command cut at the line's end took the time with it).
+	if over := screen.Columns(line) - cols; cols > 0 && over > 0 && now >= 0 && now < len(parts) {
+		p := parts[now]
+		if i := strings.LastIndex(p, " ("); i > 0 && screen.Columns(p[:i])-over >= 8 {
+			parts[now] = screen.Cut(p[:i], screen.Columns(p[:i])-over) + p[i:]
+			line = "- " + strings.Join(parts, " · ")
+		}
 	}
 	if cols > 0 {
 		line = screen.Cut(line, cols)
@@ -195,7 +203,9 @@ func (s *Status) LineFor(cols int) string {
 	return line
 }
 
-func (s *Status) parts() []string {
+// parts are the status line's parts, and the index of what runs now
+// (-1: nothing is said to run).
+func (s *Status) parts() ([]string, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := func(k string) string { return text(s.lang, k) }
@@ -208,6 +218,7 @@ func (s *Status) parts() []string {
 		parts = append(parts, step)
 	}
 	parts = append(parts, clock(time.Since(s.start)))
+	now := len(parts)
 	switch {
 	case s.waiting != "":
 		parts = append(parts, t("now")+s.waiting+" ("+clock(time.Since(s.waitingSince))+")")
@@ -216,6 +227,8 @@ func (s *Status) parts() []string {
 		parts = append(parts, t("now")+c.label+" ("+clock(time.Since(c.since))+")")
 	case s.step != "":
 		parts = append(parts, t("nowModel")+" ("+clock(time.Since(s.heard))+")")
+	default:
+		now = -1
 	}
 	if s.role != "" {
 		parts = append(parts, s.role)
@@ -238,7 +251,7 @@ func (s *Status) parts() []string {
 	if s.tokensIn+s.tokensOut > 0 {
 		parts = append(parts, fmt.Sprintf(t("tokensInOut"), Tokens(s.tokensIn), Tokens(s.tokensOut)))
 	}
-	return parts
+	return parts, now
 }
 
 // Show keeps the status visible until ctx ends: on a terminal the screen's
