@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flowerrun/flower"
 	"github.com/flowerrun/flower/event"
 	"github.com/flowerrun/flower/human"
 	"github.com/flowerrun/flower/internal/screen"
@@ -95,9 +96,22 @@ func (c *Console) prompt() {
 	if len(c.ch.Pending()) > 0 {
 		c.ui.Screen.SetPrompt(c.ui.T("answerPrompt"))
 	} else {
-		c.ui.Screen.SetPrompt(c.ui.T("idlePrompt"))
+		c.ui.Screen.SetPrompt(idlePrompt(c.ui.Lang, c.ui.Screen.Width()))
 	}
 }
+
+// idlePrompt is the prompt while the run works, in a form that leaves
+// room to type on a terminal cols wide: at 80 columns the whole one was
+// cut mid-sentence.
+func idlePrompt(l flower.Lang, cols int) string {
+	if p := text(l, "idlePrompt"); screen.Columns(p)+minTyping <= cols {
+		return p
+	}
+	return text(l, "idlePromptShort")
+}
+
+// minTyping is the room a prompt leaves for what the person types.
+const minTyping = 24
 
 // Interrupted is the first Ctrl-C: say what will happen and take the next
 // line as the words to resume with (an empty line interrupts too).

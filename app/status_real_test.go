@@ -111,6 +111,14 @@ func TestTheStatusLineRefreshesAndLeavesNothingBehind(t *testing.T) {
 				if prompts != 1 || !strings.HasPrefix(rows[lastNonEmpty(rows)], idle) {
 					t.Errorf("%d input hints on the screen, want 1 on the last row:\n%s", prompts, strings.Join(rows, "\n"))
 				}
+				// Both whole: at 80 columns the input hint was cut
+				// mid-sentence ("start with ?...>").
+				if hint := strings.TrimRight(rows[lastNonEmpty(rows)], " "); !strings.HasSuffix(hint, ">") || strings.Contains(hint, "...") {
+					t.Errorf("the input hint is cut: %q", hint)
+				}
+				if strings.HasSuffix(second, "...") {
+					t.Errorf("the status line is cut: %q", second)
+				}
 				if code := p.wait(t); code != 0 {
 					t.Fatalf("exit %d:\n%s", code, p.screen())
 				}

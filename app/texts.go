@@ -102,6 +102,7 @@ var texts = map[string][2]string{
 	"wakeBeforeBrief":           {"接着上面这个请求?回车 = 接着做(它停在确认需求之前);也可以输入别的请求,就改做那件;/new = 重新问(Ctrl-C 退出)", "Continue the request above? Enter = continue it (it stopped before its brief); or type another request to do that instead; /new = ask afresh (Ctrl-C quits)"},
 	"answerPrompt":              {"你的回答 (回车=跳过,让它自己判断) > ", "Your answer (Enter = skip, let it judge) > "},
 	"idlePrompt":                {"(直接说 = 加需求,下个检查点送达;? 开头 = 顺便问一句,不打扰它干活) > ", "(type = add to the request, delivered at the next checkpoint; start with ? = a side question that does not disturb it) > "},
+	"idlePromptShort":           {"(直接说 = 加需求;? 开头 = 顺便问) > ", "(type = add to the request; ?… = a side question) > "},
 	"noTTY":                     {"! 标准输入不是终端,没人能回答提问。想让它自己判断就加 --timeout 0", "! Standard input is not a terminal: nobody can answer questions. Add --timeout 0 to let it judge for itself"},
 	"received":                  {"+ 收到 (它下次查收件箱时会看到;已追加进确认书)", "+ Received (it sees this at its next inbox check; appended to the brief)"},
 	"receivedNoDoc":             {"+ 收到 (它下次查收件箱时会看到;没有确认书可落盘 —— 它可能活不过下一个步骤)", "+ Received (it sees this at its next inbox check; no brief to write it into — it may not survive the next step)"},
