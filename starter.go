@@ -424,6 +424,10 @@ type Wake struct {
 	Checks int
 	// Woke is how many times the run directory was woken so far.
 	Woke int
+	// BriefChanged: the brief differs from the one the goal was set from
+	// (mail during the last run, a hand edit), so a wake has something
+	// new to carry on with.
+	BriefChanged bool
 	// Steps is a copy of the lineage's step → session map.
 	Steps map[string]string
 	// Workbench is the workbench folder, RunDir the run directory (give
@@ -445,9 +449,11 @@ func WakeState(o StarterOptions) (Wake, error) {
 	if b, err := doc.LoadBrief(p.brief); err == nil {
 		w.Waking = b.Complete()
 	}
-	if _, err := p.briefChange(p.lang); err != nil {
+	change, err := p.briefChange(p.lang)
+	if err != nil {
 		return w, err
 	}
+	w.BriefChanged = change != ""
 	if g, err := doc.LoadGoal(p.goal); err == nil && g.Complete() {
 		w.Checks = len(g.Checks)
 	}

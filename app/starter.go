@@ -107,6 +107,11 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		if err != nil {
 			return nil, err
 		}
+		if mode == askAfterAchieved && req.Continue && !wake.BriefChanged && !hasWordsLeft(wake.RunDir) {
+			if err := confirmRerun(ctx, ui, cfg.Yes || cfg.Submitted, last.CostUSD); err != nil {
+				return nil, err
+			}
+		}
 		if req.New {
 			o.New, waking = true, false
 			if req, err = ui.askRequest(ctx, askStart); err != nil {
@@ -142,6 +147,13 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 		sayWordsLeftBehind(ui, wake.RunDir)
 	}
 	return flower.StarterFlow(ask, o)
+}
+
+// hasWordsLeft says the last runs left words undelivered: something new
+// for the next run of the request.
+func hasWordsLeft(runDir string) bool {
+	left, _ := human.OpenWords(filepath.Join(ReplyDir(runDir), human.WordsDir)).Pending()
+	return len(left) > 0
 }
 
 // sayWordsLeftBehind lists the words the last request's runs never
@@ -298,6 +310,28 @@ func workContext(ctx context.Context, wake flower.Wake, workspace string, databa
 // is sent: more than a person types, most often a file pasted or piped
 // by mistake, which becomes one paid call as it is.
 const largeRequest = 20 << 10
+
+// confirmRerun asks before /continue carries on an achieved goal with
+// nothing new: the goal is checked, a work round runs with its judge, and
+// the hand-over is written again, for about what the last run cost, and
+// likely nothing changes. Off a terminal (or with --yes) it is said, not
+// asked.
+func confirmRerun(ctx context.Context, ui *UI, yes bool, lastCost float64) error {
+	what := fmt.Sprintf(ui.T("rerunWhat"), flower.USD(lastCost))
+	if yes || !ui.Interactive {
+		ui.Screen.Line(screen.Yellow, what)
+		return nil
+	}
+	ui.Screen.Line(screen.Yellow, what)
+	run, err := ui.askYesNo(ctx, ui.T("rerunAsk"), false)
+	if err != nil {
+		return err
+	}
+	if !run {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("%s%w", ui.T("rerunDeclined"), silentWrap{errCancelled})}
+	}
+	return nil
+}
 
 // checkRequest refuses a request that is not text (binary piped in by
 // mistake) and asks before sending one longer than largeRequest: on a

@@ -176,10 +176,52 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 	// appended to the brief after its goal was set. A second wake, with
 	// nothing new at all, does not pay for the goal step again.
 	goals = setGoal()
+	// With nothing new, /continue says what it would rerun and what that
+	// costs, and asks: no reruns the nothing, spends nothing.
+	// (The start's reachability probe, 16 tokens, is not the rerun.)
+	work := func() (n int) {
+		for _, r := range srv.Requests() {
+			if r.MaxTokens != 16 {
+				n++
+			}
+		}
+		return n
+	}
+	requests := work()
+	p = startPTYCols(t, 160, env, "-w", ws)
+	p.expect(t, "The last goal was achieved.")
+	p.expect(t, "> ")
+	io.WriteString(p.tty, "/continue\r")
+	p.expectFlat(t, "! Nothing new to carry it on with: /continue checks the goal again, runs a work round with its judge and writes the hand-over again, for about what the last run cost ($")
+	p.expect(t, "Run it anyway? [y/N]")
+	io.WriteString(p.tty, "n\r")
+	if code := p.wait(t); code != ExitFailure {
+		t.Fatalf("declining the rerun: exit %d, want %d:\n%s", code, ExitFailure, p.screen())
+	}
+	p.expectFlat(t, "Not rerun; nothing was done.")
+	if n := work(); n != requests {
+		t.Errorf("declining the rerun made %d requests to the model", n-requests)
+	}
+	// In Chinese at 80 columns, the same.
+	p = startPTYCols(t, 80, env, "-w", ws, "--lang", "zh")
+	p.expect(t, "> ")
+	io.WriteString(p.tty, "/continue\r")
+	p.expectFlat(t, "! 没有新的话:/continue 会再核对一遍目标、跑一轮干活和它的判定、重写交接,大约花上次那么多($")
+	p.expect(t, "还是要跑吗?[y/N]")
+	io.WriteString(p.tty, "\r")
+	if code := p.wait(t); code != ExitFailure {
+		t.Fatalf("declining the rerun in Chinese: exit %d, want %d:\n%s", code, ExitFailure, p.screen())
+	}
+	p.expectFlat(t, "没有重跑,什么也没做。")
+	if n := work(); n != requests {
+		t.Errorf("declining the rerun in Chinese made %d requests to the model", n-requests)
+	}
 	p = startPTY(t, env, "-w", ws)
 	p.expect(t, "The last goal was achieved.")
 	p.expect(t, "> ")
 	io.WriteString(p.tty, "/continue\r")
+	p.expect(t, "Run it anyway? [y/N]")
+	io.WriteString(p.tty, "y\r")
 	p.expect(t, "<- continuing in ")
 	if code := p.wait(t); code != 0 {
 		t.Fatalf("the second wake: exit %d:\n%s", code, p.screen())
