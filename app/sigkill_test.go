@@ -166,6 +166,12 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 		for _, w := range pending {
 			kept = kept || strings.Contains(w.Text, l.text)
 		}
+		// Words typed into a run that reached its goal before the kill
+		// belong to that request: a new one (the achieved prompt, 2)
+		// archives them with it, and says so.
+		for _, w := range archivedWords(ws) {
+			kept = kept || strings.Contains(w.Text, l.text)
+		}
 		if !kept {
 			// What the journal held before the last run, and the prompts
 			// each run showed (0 continue, 1 request, 2 achieved), say
@@ -180,6 +186,18 @@ func TestWordsSurviveSIGKILLAtRandomMoments(t *testing.T) {
 func journalWords(state string) []human.Word {
 	var out []human.Word
 	dirs, _ := filepath.Glob(filepath.Join(state, "runs", "*", human.WordsDir))
+	for _, dir := range dirs {
+		w, _ := human.OpenWords(dir).List()
+		out = append(out, w...)
+	}
+	return out
+}
+
+// archivedWords lists the words journals a new request archived with
+// the last one's brief and goal.
+func archivedWords(ws string) []human.Word {
+	var out []human.Word
+	dirs, _ := filepath.Glob(filepath.Join(ws, ".flower", "notes", "archive", "*", human.WordsDir))
 	for _, dir := range dirs {
 		w, _ := human.OpenWords(dir).List()
 		out = append(out, w...)
