@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -16,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -225,7 +227,11 @@ func newDashboard(t *team.Team, token string, forced, fallback flower.Lang) (*da
 		"clean": func(s string) string { return screen.SanitizeLines(s) },
 		"t":     func(l flower.Lang, k string) string { return text(l, k) },
 		"age":   func(t time.Time) string { return age(t) },
-		"name":  team.RunName,
+		// The moment itself, in the server's zone, named: an age alone
+		// cannot be matched with a log line.
+		"at":     func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") },
+		"sstate": func(l flower.Lang, s string) string { return cmp.Or(text(l, "teamState_"+s), s) },
+		"name":   team.RunName,
 		"cost": func(r team.Run) string {
 			if r.Budget > 0 {
 				return fmt.Sprintf("$%.2f / $%.2f", r.Cost, r.Budget)
@@ -382,13 +388,17 @@ func (d *dashboard) lang(r *http.Request) flower.Lang {
 }
 
 type page struct {
-	L       flower.Lang
-	CSRF    string
-	Runs    []team.Run
-	Run     team.Run
-	Events  []team.Event
-	Workers []team.WorkerInfo
-	Note    string
+	L    flower.Lang
+	CSRF string
+	// State and Query are the runs list's filter, States the states it
+	// offers, Older the address of its next page ("" on the last).
+	State, Query, Older string
+	States              []string
+	Runs                []team.Run
+	Run                 team.Run
+	Events              []team.Event
+	Workers             []team.WorkerInfo
+	Note                string
 }
 
 func (d *dashboard) show(w http.ResponseWriter, name string, p page) {
@@ -404,23 +414,77 @@ func (d *dashboard) fail(w http.ResponseWriter, err error, code int) {
 }
 
 func (d *dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
-	runs, err := d.t.Runs(r.Context(), team.RunFilter{Limit: 200})
+	p, err := d.runsOf(r)
 	if err != nil {
-		d.fail(w, err, http.StatusBadGateway)
+		d.fail(w, err, http.StatusBadRequest)
 		return
 	}
-	d.show(w, "runs", page{L: d.lang(r), CSRF: csrfOf(r), Runs: runs})
+	p.CSRF = csrfOf(r)
+	d.show(w, "runs", p)
 }
 
-// runsRows is the runs table's body alone: what the page's script puts
-// in place when the live stream says a run changed.
+// runsRows is the runs table's body alone, for the same filter and page:
+// what the page's script puts in place when the live stream says a run
+// changed.
 func (d *dashboard) runsRows(w http.ResponseWriter, r *http.Request) {
-	runs, err := d.t.Runs(r.Context(), team.RunFilter{Limit: 200})
+	p, err := d.runsOf(r)
 	if err != nil {
-		d.fail(w, err, http.StatusBadGateway)
+		d.fail(w, err, http.StatusBadRequest)
 		return
 	}
-	d.show(w, "rows", page{L: d.lang(r), Runs: runs})
+	d.show(w, "rows", p)
+}
+
+// runsPageSize is how many runs a page of the runs list shows; ?n=
+// chooses another (1 to maxRunsPage).
+const (
+	runsPageSize = 50
+	maxRunsPage  = 500
+)
+
+// runsOf is the page of runs the address asks for: ?state= keeps one
+// state, ?q= the runs whose request holds the words, ?before=rN the runs
+// older than rN (the next page), ?n= the page's size. Older links to the
+// next page when there is one.
+func (d *dashboard) runsOf(r *http.Request) (page, error) {
+	q := r.URL.Query()
+	p := page{L: d.lang(r), State: q.Get("state"), Query: strings.TrimSpace(q.Get("q")), States: team.States}
+	f := team.RunFilter{Search: p.Query, Limit: runsPageSize}
+	if p.State != "" {
+		f.States = []string{p.State}
+	}
+	if n := q.Get("n"); n != "" {
+		size, err := strconv.Atoi(n)
+		if err != nil || size < 1 || size > maxRunsPage {
+			return p, fmt.Errorf(text(p.L, "serveBadPage"), n, maxRunsPage)
+		}
+		f.Limit = size
+	}
+	if b := q.Get("before"); b != "" {
+		id, err := team.ParseRun(b)
+		if err != nil {
+			return p, err
+		}
+		f.Before = id
+	}
+	size := f.Limit
+	f.Limit++ // one more says whether an older page exists
+	runs, err := d.t.Runs(r.Context(), f)
+	if err != nil {
+		return p, err
+	}
+	if len(runs) > size {
+		runs = runs[:size]
+		next := url.Values{"before": {team.RunName(runs[size-1].ID)}}
+		for _, k := range []string{"state", "q", "n"} {
+			if v := q.Get(k); v != "" {
+				next.Set(k, v)
+			}
+		}
+		p.Older = "/?" + next.Encode()
+	}
+	p.Runs = runs
+	return p, nil
 }
 
 // live streams server-sent events: one "run" event, naming the run, for

@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +109,8 @@ func TestDashboardButtonsWorkWhenClickedInChromium(t *testing.T) {
 		t.Fatalf("logging in: %v", err)
 	}
 
+	checkRunsListClicks(t, bctx, base)
+
 	click("/runs/r3", `form[action="/runs/r3/reply"]`, chromedp.SendKeys(chromedp.CSS(`form[action="/runs/r3/reply"] textarea`), "call it bloom"))
 	var reply string
 	if err := conn.QueryRow(ctx, "select text from team_replies where run = 3 and question = 'q1'").Scan(&reply); err != nil || reply != "call it bloom" {
@@ -123,5 +128,81 @@ func TestDashboardButtonsWorkWhenClickedInChromium(t *testing.T) {
 	var drain bool
 	if err := conn.QueryRow(ctx, "select drain_requested_at is not null from team_workers where name = 'machine-a'").Scan(&drain); err != nil || !drain {
 		t.Errorf("machine-a after Drain was clicked: drain requested %v, %v", drain, err)
+	}
+}
+
+// checkRunsListClicks drives the runs list as an operator does, by clicks
+// and typing (issue 45): a page of two and the link to the older one; a
+// search typed and the Filter button; a state chosen and the Filter
+// button; each row's age with its moment, zone named. r1 is queued, r2
+// failed ("port the refunds"), r3 waiting.
+func checkRunsListClicks(t *testing.T, bctx context.Context, base string) {
+	t.Helper()
+	rows := func() string {
+		ids, err := chromedp.Run(bctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#runs tr")].map(r => r.id).join(",")`))
+		if err != nil {
+			t.Fatalf("the runs list's rows: %v", err)
+		}
+		return ids
+	}
+	filter := chromedp.CSS("#filter button")
+	steps := func(what string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, actions...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// loaded waits until the page a click led to has loaded: its address
+	// holds want and the document is complete (the old page's elements
+	// are there until then).
+	loaded := func(want string) chromedp.Action[chromedp.Void] {
+		check := chromedp.Evaluate[bool](`location.href.includes(` + strconv.Quote(want) + `) && document.readyState === "complete"`)
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				// An evaluation during the navigation fails: asked again.
+				if ok, err := check(ctx, tg); err == nil && ok {
+					return chromedp.Void{}, nil
+				}
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					return chromedp.Void{}, fmt.Errorf("no page at an address with %q in 30 s", want)
+				}
+			}
+		}
+	}
+	steps("a page of two", chromedp.Navigate(base+"/?n=2"), chromedp.WaitVisible(chromedp.CSS("#runs")))
+	if got := rows(); got != "r3,r2" {
+		t.Errorf("a page of two shows %q, want r3,r2", got)
+	}
+	steps("the older page", chromedp.Click(chromedp.CSS("#older")), loaded("before=r2"))
+	if got := rows(); got != "r1" {
+		t.Errorf("the older page shows %q, want r1", got)
+	}
+	if err := chromedp.Do(bctx, chromedp.WaitNotPresent(chromedp.CSS("#older"))); err != nil {
+		t.Errorf("the last page links to an older one: %v", err)
+	}
+	steps("a search", chromedp.Navigate(base+"/"), chromedp.WaitVisible(filter),
+		chromedp.SendKeys(chromedp.CSS(`#filter input[name="q"]`), "REFUNDS"), chromedp.Click(filter), loaded("q=REFUNDS"))
+	if got := rows(); got != "r2" {
+		t.Errorf("searching REFUNDS shows %q, want r2 (\"port the refunds\")", got)
+	}
+	steps("a state", chromedp.Navigate(base+"/"), chromedp.WaitVisible(filter),
+		chromedp.SetValue(chromedp.CSS(`#filter select[name="state"]`), team.Waiting), chromedp.Click(filter), loaded("state=waiting"))
+	if got := rows(); got != "r3" {
+		t.Errorf("the state waiting shows %q, want r3", got)
+	}
+	// Read again while the live stream puts the rows back in place.
+	moment := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+$`)
+	var at string
+	for deadline := time.Now().Add(10 * time.Second); !moment.MatchString(at) && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		at, _ = chromedp.Run(bctx, chromedp.Evaluate[string](`(document.querySelector("#r3 .at") || {}).textContent || ""`))
+		at = strings.TrimSpace(at)
+	}
+	if !moment.MatchString(at) {
+		t.Errorf("r3's moment reads %q, want a date, a time and a zone", at)
+	}
+	steps("a search that matches nothing", chromedp.Navigate(base+"/?q=no+such+words"), chromedp.WaitVisible(chromedp.CSS("#none")))
+	steps("a page size that is none", chromedp.Navigate(base+"/?n=0"), chromedp.WaitVisible(chromedp.CSS("body")))
+	if body, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("body"))); err != nil || !strings.Contains(body, "?n=0: give 1 to 500 runs a page") {
+		t.Errorf("?n=0 says %q (%v), want what to give", body, err)
 	}
 }

@@ -465,6 +465,11 @@ type RunFilter struct {
 	// States keeps the runs in one of these states (as shown: Queued,
 	// Running, ...); none keeps every state.
 	States []string
+	// Search keeps the runs whose request holds it (any case).
+	Search string
+	// Before keeps the runs older than this one (its id): the next page
+	// after a page that ended with it. 0 starts at the newest.
+	Before int64
 	// Limit is the most runs returned, newest first (0: no limit).
 	Limit int
 }
@@ -474,15 +479,32 @@ var States = []string{Queued, Running, Waiting, Achieved, Stopped, Failed, Cance
 
 // where is f as a query's condition and its arguments.
 func (f RunFilter) where() (string, []any, error) {
-	if len(f.States) == 0 {
+	var conds []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if len(f.States) > 0 {
+		for _, s := range f.States {
+			if !slices.Contains(States, s) {
+				return "", nil, fmt.Errorf("%w %q: a run is %s", ErrNoState, s, strings.Join(States, ", "))
+			}
+		}
+		conds = append(conds, "("+shownState+") = any("+arg(f.States)+")")
+	}
+	if f.Search != "" {
+		// The words as typed: % and _ match themselves.
+		like := strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(f.Search)
+		conds = append(conds, "r.request ilike "+arg("%"+like+"%"))
+	}
+	if f.Before > 0 {
+		conds = append(conds, "r.id < "+arg(f.Before))
+	}
+	if len(conds) == 0 {
 		return "", nil, nil
 	}
-	for _, s := range f.States {
-		if !slices.Contains(States, s) {
-			return "", nil, fmt.Errorf("%w %q: a run is %s", ErrNoState, s, strings.Join(States, ", "))
-		}
-	}
-	return " where (" + shownState + ") = any($1)", []any{f.States}, nil
+	return " where " + strings.Join(conds, " and "), args, nil
 }
 
 // ErrNoState is returned for a state no run can be in.
