@@ -188,33 +188,30 @@ func TestGoRunsTheStarterFlowThenWakesAndStartsAnew(t *testing.T) {
 		return n
 	}
 	requests := work()
-	p = startPTYCols(t, 160, env, "-w", ws)
-	p.expect(t, "The last goal was achieved.")
-	p.expect(t, "> ")
-	io.WriteString(p.tty, "/continue\r")
-	p.expectFlat(t, "! Nothing new to carry it on with: /continue checks the goal again, runs a work round with its judge and writes the hand-over again, for about what the last run cost ($")
-	p.expect(t, "Run it anyway? [y/N]")
-	io.WriteString(p.tty, "n\r")
-	if code := p.wait(t); code != ExitFailure {
-		t.Fatalf("declining the rerun: exit %d, want %d:\n%s", code, ExitFailure, p.screen())
-	}
-	p.expectFlat(t, "Not rerun; nothing was done.")
-	if n := work(); n != requests {
-		t.Errorf("declining the rerun made %d requests to the model", n-requests)
-	}
-	// In Chinese at 80 columns, the same.
-	p = startPTYCols(t, 80, env, "-w", ws, "--lang", "zh")
-	p.expect(t, "> ")
-	io.WriteString(p.tty, "/continue\r")
-	p.expectFlat(t, "! 没有新的话:/continue 会再核对一遍目标、跑一轮干活和它的判定、重写交接,大约花上次那么多($")
-	p.expect(t, "还是要跑吗?[y/N]")
-	io.WriteString(p.tty, "\r")
-	if code := p.wait(t); code != ExitFailure {
-		t.Fatalf("declining the rerun in Chinese: exit %d, want %d:\n%s", code, ExitFailure, p.screen())
-	}
-	p.expectFlat(t, "没有重跑,什么也没做。")
-	if n := work(); n != requests {
-		t.Errorf("declining the rerun in Chinese made %d requests to the model", n-requests)
+	// English at 160 columns (n), Chinese at 80 (Enter: the default).
+	for _, c := range []struct {
+		lang                  string
+		cols                  uint16
+		says, asks, no, ended string
+	}{
+		{"en", 160, "! Nothing new to carry it on with: /continue checks the goal again, runs a work round with its judge and writes the hand-over again, for about what the last run cost ($",
+			"Run it anyway? [y/N]", "n", "Not rerun; nothing was done."},
+		{"zh", 80, "! 没有新的话:/continue 会再核对一遍目标、跑一轮干活和它的判定、重写交接,大约花上次那么多($",
+			"还是要跑吗?[y/N]", "", "没有重跑,什么也没做。"},
+	} {
+		p = startPTYCols(t, c.cols, env, "-w", ws, "--lang", c.lang)
+		p.expect(t, "> ")
+		io.WriteString(p.tty, "/continue\r")
+		p.expectFlat(t, c.says)
+		p.expect(t, c.asks)
+		io.WriteString(p.tty, c.no+"\r")
+		if code := p.wait(t); code != ExitFailure {
+			t.Fatalf("declining the rerun (%s): exit %d, want %d:\n%s", c.lang, code, ExitFailure, p.screen())
+		}
+		p.expectFlat(t, c.ended)
+		if n := work(); n != requests {
+			t.Errorf("declining the rerun (%s) made %d requests to the model", c.lang, n-requests)
+		}
 	}
 	p = startPTY(t, env, "-w", ws)
 	p.expect(t, "The last goal was achieved.")
