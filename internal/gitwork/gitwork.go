@@ -320,7 +320,11 @@ func fetchOrClone(ctx context.Context, repo, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(dir)), 0o755); err != nil {
 		return fmt.Errorf("gitwork: %w", err)
 	}
-	if _, err := git(ctx, "", append(credentialArgs(dir), "clone", "-q", "--no-checkout", "--", origin, dir)...); err != nil {
+	// --no-local: a repository on this disk is read through git's
+	// transport, not hard-linked file by file. Linking failed when a push
+	// rewrote an object meanwhile ("hardlink different from source"), and
+	// a linked file is the origin's own, in a folder the run writes.
+	if _, err := git(ctx, "", append(credentialArgs(dir), "clone", "-q", "--no-local", "--no-checkout", "--", origin, dir)...); err != nil {
 		return unreachable(ctx, repo, err)
 	}
 	return nil

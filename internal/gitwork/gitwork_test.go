@@ -109,6 +109,47 @@ func TestPrepareCreatesTheBranchFromTheBaseOrTheDefaultBranch(t *testing.T) {
 	}
 }
 
+// A repository on this machine's disk is cloned through git's transport,
+// not by hard-linking its object files: a clone that linked them failed
+// when another run's push rewrote one meanwhile ("hardlink different from
+// source", ci30, the run's attempt lost), and a linked file is one file
+// with the origin's, in a folder the run's processes write.
+func TestALocalRepositoryIsClonedWithoutSharingItsFiles(t *testing.T) {
+	ctx := testContext(t)
+	bare, _, _ := remote(t)
+	dir := filepath.Join(t.TempDir(), "run1")
+	if _, err := Prepare(ctx, bare, dir, "flower/run1", "", "", flowerFiles); err != nil {
+		t.Fatal(err)
+	}
+	var origin []os.FileInfo
+	filepath.WalkDir(filepath.Join(bare, "objects"), func(path string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			if fi, err := os.Stat(path); err == nil {
+				origin = append(origin, fi)
+			}
+		}
+		return nil
+	})
+	if len(origin) == 0 {
+		t.Fatal("the origin has no object files to compare with")
+	}
+	filepath.WalkDir(filepath.Join(dir, ".git"), func(path string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil
+		}
+		for _, o := range origin {
+			if os.SameFile(fi, o) {
+				t.Errorf("%s is the origin's %s itself (a hard link)", path, o.Name())
+			}
+		}
+		return nil
+	})
+}
+
 func TestARunContinuesOnAnotherMachineFromItsPushedCommit(t *testing.T) {
 	ctx := testContext(t)
 	bare, trunk, _ := remote(t)
