@@ -231,7 +231,14 @@ func newDashboard(t *team.Team, token string, forced, fallback flower.Lang) (*da
 		// cannot be matched with a log line.
 		"at":     func(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05 MST") },
 		"sstate": func(l flower.Lang, s string) string { return cmp.Or(text(l, "teamState_"+s), s) },
-		"name":   team.RunName,
+		"inc":    func(i int) int { return i + 1 },
+		// attemptNow: the run has an attempt its failures do not list
+		// (working, waiting, or ended by it); a queued or failed run's
+		// last attempt is its last failure.
+		"attemptNow": func(r team.Run) bool {
+			return r.Host != "" && r.State != team.Queued && r.State != team.Failed
+		},
+		"name": team.RunName,
 		"cost": func(r team.Run) string {
 			if r.Budget > 0 {
 				return fmt.Sprintf("$%.2f / $%.2f", r.Cost, r.Budget)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/flowerrun/flower/team"
 )
@@ -110,6 +111,7 @@ func TestDashboardButtonsWorkWhenClickedInChromium(t *testing.T) {
 	}
 
 	checkRunsListClicks(t, bctx, base)
+	checkAttempts(t, bctx, conn, base)
 
 	click("/runs/r3", `form[action="/runs/r3/reply"]`, chromedp.SendKeys(chromedp.CSS(`form[action="/runs/r3/reply"] textarea`), "call it bloom"))
 	var reply string
@@ -128,6 +130,32 @@ func TestDashboardButtonsWorkWhenClickedInChromium(t *testing.T) {
 	var drain bool
 	if err := conn.QueryRow(ctx, "select drain_requested_at is not null from team_workers where name = 'machine-a'").Scan(&drain); err != nil || !drain {
 		t.Errorf("machine-a after Drain was clicked: drain requested %v, %v", drain, err)
+	}
+}
+
+// checkAttempts opens a failed run's page from the runs list by a click:
+// each attempt is a row with its worker, its moment and why it ended
+// (issue 45: which worker, when, why). r2 failed twice, on two workers.
+func checkAttempts(t *testing.T, bctx context.Context, conn *pgx.Conn, base string) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), `update team_runs set failures =
+		'[{"host":"machine-a","at":"2026-12-01T10:00:00Z","reason":"the CLI exited 1"},{"host":"machine-b","at":"2026-12-01T10:05:00Z","reason":"the push was refused"}]'
+		where id = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#r2 a`)),
+		chromedp.Click(chromedp.CSS(`#r2 a`)), chromedp.WaitVisible(chromedp.CSS("#attempts"))); err != nil {
+		t.Fatalf("r2's page from the list: %v", err)
+	}
+	rows, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#attempts tbody tr")].map(r => r.innerText.replace(/\s+/g, " ").trim())`))
+	if err != nil {
+		t.Fatalf("r2's attempts: %v", err)
+	}
+	when := regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+`)
+	if len(rows) != 2 || !strings.HasPrefix(rows[0], "1 machine-a ") || !strings.HasSuffix(rows[0], " the CLI exited 1") ||
+		!strings.HasPrefix(rows[1], "2 machine-b ") || !strings.HasSuffix(rows[1], " the push was refused") ||
+		!when.MatchString(rows[0]) || !when.MatchString(rows[1]) {
+		t.Errorf("r2's attempts read %q, want two rows: the number, the worker, the moment, why it ended", rows)
 	}
 }
 

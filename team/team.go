@@ -209,9 +209,12 @@ type Run struct {
 	Pushed         string // the last commit pushed to Branch
 	JobID          int64
 	Failures       []Failure
-	Created        time.Time
-	Updated        time.Time
-	Ended          time.Time // zero while it is not over
+	// Attempted is when its current (or last) attempt began, River's
+	// attempted_at: zero before its first.
+	Attempted time.Time
+	Created   time.Time
+	Updated   time.Time
+	Ended     time.Time // zero while it is not over
 
 	// cloneURL is the address as submitted, token and all: what a worker
 	// clones and pushes to, and nothing shows.
@@ -434,6 +437,9 @@ func scanRun(row pgx.Row) (Run, error) {
 	r.Repo = gitwork.Redact(r.cloneURL)
 	if cancelAsked != nil {
 		r.CancelRequested = *cancelAsked
+	}
+	if attempted != nil {
+		r.Attempted = *attempted
 	}
 	if ended != nil {
 		r.Ended = *ended
