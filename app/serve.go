@@ -261,6 +261,7 @@ func newDashboard(t *team.Team, token string, forced, fallback flower.Lang) (*da
 	mux.HandleFunc("GET /live", d.live)
 	mux.HandleFunc("GET /runs/{run}", d.runPage)
 	mux.HandleFunc("GET /runs/{run}/report", d.reportPage)
+	mux.HandleFunc("GET /runs/{run}/events", d.runEvents)
 	mux.HandleFunc("POST /runs/{run}/reply", d.reply)
 	mux.HandleFunc("POST /runs/{run}/cancel", d.cancel)
 	mux.HandleFunc("POST /runs/{run}/retry", d.retry)
@@ -401,11 +402,17 @@ type page struct {
 	// offers, Older the address of its next page ("" on the last).
 	State, Query, Older string
 	States              []string
-	Runs                []team.Run
-	Run                 team.Run
-	Events              []team.Event
-	Workers             []team.WorkerInfo
-	Note                string
+	// Newer leads from an earlier page of a run's events back to the
+	// newest, which is Live (its script appends what comes); LastEvent
+	// is the id of the last event shown.
+	Newer     string
+	Live      bool
+	LastEvent int64
+	Runs      []team.Run
+	Run       team.Run
+	Events    []team.Event
+	Workers   []team.WorkerInfo
+	Note      string
 }
 
 func (d *dashboard) show(w http.ResponseWriter, name string, p page) {
@@ -555,12 +562,65 @@ func (d *dashboard) runPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err, http.StatusNotFound)
 		return
 	}
-	evs, err := d.t.Events(r.Context(), id, 0, 200)
+	p := page{L: d.lang(r), CSRF: csrfOf(r), Run: run, Note: r.URL.Query().Get("note")}
+	// The newest page follows the run live; ?before=ID is the page of
+	// events before that one, which stays as it is.
+	if b := r.URL.Query().Get("before"); b != "" {
+		before, err := strconv.ParseInt(b, 10, 64)
+		if err != nil || before <= 0 {
+			d.fail(w, fmt.Errorf(text(p.L, "serveBadBefore"), b), http.StatusBadRequest)
+			return
+		}
+		p.Events, err = d.t.EventsBefore(r.Context(), id, before, eventsPage)
+		if err != nil {
+			d.fail(w, err, http.StatusBadGateway)
+			return
+		}
+		p.Newer = "/runs/" + team.RunName(id)
+	} else {
+		p.Events, err = d.t.Events(r.Context(), id, 0, eventsPage)
+		if err != nil {
+			d.fail(w, err, http.StatusBadGateway)
+			return
+		}
+		p.Live = true
+	}
+	if len(p.Events) > 0 {
+		first := p.Events[0].ID
+		if earlier, err := d.t.EventsBefore(r.Context(), id, first, 1); err == nil && len(earlier) > 0 {
+			p.Older = "/runs/" + team.RunName(id) + "?before=" + strconv.FormatInt(first, 10)
+		}
+		p.LastEvent = p.Events[len(p.Events)-1].ID
+	}
+	d.show(w, "run", p)
+}
+
+// eventsPage is how many events a page of a run's shows.
+const eventsPage = 200
+
+// runEvents is the lines of a run's events after ?after=ID, for the run
+// page's script to append when the live stream names the run.
+func (d *dashboard) runEvents(w http.ResponseWriter, r *http.Request) {
+	id, ok := d.runID(w, r)
+	if !ok {
+		return
+	}
+	after, err := strconv.ParseInt(cmp.Or(r.URL.Query().Get("after"), "0"), 10, 64)
+	if err != nil || after < 0 {
+		d.fail(w, fmt.Errorf(text(d.lang(r), "serveBadBefore"), r.URL.Query().Get("after")), http.StatusBadRequest)
+		return
+	}
+	evs, err := d.t.Events(r.Context(), id, after, 0)
 	if err != nil {
 		d.fail(w, err, http.StatusBadGateway)
 		return
 	}
-	d.show(w, "run", page{L: d.lang(r), CSRF: csrfOf(r), Run: run, Events: evs, Note: r.URL.Query().Get("note")})
+	p := page{L: d.lang(r), Events: evs, LastEvent: after}
+	if len(evs) > 0 {
+		p.LastEvent = evs[len(evs)-1].ID
+	}
+	w.Header().Set("X-Last-Event", strconv.FormatInt(p.LastEvent, 10))
+	d.show(w, "events", p)
 }
 
 // back returns to the run's page with a note of what the action did.

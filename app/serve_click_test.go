@@ -112,6 +112,7 @@ func TestDashboardButtonsWorkWhenClickedInChromium(t *testing.T) {
 
 	checkRunsListClicks(t, bctx, base)
 	checkAttempts(t, bctx, conn, base)
+	checkRunEventsLiveAndPaged(t, bctx, conn, base)
 
 	click("/runs/r3", `form[action="/runs/r3/reply"]`, chromedp.SendKeys(chromedp.CSS(`form[action="/runs/r3/reply"] textarea`), "call it bloom"))
 	var reply string
@@ -130,6 +131,55 @@ func TestDashboardButtonsWorkWhenClickedInChromium(t *testing.T) {
 	var drain bool
 	if err := conn.QueryRow(ctx, "select drain_requested_at is not null from team_workers where name = 'machine-a'").Scan(&drain); err != nil || !drain {
 		t.Errorf("machine-a after Drain was clicked: drain requested %v, %v", drain, err)
+	}
+}
+
+// checkRunEventsLiveAndPaged: a run's page shows its newest events and
+// takes new ones as they are recorded, without a reload; a run with more
+// events than a page links to the earlier ones, which link back (issue
+// 45: the run page was not live and showed the first 200 only).
+func checkRunEventsLiveAndPaged(t *testing.T, bctx context.Context, conn *pgx.Conn, base string) {
+	t.Helper()
+	ctx := context.Background()
+	events := func() string {
+		s, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById("events").innerText`))
+		if err != nil {
+			t.Fatalf("the run's events: %v", err)
+		}
+		return s
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/runs/r3"), chromedp.WaitVisible(chromedp.CSS("#events"))); err != nil {
+		t.Fatalf("r3's page: %v", err)
+	}
+	// Recorded as a worker records one: the row, then the notice.
+	if _, err := conn.Exec(ctx, `with e as (insert into team_events (run, worker, event)
+		values (3, 'machine-a', '{"kind":"text","text":"LIVE-EVENT-MARKER"}') returning run)
+		select pg_notify('flower_team_event', '3') from e`); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(events(), "LIVE-EVENT-MARKER"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("an event recorded while r3's page was open never appeared on it:\n%s", events())
+		}
+	}
+	if _, err := conn.Exec(ctx, `insert into team_events (run, worker, event)
+		select 1, 'machine-a', jsonb_build_object('kind', 'text', 'text', 'page line ' || lpad(g::text, 3, '0')) from generate_series(1, 205) g`); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/runs/r1"), chromedp.WaitVisible(chromedp.CSS("#earlier"))); err != nil {
+		t.Fatalf("r1's newest events with a link to earlier ones: %v", err)
+	}
+	if s := events(); !strings.Contains(s, "page line 205") || strings.Contains(s, "page line 005") || strings.Count(s, "\n") < 199 {
+		t.Errorf("r1's newest page: %d lines, want the newest 200 (page line 006 … 205)", strings.Count(s, "\n"))
+	}
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS("#earlier")), chromedp.WaitVisible(chromedp.CSS("#newest"))); err != nil {
+		t.Fatalf("r1's earlier events: %v", err)
+	}
+	if s := events(); !strings.Contains(s, "page line 001") || !strings.Contains(s, "page line 005") || strings.Contains(s, "page line 006") {
+		t.Errorf("r1's earlier page:\n%s", s)
+	}
+	if s := events(); !regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ machine-a page line 001`).MatchString(s) {
+		t.Errorf("an event's line lacks its moment with the zone:\n%s", s)
 	}
 }
 

@@ -769,6 +769,20 @@ func (t *Team) Events(ctx context.Context, run, after int64, limit int) ([]Event
 	return pgx.CollectRows(rows, scanEvent)
 }
 
+// EventsBefore reads the at most limit events of run just before the one
+// with id before, in order: the page before a page that starts with it.
+func (t *Team) EventsBefore(ctx context.Context, run, before int64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("team: a page of %d events: give 1 or more", limit)
+	}
+	rows, err := t.pool.Query(ctx, `select * from (select id, run, at, worker, event from team_events
+		where run = $1 and id < $2 order by id desc limit $3) e order by id`, run, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, scanEvent)
+}
+
 // Follow calls fn with every event recorded from now on, of every run,
 // until ctx ends: LISTEN for the notice, then the rows after the last seen.
 // It holds a connection of its own, outside the pool, for as long as it
