@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -110,6 +111,19 @@ func TestDashboardButtonsWorkWhenClickedInChromium(t *testing.T) {
 		t.Fatalf("logging in: %v", err)
 	}
 
+	if shot := os.Getenv("FLOWER_DASHBOARD_SHOT"); shot != "" {
+		// The README's picture, taken from this very page:
+		// FLOWER_DASHBOARD_SHOT=$PWD/doc/dashboard.png go test ./app -run Chromium
+		png, err := chromedp.Run(bctx, func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(1200, 700), chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#runs tr"))); err != nil {
+				return nil, err
+			}
+			return chromedp.CaptureScreenshot()(ctx, tg)
+		})
+		if err != nil || os.WriteFile(shot, png, 0o644) != nil {
+			t.Errorf("the dashboard's picture: %v", err)
+		}
+	}
 	checkRunsListClicks(t, bctx, base)
 	checkAttempts(t, bctx, conn, base)
 	checkRunEventsLiveAndPaged(t, bctx, conn, base)
