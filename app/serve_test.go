@@ -74,7 +74,7 @@ func TestServeDashboard(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 
 	// Without the token, or with a wrong one: 401 and how to get in.
-	for _, u := range []string{base + "/", base + "/runs/r1", base + "/?token=wrong", base + "/workers"} {
+	for _, u := range []string{base + "/", base + "/runs/r1", base + "/runs/r1/events?after=0", base + "/rows?q=x", base + "/?token=wrong", base + "/workers"} {
 		resp, err := http.Get(u)
 		if err != nil {
 			t.Fatal(err)
