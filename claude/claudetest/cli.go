@@ -66,6 +66,27 @@ func CLIPath(t testing.TB) string {
 	return p
 }
 
+// PinnedCLIPath is the repository's pinned copy of the CLI
+// (tools/claude-cli, which scripts/test installs), whatever FLOWER_CLAUDE
+// names: for a test about the pin itself (its size), which no older CLI's
+// pass can stand in for. It does not count as a use of the real CLI.
+// Missing, it fails under CI and skips elsewhere, as CLIPath does.
+func PinnedCLIPath(t testing.TB) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("claudetest: the module's root: %v", err)
+	}
+	p := filepath.Join(root, cliRelPath)
+	if !isExecutable(p) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("claudetest: no pinned claude CLI at %s; run tools/claude-cli/install.sh", p)
+		}
+		t.Skipf("claudetest: no pinned claude CLI at %s; run tools/claude-cli/install.sh", p)
+	}
+	return p
+}
+
 // versions caches each binary's `--version` answer: asked once per test
 // process, not once per test.
 var versions sync.Map // path -> versionAnswer
