@@ -135,7 +135,7 @@ func Drive(ctx context.Context, wf *flower.Workflow, cfg Config, ui *UI) error {
 	var journal *human.Words
 	var delivered []string // journal entries this run delivers
 	if ch, ok := wf.Channel.(*human.Channel); ok && ch != nil {
-		journal = human.OpenWords(filepath.Join(ReplyDir(cfg.RunDir), human.WordsDir))
+		journal = wordsJournal(cfg.RunDir)
 		ch.UseWords(journal)
 		left, err := journal.Pending()
 		if err != nil {

@@ -149,10 +149,15 @@ func starterProgram(ctx context.Context, cfg Config, ui *UI) (*flower.Workflow, 
 	return flower.StarterFlow(ask, o)
 }
 
+// wordsJournal is the words journal of the runs in runDir.
+func wordsJournal(runDir string) *human.Words {
+	return human.OpenWords(filepath.Join(ReplyDir(runDir), human.WordsDir))
+}
+
 // hasWordsLeft says the last runs left words undelivered: something new
 // for the next run of the request.
 func hasWordsLeft(runDir string) bool {
-	left, _ := human.OpenWords(filepath.Join(ReplyDir(runDir), human.WordsDir)).Pending()
+	left, _ := wordsJournal(runDir).Pending()
 	return len(left) > 0
 }
 
@@ -160,7 +165,7 @@ func hasWordsLeft(runDir string) bool {
 // delivered, before a new request archives them with it: the person
 // typed them for that task, and is told this one starts without them.
 func sayWordsLeftBehind(ui *UI, runDir string) {
-	left, _ := human.OpenWords(filepath.Join(ReplyDir(runDir), human.WordsDir)).Pending()
+	left, _ := wordsJournal(runDir).Pending()
 	if len(left) == 0 {
 		return
 	}
@@ -317,12 +322,10 @@ const largeRequest = 20 << 10
 // likely nothing changes. Off a terminal (or with --yes) it is said, not
 // asked.
 func confirmRerun(ctx context.Context, ui *UI, yes bool, lastCost float64) error {
-	what := fmt.Sprintf(ui.T("rerunWhat"), flower.USD(lastCost))
+	ui.Screen.Line(screen.Yellow, fmt.Sprintf(ui.T("rerunWhat"), flower.USD(lastCost)))
 	if yes || !ui.Interactive {
-		ui.Screen.Line(screen.Yellow, what)
 		return nil
 	}
-	ui.Screen.Line(screen.Yellow, what)
 	run, err := ui.askYesNo(ctx, ui.T("rerunAsk"), false)
 	if err != nil {
 		return err
