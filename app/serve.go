@@ -430,7 +430,7 @@ func (d *dashboard) fail(w http.ResponseWriter, err error, code int) {
 func (d *dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
 	p, err := d.runsOf(r)
 	if err != nil {
-		d.fail(w, err, http.StatusBadRequest)
+		d.fail(w, err, statusOf(err))
 		return
 	}
 	p.CSRF = csrfOf(r)
@@ -443,7 +443,7 @@ func (d *dashboard) runsPage(w http.ResponseWriter, r *http.Request) {
 func (d *dashboard) runsRows(w http.ResponseWriter, r *http.Request) {
 	p, err := d.runsOf(r)
 	if err != nil {
-		d.fail(w, err, http.StatusBadRequest)
+		d.fail(w, err, statusOf(err))
 		return
 	}
 	d.show(w, "rows", p)
@@ -470,14 +470,14 @@ func (d *dashboard) runsOf(r *http.Request) (page, error) {
 	if n := q.Get("n"); n != "" {
 		size, err := strconv.Atoi(n)
 		if err != nil || size < 1 || size > maxRunsPage {
-			return p, fmt.Errorf(text(p.L, "serveBadPage"), n, maxRunsPage)
+			return p, badAddress{fmt.Errorf(text(p.L, "serveBadPage"), n, maxRunsPage)}
 		}
 		f.Limit = size
 	}
 	if b := q.Get("before"); b != "" {
 		id, err := team.ParseRun(b)
 		if err != nil {
-			return p, err
+			return p, badAddress{err}
 		}
 		f.Before = id
 	}
@@ -593,6 +593,19 @@ func (d *dashboard) runPage(w http.ResponseWriter, r *http.Request) {
 		p.LastEvent = p.Events[len(p.Events)-1].ID
 	}
 	d.show(w, "run", p)
+}
+
+// badAddress is an address the dashboard cannot read (a 400); other
+// errors are the database's (a 502).
+type badAddress struct{ error }
+
+func (b badAddress) Unwrap() error { return b.error }
+
+func statusOf(err error) int {
+	if errors.As(err, new(badAddress)) || errors.Is(err, team.ErrNoState) {
+		return http.StatusBadRequest
+	}
+	return http.StatusBadGateway
 }
 
 // eventsPage is how many events a page of a run's shows.
